@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/mcpsandbox/mcpsandbox/sandbox"
+)
+
+const usage = `mcpsandbox runs an MCP server in a disposable Docker container, calls its
+tools and reports every side effect.
+
+Usage:
+  mcpsandbox scan [flags] -- COMMAND [ARG...]   scan a stdio MCP server
+  mcpsandbox images build [node|python|base]    build runtime images from the host
+  mcpsandbox images ls                          list the images mcpsandbox made
+  mcpsandbox clean                              remove every container and image mcpsandbox made
+  mcpsandbox version                            print the version
+
+Run 'mcpsandbox COMMAND --help' for a command's flags.
+Exit codes: 0 no findings, 1 findings, 2 usage or infrastructure error.
+`
+
+// usageError is a mistake in the command line: exit 2 with the usage hint.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+// errFindings ends a run that worked and found contradictions: exit 1.
+var errFindings = errors.New("findings")
+
+// errHelp ends a run that printed help: exit 0.
+var errHelp = pflag.ErrHelp
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return usageError{"no command given"}
+	}
+	switch args[0] {
+	case "scan":
+		return runScan(ctx, args[1:], stdout, stderr)
+	case "images":
+		return runImages(ctx, args[1:], stdout, stderr)
+	case "clean":
+		return runClean(ctx, args[1:], stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "mcpsandbox", version())
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return usageError{fmt.Sprintf("unknown command %q", args[0])}
+}
+
+// newFlags returns a flag set that prints its usage on --help and never
+// exits the process itself.
+func newFlags(name, synopsis string, stderr io.Writer) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: mcpsandbox %s\n\nFlags:\n%s", synopsis, fs.FlagUsages())
+	}
+	return fs
+}
+
+// parse parses flags, turning a parse error into a usage error.
+func parse(fs *pflag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return errHelp
+		}
+		return usageError{err.Error()}
+	}
+	return nil
+}
+
+// exitCode maps an error to the process exit code, printing its one-line
+// message.
+func exitCode(err error, stderr io.Writer) int {
+	var ue usageError
+	var ie *sandbox.InfraError
+	switch {
+	case err == nil, errors.Is(err, errHelp):
+		return 0
+	case errors.Is(err, errFindings):
+		return 1
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "mcpsandbox: %s (see 'mcpsandbox --help')\n", ue.msg)
+		return 2
+	case errors.As(err, &ie):
+		fmt.Fprintf(stderr, "mcpsandbox: %s\n", oneLine(err.Error()))
+		return 2
+	}
+	fmt.Fprintf(stderr, "mcpsandbox: %s\n", oneLine(err.Error()))
+	return 2
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		v := bi.Main.Version
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				return v + " (" + s.Value[:12] + ")"
+			}
+		}
+		return v
+	}
+	return "unknown"
+}
