@@ -2,7 +2,164 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/probes"
+	"github.com/mcpsandbox/mcpsandbox/sandbox"
 )
 
-func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error { return nil }
+func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("scan", "scan [flags] -- COMMAND [ARG...]", stderr)
+	limits := sandbox.DefaultLimits()
+	var opts sandbox.ScanOptions
+	fs.StringVar(&opts.Image, "image", "mcpsandbox/node:latest", "image to run the server in (must be in the local engine; never pulled)")
+	fs.StringVar(&opts.Workspace, "workspace", "", "host directory the server sees at /workspace, read-write, never modified (default: empty)")
+	probeFile := fs.String("probes", "", "probe file: JSON object of tool name to arguments, called in file order")
+	fs.StringArrayVar(&opts.Env, "env", nil, "environment variable KEY=VAL for the server (repeatable)")
+	mounts := fs.StringArray("mount", nil, "HOST:CONTAINER path to mount read-only, for the server's code (repeatable)")
+	fs.DurationVar(&opts.Timeout, "timeout", 0, "bound on the whole run (default 10m)")
+	fs.DurationVar(&opts.StartTimeout, "start-timeout", 0, "bound on start and initialize (default 60s)")
+	fs.DurationVar(&opts.CallTimeout, "call-timeout", 0, "bound on each call (default 30s)")
+	fs.Int64Var(&limits.Pids, "pids", limits.Pids, "process limit")
+	fs.Int64Var(&limits.MemoryMB, "memory", limits.MemoryMB, "memory limit in MiB")
+	fs.Float64Var(&limits.CPUs, "cpus", limits.CPUs, "CPU limit")
+	format := fs.String("format", "", "report format: text or json (default: text on a terminal, else json)")
+	out := fs.String("out", "", "write the report to this file instead of stdout")
+	transcript := fs.String("transcript", "", "write every JSON-RPC frame, with timestamps, to this file (JSON Lines)")
+	fs.BoolVar(&opts.Keep, "keep", false, "leave the container (stopped) for debugging and print its id")
+	verbose := fs.BoolP("verbose", "v", false, "print progress to stderr")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	opts.Argv = fs.Args()
+	if len(opts.Argv) == 0 {
+		fs.Usage()
+		return usageError{"scan needs the server command after --"}
+	}
+	opts.Limits = limits
+	for _, e := range opts.Env {
+		if !strings.Contains(e, "=") || strings.HasPrefix(e, "=") {
+			return usageError{fmt.Sprintf("--env %q: want KEY=VAL", e)}
+		}
+	}
+	for _, m := range *mounts {
+		src, dst, ok := strings.Cut(m, ":")
+		if !ok || src == "" || !strings.HasPrefix(dst, "/") {
+			return usageError{fmt.Sprintf("--mount %q: want HOST:/CONTAINER/PATH", m)}
+		}
+		abs, err := filepath.Abs(src)
+		if err != nil {
+			return usageError{fmt.Sprintf("--mount %q: %v", m, err)}
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return usageError{fmt.Sprintf("--mount %q: %v", m, err)}
+		}
+		opts.Mounts = append(opts.Mounts, sandbox.Mount{Source: abs, Target: dst})
+	}
+	if opts.Workspace != "" {
+		fi, err := os.Stat(opts.Workspace)
+		if err != nil || !fi.IsDir() {
+			return usageError{fmt.Sprintf("--workspace %q is not a directory", opts.Workspace)}
+		}
+	}
+	if *probeFile != "" {
+		steps, err := probes.Load(*probeFile)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		opts.Probes = steps
+	}
+	if *format == "" {
+		*format = "json"
+		if *out == "" && isTerminal(stdout) {
+			*format = "text"
+		}
+	}
+	if *format != "text" && *format != "json" {
+		return usageError{fmt.Sprintf("--format %q: want text or json", *format)}
+	}
+	if *verbose {
+		opts.Log = stderr
+	}
+	opts.ClientVersion = version()
+
+	cli, err := sandbox.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+
+	res, scanErr := sandbox.Scan(ctx, cli, opts)
+	rep := res.Report
+	if scanErr != nil && !errors.Is(scanErr, sandbox.ErrIncomplete) {
+		rep.Problems = append(rep.Problems, report.Problem{Kind: "infra", Message: oneLine(scanErr.Error())})
+		rep.Finish()
+	}
+	if res.ContainerID != "" {
+		fmt.Fprintf(stderr, "mcpsandbox: kept container %s (remove it with `docker rm %.12s` or `mcpsandbox clean`)\n", res.ContainerID, res.ContainerID)
+	}
+	werr := writeReport(rep, *format, *out, stdout)
+	if *transcript != "" {
+		werr = errors.Join(werr, writeTranscript(res.Transcript, *transcript))
+	}
+	switch {
+	case scanErr != nil:
+		return errors.Join(scanErr, werr)
+	case werr != nil:
+		return werr
+	case len(rep.Findings) > 0:
+		return errFindings
+	}
+	return nil
+}
+
+func writeReport(rep *report.Report, format, out string, stdout io.Writer) (err error) {
+	w := stdout
+	if out != "" {
+		f, err := os.Create(out)
+		if err != nil {
+			return fmt.Errorf("writing report: %w", err)
+		}
+		defer func() { err = errors.Join(err, f.Close()) }()
+		w = f
+	}
+	if format == "text" {
+		return report.WriteText(w, rep)
+	}
+	return report.WriteJSON(w, rep)
+}
+
+func writeTranscript(t *sandbox.Transcript, path string) (err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("writing transcript: %w", err)
+	}
+	defer func() { err = errors.Join(err, f.Close()) }()
+	frames, dropped := t.Frames()
+	enc := json.NewEncoder(f)
+	for _, fr := range frames {
+		if err := enc.Encode(fr); err != nil {
+			return fmt.Errorf("writing transcript: %w", err)
+		}
+	}
+	if dropped > 0 {
+		return enc.Encode(map[string]int{"droppedFrames": dropped})
+	}
+	return nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

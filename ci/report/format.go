@@ -1,0 +1,139 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteJSON writes the report as indented JSON with a final newline. Map
+// keys are sorted by encoding/json, so the bytes depend only on the report.
+func WriteJSON(w io.Writer, r *Report) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("encoding report: %w", err)
+	}
+	_, err := w.Write(buf.Bytes())
+	return err
+}
+
+// WriteText writes the compact table a person reads in a terminal.
+func WriteText(w io.Writer, r *Report) error {
+	var b strings.Builder
+	name := compactJSON(r.Server.ServerInfo)
+	fmt.Fprintf(&b, "server   %s\n", strings.Join(r.Server.Command, " "))
+	fmt.Fprintf(&b, "info     %s  protocol %s  image %s  network %s\n", name, dash(r.Server.ProtocolVersion), r.Server.Image, r.Sandbox.Network)
+	if !r.Complete {
+		fmt.Fprintf(&b, "status   INCOMPLETE: the scan did not run every step (see problems)\n")
+	}
+	b.WriteString("\n")
+
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOOL\tRO\tDESTR\tIDEMP\tOPEN\tCALLS\tRESULT\tFILES\tPROCS\tNET")
+	for _, t := range r.Tools {
+		calls, result, files, procs, nets := 0, "-", 0, 0, 0
+		for _, c := range r.Calls {
+			if c.Tool != t.Name {
+				continue
+			}
+			calls++
+			switch {
+			case c.ErrorKind != "":
+				result = c.ErrorKind
+			case c.IsError && result == "-":
+				result = "isError"
+			case result == "-":
+				result = "ok"
+			}
+			files += len(c.Effects.Files)
+			procs += len(c.Effects.Processes)
+			nets += len(c.Effects.Network)
+		}
+		if calls == 0 {
+			result = "not called"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%d\t%d\n", t.Name,
+			hint(t.Hints.ReadOnly), hint(t.Hints.Destructive), hint(t.Hints.Idempotent), hint(t.Hints.OpenWorld),
+			calls, result, files, procs, nets)
+	}
+	tw.Flush()
+
+	if len(r.NotCalled) > 0 {
+		b.WriteString("\nnot called:\n")
+		for _, n := range r.NotCalled {
+			fmt.Fprintf(&b, "  %s: %s\n", n.Tool, n.Reason)
+		}
+	}
+	if len(r.Findings) > 0 {
+		b.WriteString("\nfindings:\n")
+		for _, f := range r.Findings {
+			fmt.Fprintf(&b, "  %-8s %s  %s (call %d): %s\n", f.Severity, f.Rule, f.Tool, f.Call, f.Message)
+			for _, e := range f.Evidence {
+				fmt.Fprintf(&b, "             %s\n", e)
+			}
+		}
+	}
+	if len(r.Problems) > 0 {
+		b.WriteString("\nproblems:\n")
+		for _, p := range r.Problems {
+			at := ""
+			if p.Call > 0 {
+				at = fmt.Sprintf(" (call %d)", p.Call)
+			}
+			fmt.Fprintf(&b, "  %s%s: %s\n", p.Kind, at, p.Message)
+		}
+	}
+	if r.Server.StderrTail != "" && !r.Complete {
+		b.WriteString("\nserver stderr (tail):\n")
+		for _, l := range strings.Split(strings.TrimRight(lastLines(r.Server.StderrTail, 10), "\n"), "\n") {
+			fmt.Fprintf(&b, "  | %s\n", l)
+		}
+	}
+	s := r.Summary
+	fmt.Fprintf(&b, "\n%d tools, %d calls, %d not called, %d findings, %d problems\n",
+		s.Tools, s.Calls, s.NotCalled, s.Findings, s.Problems)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func hint(b *bool) string {
+	switch {
+	case b == nil:
+		return "·"
+	case *b:
+		return "true"
+	}
+	return "false"
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func compactJSON(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return "-"
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return string(raw)
+	}
+	return b.String()
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

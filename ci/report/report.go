@@ -1,0 +1,225 @@
+// Package report defines the scan report, mcpsandbox's public contract: one
+// Go type, serialised as JSON with stable lower-camel-case field names, and
+// versioned by SchemaVersion. Every array is emitted (never null) so that
+// consumers need no special cases; additions bump the minor version, any
+// rename or removal the major one.
+package report
+
+import (
+	"encoding/json"
+)
+
+// SchemaVersion names the shape of the report.
+const SchemaVersion = "mcpsandbox.report/v1"
+
+// Report is everything one scan learned about one server.
+type Report struct {
+	SchemaVersion string `json:"schemaVersion"`
+	// Complete is true when every planned step ran; false when the server
+	// died, the run timed out or was interrupted (the report is partial).
+	Complete  bool        `json:"complete"`
+	Server    Server      `json:"server"`
+	Sandbox   Sandbox     `json:"sandbox"`
+	Tools     []Tool      `json:"tools"`
+	Calls     []Call      `json:"calls"`
+	NotCalled []NotCalled `json:"notCalled"`
+	// Phases carries the effects of everything that is not a tool call:
+	// startup, initialize, tools/list, between calls, teardown.
+	Phases   []Phase   `json:"phases"`
+	Findings []Finding `json:"findings"`
+	// Problems are failures of the run or of the server that are not
+	// contradictions: timeouts, crashes, garbage on stdout.
+	Problems []Problem `json:"problems"`
+	Summary  Summary   `json:"summary"`
+}
+
+// Server describes the server under test, as it started and ended.
+type Server struct {
+	Command         []string `json:"command"`
+	Image           string   `json:"image"`
+	ProtocolVersion string   `json:"protocolVersion"`
+	// ServerInfo is the initialize result's serverInfo, as sent.
+	ServerInfo   json.RawMessage `json:"serverInfo"`
+	Capabilities json.RawMessage `json:"capabilities"`
+	Instructions string          `json:"instructions,omitempty"`
+	// StderrTail is the end of what the server wrote to stderr (bounded);
+	// StderrBytes counts all of it.
+	StderrTail      string `json:"stderrTail"`
+	StderrBytes     int64  `json:"stderrBytes"`
+	StderrTruncated bool   `json:"stderrTruncated"`
+	// StdoutNoise counts stdout lines that were not JSON-RPC (dropped from
+	// the MCP stream); StdoutNoiseSample keeps the first few.
+	StdoutNoise       int      `json:"stdoutNoise"`
+	StdoutNoiseSample []string `json:"stdoutNoiseSample"`
+	// ExitCode is the server's exit status, if it exited before teardown.
+	ExitCode *int `json:"exitCode,omitempty"`
+	// OOMKilled is true when the memory limit killed the server.
+	OOMKilled bool `json:"oomKilled,omitempty"`
+}
+
+// Sandbox records how the server was confined.
+type Sandbox struct {
+	Network   string  `json:"network"`
+	User      string  `json:"user"`
+	Isolation string  `json:"isolation"`
+	PidsLimit int64   `json:"pidsLimit"`
+	MemoryMB  int64   `json:"memoryMB"`
+	CPUs      float64 `json:"cpus"`
+	// Workspace is "empty" or "host" (a copy of a host directory, never
+	// written back).
+	Workspace string `json:"workspace"`
+}
+
+// Tool is one tool as the server listed it.
+type Tool struct {
+	Name        string `json:"name"`
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description"`
+	// Annotations are exactly as the server sent them (null when absent).
+	Annotations json.RawMessage `json:"annotations"`
+	// Hints are the four behaviour hints: true or false when the server
+	// declared them, null when it did not (the spec's default then applies).
+	Hints        Hints           `json:"hints"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+}
+
+// Hints are the MCP tool annotation hints, nil when not declared.
+type Hints struct {
+	ReadOnly    *bool `json:"readOnlyHint"`
+	Destructive *bool `json:"destructiveHint"`
+	Idempotent  *bool `json:"idempotentHint"`
+	OpenWorld   *bool `json:"openWorldHint"`
+}
+
+// Call is one tools/call and what it caused.
+type Call struct {
+	Seq       int             `json:"seq"`
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	// Source says where the arguments came from: "probe" (the probes file)
+	// or "empty" (the tool requires nothing and was called with {}).
+	Source string `json:"source"`
+	// IsError is the result's isError flag.
+	IsError bool `json:"isError"`
+	// Error is set when the call got no result: a JSON-RPC error, a timeout,
+	// or the server going away. ErrorKind is "rpc", "timeout" or "transport".
+	Error      string `json:"error,omitempty"`
+	ErrorKind  string `json:"errorKind,omitempty"`
+	DurationMs int64  `json:"durationMs"`
+	// Result is the text of the result's content, bounded.
+	Result  string  `json:"result"`
+	Effects Effects `json:"effects"`
+}
+
+// Effects are the side effects observed during one call or phase.
+type Effects struct {
+	Files     []FileChange `json:"files"`
+	Processes []Process    `json:"processes"`
+	Network   []NetEvent   `json:"network"`
+}
+
+// FileChange is one created, modified or deleted path.
+type FileChange struct {
+	Path         string `json:"path"`
+	Change       string `json:"change"`         // created, modified, deleted
+	Type         string `json:"type"`           // file, dir, symlink, other
+	Scope        string `json:"scope"`          // workspace, outside
+	Area         string `json:"area,omitempty"` // for outside: tmp, home, system, other
+	Size         int64  `json:"size,omitempty"`
+	Mode         string `json:"mode,omitempty"`
+	SHA256       string `json:"sha256,omitempty"`
+	SHA256Before string `json:"sha256Before,omitempty"`
+	LinkTarget   string `json:"linkTarget,omitempty"`
+}
+
+// Process is one process started.
+type Process struct {
+	PID        int      `json:"pid"`
+	PPID       int      `json:"ppid"`
+	Argv       []string `json:"argv"`
+	Cwd        string   `json:"cwd,omitempty"`
+	ExitCode   *int     `json:"exitCode,omitempty"`
+	Background bool     `json:"background,omitempty"`
+}
+
+// NetEvent is one network attempt.
+type NetEvent struct {
+	Kind     string `json:"kind"` // dns, connect, listen
+	Host     string `json:"host,omitempty"`
+	Address  string `json:"address,omitempty"`
+	Port     int    `json:"port,omitempty"`
+	Protocol string `json:"protocol,omitempty"`
+	Result   string `json:"result,omitempty"`
+}
+
+// NotCalled is a listed tool that was not called, with the reason.
+type NotCalled struct {
+	Tool   string `json:"tool"`
+	Reason string `json:"reason"`
+}
+
+// Phase is a stretch of the run that is not a tool call.
+type Phase struct {
+	Name string `json:"name"` // startup, initialize, tools/list, between, teardown
+	// After names the call a "between" phase follows.
+	After   int     `json:"after,omitempty"`
+	Effects Effects `json:"effects"`
+}
+
+// Finding is a contradiction between what a tool claimed and what it did.
+type Finding struct {
+	Rule     string   `json:"rule"`
+	Severity string   `json:"severity"` // critical, error, warning, note
+	Tool     string   `json:"tool"`
+	Call     int      `json:"call,omitempty"`
+	Message  string   `json:"message"`
+	Evidence []string `json:"evidence"`
+}
+
+// Problem is a failure of the run or the server.
+type Problem struct {
+	Kind    string `json:"kind"` // timeout, crash, stdout-noise, protocol, interrupted, run-timeout, probe, teardown
+	Call    int    `json:"call,omitempty"`
+	Message string `json:"message"`
+}
+
+// Summary counts what the report holds.
+type Summary struct {
+	Tools     int `json:"tools"`
+	Calls     int `json:"calls"`
+	NotCalled int `json:"notCalled"`
+	Findings  int `json:"findings"`
+	Problems  int `json:"problems"`
+	// BySeverity counts findings per severity.
+	BySeverity map[string]int `json:"bySeverity"`
+}
+
+// New returns an empty report with every array present.
+func New() *Report {
+	return &Report{
+		SchemaVersion: SchemaVersion,
+		Server:        Server{Command: []string{}, StdoutNoiseSample: []string{}},
+		Tools:         []Tool{},
+		Calls:         []Call{},
+		NotCalled:     []NotCalled{},
+		Phases:        []Phase{},
+		Findings:      []Finding{},
+		Problems:      []Problem{},
+	}
+}
+
+// NewEffects returns effects with every array present.
+func NewEffects() Effects {
+	return Effects{Files: []FileChange{}, Processes: []Process{}, Network: []NetEvent{}}
+}
+
+// Finish recomputes the summary.
+func (r *Report) Finish() {
+	s := Summary{Tools: len(r.Tools), Calls: len(r.Calls), NotCalled: len(r.NotCalled),
+		Findings: len(r.Findings), Problems: len(r.Problems), BySeverity: map[string]int{}}
+	for _, f := range r.Findings {
+		s.BySeverity[f.Severity]++
+	}
+	r.Summary = s
+}

@@ -1,0 +1,63 @@
+package probes
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestParseObjectKeepsFileOrder(t *testing.T) {
+	steps, err := Parse([]byte(`{"zeta": {"a": 1}, "alpha": {}, "mid": null}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range steps {
+		got = append(got, s.Tool+" "+string(s.Arguments))
+	}
+	want := []string{`zeta {"a":1}`, `alpha {}`, `mid {}`}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+func TestParseSteps(t *testing.T) {
+	steps, err := Parse([]byte(`[{"tool":"a","arguments":{"x":"y"}},{"tool":"a"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(steps) != 2 || string(steps[0].Arguments) != `{"x":"y"}` || string(steps[1].Arguments) != `{}` {
+		t.Fatalf("got %+v", steps)
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	for _, in := range []string{``, `42`, `{"a": [1]}`, `{"a": {}, "a": {}}`, `[{"arguments":{}}]`, `{"a": {}} x`, `[{"tool":"a","bogus":1}]`} {
+		if _, err := Parse([]byte(in)); err == nil {
+			t.Errorf("Parse(%q) = nil error, want one", in)
+		}
+	}
+}
+
+func TestPlan(t *testing.T) {
+	tools := []Tool{
+		{Name: "a", InputSchema: []byte(`{"type":"object"}`)},
+		{Name: "b", InputSchema: []byte(`{"type":"object","required":["path"]}`)},
+		{Name: "c", InputSchema: []byte(`{"type":"object","required":["x"]}`)},
+		{Name: "d"},
+	}
+	calls, skips, unknown := Plan(tools, []Step{{Tool: "c", Arguments: []byte(`{"x":1}`)}, {Tool: "gone", Arguments: []byte(`{}`)}})
+	var got []string
+	for _, c := range calls {
+		got = append(got, c.Tool+":"+c.Source+":"+string(c.Arguments))
+	}
+	want := []string{`c:probe:{"x":1}`, `a:empty:{}`, `d:empty:{}`}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("calls = %q, want %q", got, want)
+	}
+	if len(skips) != 1 || skips[0].Tool != "b" {
+		t.Errorf("skips = %+v, want b", skips)
+	}
+	if !reflect.DeepEqual(unknown, []string{"gone"}) {
+		t.Errorf("unknown = %q", unknown)
+	}
+}

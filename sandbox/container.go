@@ -1,0 +1,281 @@
+// Package sandbox runs an untrusted MCP server in a disposable, hardened
+// Docker container and speaks MCP to it over the container's stdio: the
+// container's lifecycle, the MCP session over the attach stream, the scan's
+// phases, and the evidence (transcript, stderr) they leave.
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/network"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/stdcopy"
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
+
+	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
+)
+
+// Engine is the part of the Docker Engine API that running a sandbox uses.
+type Engine interface {
+	ImageInspect(ctx context.Context, ref string, _ ...client.ImageInspectOption) (image.InspectResponse, error)
+	ContainerCreate(ctx context.Context, config *container.Config, hostConfig *container.HostConfig, networkingConfig *network.NetworkingConfig, platform *ocispec.Platform, containerName string) (container.CreateResponse, error)
+	ContainerAttach(ctx context.Context, containerID string, options container.AttachOptions) (types.HijackedResponse, error)
+	ContainerStart(ctx context.Context, containerID string, options container.StartOptions) error
+	ContainerInspect(ctx context.Context, containerID string) (container.InspectResponse, error)
+	ContainerKill(ctx context.Context, containerID, signal string) error
+	ContainerRemove(ctx context.Context, containerID string, options container.RemoveOptions) error
+	ContainerList(ctx context.Context, options container.ListOptions) ([]container.Summary, error)
+	CopyToContainer(ctx context.Context, containerID, dstPath string, content io.Reader, options container.CopyToContainerOptions) error
+	ContainerCommit(ctx context.Context, containerID string, options container.CommitOptions) (container.CommitResponse, error)
+}
+
+// Mount is a host path made visible, read-only, inside the container.
+type Mount struct {
+	Source string // host path
+	Target string // container path
+}
+
+// Limits bound what the server may use.
+type Limits struct {
+	Pids     int64   // max processes
+	MemoryMB int64   // memory (and memory+swap)
+	CPUs     float64 // CPU share
+}
+
+// DefaultLimits are the limits of a sandbox unless told otherwise.
+func DefaultLimits() Limits { return Limits{Pids: 256, MemoryMB: 1024, CPUs: 1} }
+
+// ContainerOptions configures a sandbox container.
+type ContainerOptions struct {
+	Image   string
+	Argv    []string // no shell: argv[0] is run as is
+	Env     []string // KEY=VAL
+	User    string   // default 10001:10001
+	Network string   // default "none"
+	Mounts  []Mount
+	Limits  Limits
+	RunID   string
+	// StderrLimit bounds the stderr tail kept (default 64 KiB).
+	StderrLimit int
+	// keep leaves out the owner label, so that the reaper spares a container
+	// kept for debugging (clean removes it).
+	keep bool
+}
+
+// Container is a running sandbox with its stdio.
+type Container struct {
+	ID string
+
+	cli    Engine
+	attach types.HijackedResponse
+	stdout *io.PipeReader
+	stderr *tailBuffer
+	demux  chan error // the demultiplexer's end
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start creates, attaches to and starts a container. On error nothing is
+// left behind: the container is removed before Start returns.
+func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container, err error) {
+	if opts.User == "" {
+		opts.User = "10001:10001"
+	}
+	if opts.Network == "" {
+		opts.Network = "none"
+	}
+	if opts.Limits == (Limits{}) {
+		opts.Limits = DefaultLimits()
+	}
+	if opts.StderrLimit == 0 {
+		opts.StderrLimit = 64 << 10
+	}
+	if len(opts.Argv) == 0 {
+		return nil, errors.New("no server command given")
+	}
+	if _, err := cli.ImageInspect(ctx, opts.Image); err != nil {
+		if cerrdefs.IsNotFound(err) {
+			fix := "build it with `mcpsandbox images build`"
+			if !strings.HasPrefix(opts.Image, "mcpsandbox/") {
+				fix = "load it into the local engine first (mcpsandbox never pulls)"
+			}
+			return nil, &InfraError{Cause: fmt.Sprintf("image %s is not in the local Docker engine", opts.Image), Fix: fix, Err: err}
+		}
+		return nil, &InfraError{Cause: fmt.Sprintf("inspecting image %s: %v", opts.Image, err), Err: err}
+	}
+
+	pids := opts.Limits.Pids
+	cfg := &container.Config{
+		Image:        opts.Image,
+		Entrypoint:   []string{},
+		Cmd:          opts.Argv,
+		Env:          opts.Env,
+		User:         opts.User,
+		WorkingDir:   "/workspace",
+		Hostname:     randomHostname(),
+		AttachStdin:  true,
+		AttachStdout: true,
+		AttachStderr: true,
+		OpenStdin:    true,
+		StdinOnce:    true,
+		Labels: label.Set(opts.RunID, map[string]string{label.Kind: "sandbox"}),
+	}
+	if !opts.keep {
+		cfg.Labels[label.Owner] = label.SelfOwner()
+	}
+	host := &container.HostConfig{
+		NetworkMode:    container.NetworkMode(opts.Network),
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		Init:           nil,
+		ReadonlyRootfs: false,
+		Resources: container.Resources{
+			PidsLimit:  &pids,
+			Memory:     opts.Limits.MemoryMB << 20,
+			MemorySwap: opts.Limits.MemoryMB << 20,
+			NanoCPUs:   int64(opts.Limits.CPUs * 1e9),
+		},
+	}
+	for _, m := range opts.Mounts {
+		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: true})
+	}
+	created, err := cli.ContainerCreate(ctx, cfg, host, nil, nil, "")
+	if err != nil {
+		return nil, &InfraError{Cause: fmt.Sprintf("creating the container: %v", err), Err: err}
+	}
+	c := &Container{ID: created.ID, cli: cli, stderr: newTailBuffer(opts.StderrLimit), demux: make(chan error, 1)}
+	// Registered before anything else can fail: the container goes away on
+	// every error path from here on.
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, c.Close(context.WithoutCancel(ctx)))
+		}
+	}()
+
+	c.attach, err = cli.ContainerAttach(ctx, c.ID, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return nil, &InfraError{Cause: fmt.Sprintf("attaching to the container: %v", err), Err: err}
+	}
+	pr, pw := io.Pipe()
+	c.stdout = pr
+	go func() {
+		_, err := stdcopy.StdCopy(pw, c.stderr, c.attach.Reader)
+		pw.CloseWithError(err) // nil: EOF for the reader
+		c.demux <- err
+	}()
+	if err := cli.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
+		return nil, startError(opts, err)
+	}
+	return c, nil
+}
+
+// startError turns the engine's start failure into a message that names
+// the cause: most often a command that is not in the image.
+func startError(opts ContainerOptions, err error) error {
+	msg := err.Error()
+	if strings.Contains(msg, "executable file not found") || strings.Contains(msg, "no such file or directory") {
+		return &InfraError{Cause: fmt.Sprintf("the server command %q is not found in image %s", opts.Argv[0], opts.Image),
+			Fix: "check the command, or mount it with --mount", Err: err}
+	}
+	if strings.Contains(msg, "permission denied") {
+		return &InfraError{Cause: fmt.Sprintf("the server command %q cannot be executed in image %s", opts.Argv[0], opts.Image),
+			Fix: "check that it is executable by uid 10001", Err: err}
+	}
+	return &InfraError{Cause: fmt.Sprintf("starting the container: %v", err), Err: err}
+}
+
+// Stdout is the server's stdout, demultiplexed from the attach stream.
+func (c *Container) Stdout() io.Reader { return c.stdout }
+
+// Stdin writes to the server's stdin; closing it sends EOF.
+func (c *Container) Stdin() io.WriteCloser { return stdinCloser{c} }
+
+type stdinCloser struct{ c *Container }
+
+func (s stdinCloser) Write(p []byte) (int, error) { return s.c.attach.Conn.Write(p) }
+func (s stdinCloser) Close() error              { return s.c.attach.CloseWrite() }
+
+// Stderr returns the tail of what the server wrote to stderr, the total
+// number of bytes it wrote, and whether the tail is truncated.
+func (c *Container) Stderr() (tail string, total int64, truncated bool) { return c.stderr.snapshot() }
+
+// State is how the container ended, or that it still runs.
+type State struct {
+	Running   bool
+	ExitCode  int
+	OOMKilled bool
+	Error     string
+}
+
+// State inspects the container.
+func (c *Container) State(ctx context.Context) (State, error) {
+	in, err := c.cli.ContainerInspect(ctx, c.ID)
+	if err != nil {
+		return State{}, fmt.Errorf("inspecting container %.12s: %w", c.ID, err)
+	}
+	if in.State == nil {
+		return State{}, nil
+	}
+	return State{Running: in.State.Running, ExitCode: in.State.ExitCode, OOMKilled: in.State.OOMKilled, Error: in.State.Error}, nil
+}
+
+// Stop kills the server (if it still runs) and waits, bounded, until the
+// output streams have drained, so that its last stderr lines are kept.
+func (c *Container) Stop(ctx context.Context) error {
+	err := c.cli.ContainerKill(ctx, c.ID, "KILL")
+	if err != nil && (cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err) || strings.Contains(err.Error(), "is not running")) {
+		err = nil
+	}
+	select {
+	case <-c.demux:
+	case <-time.After(5 * time.Second):
+	case <-ctx.Done():
+	}
+	if err != nil {
+		return fmt.Errorf("killing container %.12s: %w", c.ID, err)
+	}
+	return nil
+}
+
+// Close removes the container with everything in it. It is idempotent and
+// safe on a partly started container; a container already gone counts as
+// removed.
+func (c *Container) Close(ctx context.Context) error {
+	c.closeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		c.closeErr = removeContainer(ctx, c.cli, c.ID)
+		if c.attach.Conn != nil {
+			c.attach.Close()
+		}
+		if c.stdout != nil {
+			c.stdout.Close()
+		}
+	})
+	return c.closeErr
+}
+
+// release gives up the container without removing it (for --keep).
+func (c *Container) release() {
+	c.closeOnce.Do(func() {
+		if c.attach.Conn != nil {
+			c.attach.Close()
+		}
+	})
+}
+
+// randomHostname returns a hostname that looks like any container's: a
+// fixed one would let a server tell it runs in mcpsandbox.
+func randomHostname() string { return label.NewRunID() }

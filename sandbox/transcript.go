@@ -1,0 +1,120 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Frame is one JSON-RPC message, as it crossed the wire.
+type Frame struct {
+	Seq     int             `json:"seq"`
+	Dir     string          `json:"dir"` // "send" (to the server) or "recv"
+	Time    time.Time       `json:"time"`
+	Message json.RawMessage `json:"message"`
+}
+
+// Transcript records every JSON-RPC frame both ways with a timestamp, up to
+// a byte bound beyond which frames are counted but not kept.
+type Transcript struct {
+	mu       sync.Mutex
+	frames   []Frame
+	bytes    int
+	maxBytes int
+	dropped  int
+	// methods maps the ids of requests we sent to their method, so that raw
+	// results can be found by method.
+	methods map[string]string
+	results map[string][]json.RawMessage
+}
+
+// NewTranscript returns a transcript that keeps up to maxBytes of frames.
+func NewTranscript(maxBytes int) *Transcript {
+	return &Transcript{maxBytes: maxBytes, methods: map[string]string{}, results: map[string][]json.RawMessage{}}
+}
+
+// Frames returns the frames kept and how many were dropped over the bound.
+func (t *Transcript) Frames() ([]Frame, int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]Frame(nil), t.frames...), t.dropped
+}
+
+// Results returns the raw results of the requests of method, in order.
+func (t *Transcript) Results(method string) []json.RawMessage {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]json.RawMessage(nil), t.results[method]...)
+}
+
+func idKey(id jsonrpc.ID) string { return fmt.Sprintf("%T:%v", id.Raw(), id.Raw()) }
+
+func (t *Transcript) record(dir string, msg jsonrpc.Message) {
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		data, _ = json.Marshal(map[string]string{"unencodable": err.Error()})
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch m := msg.(type) {
+	case *jsonrpc.Request:
+		if dir == "send" && m.ID.IsValid() {
+			t.methods[idKey(m.ID)] = m.Method
+		}
+	case *jsonrpc.Response:
+		if dir == "recv" {
+			if method, ok := t.methods[idKey(m.ID)]; ok && m.Error == nil {
+				// Results are kept whole whatever the byte bound: the report's
+				// tool list is built from them.
+				t.results[method] = append(t.results[method], append(json.RawMessage(nil), m.Result...))
+			}
+		}
+	}
+	if t.bytes+len(data) > t.maxBytes {
+		t.dropped++
+		return
+	}
+	t.bytes += len(data)
+	t.frames = append(t.frames, Frame{Seq: len(t.frames) + t.dropped + 1, Dir: dir, Time: time.Now(), Message: data})
+}
+
+// recordingTransport is a Transport decorator that records every message
+// through the connection it makes.
+type recordingTransport struct {
+	mcp.Transport
+	t *Transcript
+}
+
+func (r recordingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := r.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &recordingConn{Connection: c, t: r.t}, nil
+}
+
+type recordingConn struct {
+	mcp.Connection
+	t *Transcript
+}
+
+func (c *recordingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if err == nil {
+		c.t.record("recv", msg)
+	}
+	return msg, err
+}
+
+func (c *recordingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	err := c.Connection.Write(ctx, msg)
+	if err == nil {
+		c.t.record("send", msg)
+	}
+	return err
+}

@@ -1,0 +1,138 @@
+package sandbox
+
+import (
+	"archive/tar"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+
+	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
+)
+
+// WorkspaceRepo is where workspace images are tagged.
+const WorkspaceRepo = "mcpsandbox/workspace"
+
+// WorkspaceImage returns an image that is base with the host directory dir
+// at /workspace, owned by the sandbox user. The host directory is only read:
+// the server's writes land in its container's own layer and are never copied
+// back. Images are cached by a hash of base and of the tree, so an unchanged
+// workspace costs one read and no copy. Special files (sockets, devices,
+// fifos) are skipped and returned.
+func WorkspaceImage(ctx context.Context, cli Engine, base, dir, runID string) (ref string, skipped []string, err error) {
+	img, err := cli.ImageInspect(ctx, base)
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return "", nil, &InfraError{Cause: fmt.Sprintf("image %s is not in the local Docker engine", base), Fix: "build it with `mcpsandbox images build`", Err: err}
+		}
+		return "", nil, fmt.Errorf("inspecting image %s: %w", base, err)
+	}
+	tmp, err := os.CreateTemp("", "mcpsandbox-workspace-*.tar")
+	if err != nil {
+		return "", nil, fmt.Errorf("creating workspace tar: %w", err)
+	}
+	defer func() { err = errors.Join(err, tmp.Close(), os.Remove(tmp.Name())) }()
+	h := sha256.New()
+	io.WriteString(h, img.ID+"\n")
+	skipped, err = writeWorkspaceTar(io.MultiWriter(tmp, h), dir)
+	if err != nil {
+		return "", skipped, err
+	}
+	ref = WorkspaceRepo + ":" + hex.EncodeToString(h.Sum(nil))[:12]
+	if _, err := cli.ImageInspect(ctx, ref); err == nil {
+		return ref, skipped, nil
+	} else if !cerrdefs.IsNotFound(err) {
+		return "", skipped, fmt.Errorf("inspecting image %s: %w", ref, err)
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return "", skipped, fmt.Errorf("rewinding workspace tar: %w", err)
+	}
+
+	created, err := cli.ContainerCreate(ctx, &container.Config{
+		Image: base, Entrypoint: []string{}, Cmd: []string{"/bin/true"},
+		Labels: label.Set(runID, map[string]string{label.Owner: label.SelfOwner(), label.Kind: "workspace"}),
+	}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
+	if err != nil {
+		return "", skipped, fmt.Errorf("creating the workspace build container: %w", err)
+	}
+	defer func() { err = errors.Join(err, removeContainer(context.WithoutCancel(ctx), cli, created.ID)) }()
+	if err := cli.CopyToContainer(ctx, created.ID, "/", struct{ io.Reader }{tmp}, container.CopyToContainerOptions{}); err != nil {
+		return "", skipped, fmt.Errorf("copying the workspace into the image: %w", err)
+	}
+	if _, err := cli.ContainerCommit(ctx, created.ID, container.CommitOptions{Reference: ref,
+		Comment: "mcpsandbox workspace " + dir}); err != nil {
+		return "", skipped, fmt.Errorf("committing the workspace image: %w", err)
+	}
+	return ref, skipped, nil
+}
+
+// writeWorkspaceTar writes dir as workspace/... with every entry owned by
+// the sandbox user, sorted, symlinks kept as links (never followed).
+func writeWorkspaceTar(w io.Writer, dir string) (skipped []string, err error) {
+	tw := tar.NewWriter(w)
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("reading workspace %s: %w", dir, err)
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		name := filepath.ToSlash(filepath.Join("workspace", rel))
+		info, err := d.Info()
+		if err != nil {
+			return fmt.Errorf("reading workspace %s: %w", p, err)
+		}
+		link := ""
+		switch {
+		case info.Mode()&fs.ModeSymlink != 0:
+			if link, err = os.Readlink(p); err != nil {
+				return fmt.Errorf("reading link %s: %w", p, err)
+			}
+		case info.IsDir(), info.Mode().IsRegular():
+		default:
+			skipped = append(skipped, strconv.QuoteToGraphic(rel))
+			return nil
+		}
+		hdr, err := tar.FileInfoHeader(info, link)
+		if err != nil {
+			return fmt.Errorf("tar header for %s: %w", p, err)
+		}
+		hdr.Name = name
+		if info.IsDir() {
+			hdr.Name += "/"
+		}
+		hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname = 10001, 10001, "", ""
+		hdr.ModTime = info.ModTime().Truncate(1e9)
+		hdr.AccessTime, hdr.ChangeTime = hdr.ModTime, hdr.ModTime
+		hdr.Format = tar.FormatPAX
+		if err := tw.WriteHeader(hdr); err != nil {
+			return fmt.Errorf("tar header for %s: %w", p, err)
+		}
+		if !info.Mode().IsRegular() {
+			return nil
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return fmt.Errorf("reading workspace file %s: %w", p, err)
+		}
+		defer f.Close()
+		if _, err := io.CopyN(tw, f, info.Size()); err != nil {
+			return fmt.Errorf("reading workspace file %s: %w", p, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return skipped, err
+	}
+	return skipped, tw.Close()
+}
