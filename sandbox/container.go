@@ -130,7 +130,7 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 		AttachStderr: true,
 		OpenStdin:    true,
 		StdinOnce:    true,
-		Labels: label.Set(opts.RunID, map[string]string{label.Kind: "sandbox"}),
+		Labels:       label.Set(opts.RunID, map[string]string{label.Kind: "sandbox"}),
 	}
 	if !opts.keep {
 		cfg.Labels[label.Owner] = label.SelfOwner()
@@ -205,7 +205,7 @@ func (c *Container) Stdin() io.WriteCloser { return stdinCloser{c} }
 type stdinCloser struct{ c *Container }
 
 func (s stdinCloser) Write(p []byte) (int, error) { return s.c.attach.Conn.Write(p) }
-func (s stdinCloser) Close() error              { return s.c.attach.CloseWrite() }
+func (s stdinCloser) Close() error                { return s.c.attach.CloseWrite() }
 
 // Stderr returns the tail of what the server wrote to stderr, the total
 // number of bytes it wrote, and whether the tail is truncated.
