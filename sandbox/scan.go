@@ -198,6 +198,13 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 		logf("call %d: %s %s", seq, step.Tool, step.Arguments)
 		call := callTool(ctx, cs, seq, step, opts.CallTimeout)
 		rep.Calls = append(rep.Calls, call)
+		if call.ErrorKind == "interrupted" {
+			rep.Problems = append(rep.Problems, why())
+			for _, s := range plan[i+1:] {
+				rep.NotCalled = append(rep.NotCalled, report.NotCalled{Tool: s.Tool, Reason: "not reached: " + why().Message})
+			}
+			return res, fmt.Errorf("%w: %s", ErrIncomplete, why().Message)
+		}
 		if call.ErrorKind == "timeout" {
 			rep.Problems = append(rep.Problems, report.Problem{Kind: "timeout", Call: seq, Message: call.Error})
 		}

@@ -1,0 +1,105 @@
+package images
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fixtureHost makes a host tree with what the base image reads.
+func fixtureHost(t *testing.T) string {
+	t.Helper()
+	root := t.TempDir()
+	for p, content := range map[string]string{
+		"bin/busybox":                       "not really busybox",
+		"etc/ssl/certs/ca-certificates.crt": "CERTS",
+	} {
+		full := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func TestBaseRootfs(t *testing.T) {
+	fs, err := assemble("base", hostFS{root: fixtureHost(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := map[string]func(*entry) bool{
+		"/bin/sh":        func(e *entry) bool { return e.typ == typeSymlink && e.target == "busybox" },
+		"/usr/bin/env":   func(e *entry) bool { return e.typ == typeSymlink && e.target == "/bin/busybox" },
+		"/tmp":           func(e *entry) bool { return e.typ == typeDir && e.mode.Perm() == 0o777 && e.mode&os.ModeSticky != 0 },
+		"/workspace":     func(e *entry) bool { return e.typ == typeDir && e.uid == 10001 },
+		"/home/sandbox":  func(e *entry) bool { return e.uid == 10001 },
+		"/etc/passwd":    func(e *entry) bool { return strings.Contains(string(e.data), "sandbox:x:10001:10001:") },
+		"/etc/group":     func(e *entry) bool { return strings.Contains(string(e.data), "sandbox:x:10001:") },
+		"/bin/busybox":   func(e *entry) bool { return e.typ == typeFile && e.source != "" },
+		"/etc/ssl/certs": func(e *entry) bool { return e.typ == typeDir },
+	}
+	for p, ok := range checks {
+		e := fs.entries[p]
+		if e == nil || !ok(e) {
+			t.Errorf("%s = %+v", p, e)
+		}
+	}
+}
+
+func TestTarIsDeterministicAndHashFollowsInputs(t *testing.T) {
+	host := fixtureHost(t)
+	sum := func() string {
+		fs, err := assemble("base", hostFS{root: host})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		s, err := fs.writeTar(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b := sum(), sum()
+	if a != b {
+		t.Fatalf("two tars of the same inputs differ: %s %s", a, b)
+	}
+	if err := os.WriteFile(filepath.Join(host, "etc/ssl/certs/ca-certificates.crt"), []byte("NEW CERTS"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if c := sum(); c == a {
+		t.Errorf("hash did not change with an input")
+	}
+}
+
+func TestUnknownImageAndMissingHostFile(t *testing.T) {
+	if _, err := assemble("nope", hostFS{root: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "known: base, node, python") {
+		t.Errorf("unknown image: %v", err)
+	}
+	if _, err := assemble("base", hostFS{root: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "base/manifest:") {
+		t.Errorf("missing host file: %v", err)
+	}
+}
+
+func TestNodeImageResolvesELFDeps(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/node"); err != nil {
+		t.Skip("no node on this host")
+	}
+	fs, err := assemble("node", hostFS{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var libc, interp bool
+	for p, e := range fs.entries {
+		libc = libc || strings.HasSuffix(p, "/libc.so.6") && e.typ == typeFile
+		interp = interp || strings.HasPrefix(p, "/lib64/ld-linux") || strings.HasPrefix(p, "/lib/ld-linux")
+	}
+	if !libc || !interp || fs.entries["/usr/lib/node_modules/npm/bin/npm-cli.js"] == nil {
+		t.Errorf("node rootfs lacks libc (%v), the loader (%v) or npm", libc, interp)
+	}
+}

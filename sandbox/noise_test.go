@@ -1,0 +1,25 @@
+package sandbox
+
+import (
+	"io"
+	"strings"
+	"testing"
+)
+
+func TestNoiseFilterPassesOnlyJSONLines(t *testing.T) {
+	in := "banner line\n{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\x00\xffjunk\n{\"half\":\n  \n[1,2]\n" + strings.Repeat("x", 100) + "\n{\"long\":\"" + strings.Repeat("y", 100) + "\"}\n"
+	pr, pw := io.Pipe()
+	n := &noiseFilter{maxKeep: 2}
+	go n.filter(strings.NewReader(in), pw, 64)
+	out, err := io.ReadAll(pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n[1,2]\n"; string(out) != want {
+		t.Errorf("passed %q, want %q", out, want)
+	}
+	count, sample := n.snapshot()
+	if count != 5 || len(sample) != 2 || sample[0] != `"banner line"` || !strings.Contains(sample[1], `\x00`) {
+		t.Errorf("noise count %d sample %q", count, sample)
+	}
+}

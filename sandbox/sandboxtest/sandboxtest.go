@@ -1,0 +1,205 @@
+// Package sandboxtest gives integration tests a real Docker engine, the runtime
+// images, the fixture server and real MCP servers from npm. Without an
+// engine the tests skip, except under CI=true, where they fail: a missing
+// engine in CI is a broken CI, not a reason to pass.
+package sandboxtest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
+
+	"github.com/mcpsandbox/mcpsandbox/images"
+	"github.com/mcpsandbox/mcpsandbox/sandbox"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
+)
+
+// Docker returns a client of the engine, or skips the test (fails it under
+// CI=true) when there is none. -short skips it too, except under CI=true.
+func Docker(t testing.TB) *client.Client {
+	t.Helper()
+	ci := os.Getenv("CI") == "true"
+	if testing.Short() && !ci {
+		t.Skip("integration test: skipped by -short")
+	}
+	cli, err := sandbox.Connect(context.Background())
+	if err != nil {
+		if ci {
+			t.Fatalf("CI=true and no Docker engine: %v", err)
+		}
+		t.Skipf("no Docker engine (run ci/docker-up.sh): %v", err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+var nodeImage struct {
+	once sync.Once
+	err  error
+}
+
+// NodeImage makes sure mcpsandbox/node:latest exists (a no-op when its
+// inputs did not change) and returns its name.
+func NodeImage(t testing.TB, cli *client.Client) string {
+	t.Helper()
+	nodeImage.once.Do(func() {
+		_, nodeImage.err = images.Build(context.Background(), cli, "node", images.BuildOptions{})
+	})
+	if nodeImage.err != nil {
+		t.Fatalf("building the node image: %v", nodeImage.err)
+	}
+	return "mcpsandbox/node:latest"
+}
+
+// ModuleRoot returns the directory of go.mod.
+func ModuleRoot(t testing.TB) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	return filepath.Dir(strings.TrimSpace(string(out)))
+}
+
+var fixture struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// FixtureMount is where tests mount the fixture server in the container.
+const FixtureMount = "/opt/fixture/server"
+
+// Fixture builds the fixture server as a static binary (once per test
+// binary) and returns a read-only mount of it at FixtureMount.
+func Fixture(t testing.TB) sandbox.Mount {
+	t.Helper()
+	root := ModuleRoot(t)
+	fixture.once.Do(func() {
+		dir, err := os.MkdirTemp("", "mcpsandbox-fixture-")
+		if err != nil {
+			fixture.err = err
+			return
+		}
+		fixture.path = filepath.Join(dir, "fixtureserver")
+		cmd := exec.Command("go", "build", "-o", fixture.path, "./sandbox/internal/fixtureserver")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			fixture.err = fmt.Errorf("building the fixture server: %v\n%s", err, out)
+		}
+	})
+	if fixture.err != nil {
+		t.Fatal(fixture.err)
+	}
+	return sandbox.Mount{Source: fixture.path, Target: FixtureMount}
+}
+
+// NPMServers are the real third-party servers the tests run, pinned.
+var NPMServers = []string{
+	"@modelcontextprotocol/server-filesystem@2026.8.31",
+	"@modelcontextprotocol/server-memory@2026.8.31",
+	"@modelcontextprotocol/server-everything@2026.8.31",
+}
+
+// NPMMount is where tests mount the npm servers' node_modules.
+const NPMMount = "/opt/mcp/node_modules"
+
+// NPM installs NPMServers on the host with npm --ignore-scripts (once per
+// machine: cached in the user cache dir by the list's hash) and returns a
+// read-only mount of their node_modules at NPMMount.
+func NPM(t testing.TB) sandbox.Mount {
+	t.Helper()
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		cache = os.TempDir()
+	}
+	sum := sha256.Sum256([]byte(strings.Join(NPMServers, "\n")))
+	dir := filepath.Join(cache, "mcpsandbox-test", "npm-"+hex.EncodeToString(sum[:6]))
+	mods := filepath.Join(dir, "node_modules")
+	if _, err := os.Stat(filepath.Join(dir, ".complete")); err != nil {
+		tmp, err := os.MkdirTemp(filepath.Dir(dir), "npm-install-")
+		if err != nil {
+			if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if tmp, err = os.MkdirTemp(filepath.Dir(dir), "npm-install-"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		defer os.RemoveAll(tmp)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		args := append([]string{"install", "--ignore-scripts", "--no-audit", "--no-fund", "--prefix", tmp}, NPMServers...)
+		if out, err := exec.CommandContext(ctx, "npm", args...).CombinedOutput(); err != nil {
+			t.Fatalf("npm %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, ".complete"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// Another test process may have won the race; either copy will do.
+		if err := os.Rename(tmp, dir); err != nil && !errors.Is(err, os.ErrExist) {
+			if _, serr := os.Stat(filepath.Join(dir, ".complete")); serr != nil {
+				t.Fatalf("installing npm servers: %v", err)
+			}
+		}
+	}
+	return sandbox.Mount{Source: mods, Target: NPMMount}
+}
+
+// NoLeftovers fails the test at its end if any container of run id is
+// still there.
+func NoLeftovers(t testing.TB, cli *client.Client, runID string) {
+	t.Helper()
+	t.Cleanup(func() {
+		list, err := cli.ContainerList(context.Background(), container.ListOptions{All: true,
+			Filters: filters.NewArgs(filters.Arg("label", label.Run+"="+runID))})
+		if err != nil {
+			t.Errorf("listing containers of run %s: %v", runID, err)
+			return
+		}
+		for _, c := range list {
+			t.Errorf("container %.12s of run %s was left behind (state %s)", c.ID, runID, c.State)
+			cli.ContainerRemove(context.Background(), c.ID, container.RemoveOptions{Force: true})
+		}
+	})
+}
+
+// Output runs argv in a sandbox from image and returns what it wrote to
+// stdout and stderr, removing the container after.
+func Output(t testing.TB, cli *client.Client, image string, argv ...string) (stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	runID := label.NewRunID()
+	NoLeftovers(t, cli, runID)
+	c, err := sandbox.Start(ctx, cli, sandbox.ContainerOptions{Image: image, Argv: argv, RunID: runID})
+	if err != nil {
+		t.Fatalf("starting %q in %s: %v", argv, image, err)
+	}
+	defer c.Close(ctx)
+	c.Stdin().Close()
+	out, err := io.ReadAll(c.Stdout())
+	if err != nil {
+		t.Fatalf("reading stdout of %q: %v", argv, err)
+	}
+	if err := c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tail, _, _ := c.Stderr()
+	return string(out), tail
+}
