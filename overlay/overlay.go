@@ -1,0 +1,224 @@
+// Package overlay turns a container's filesystem changes into per-phase
+// effects: what was created, modified or deleted, in the workspace or
+// outside it, between two snapshots of the changed paths.
+//
+// A Snapshot is cumulative: every path that differs from the image, as
+// read from an overlayfs upper dir (UpperDir) or from any other source that
+// can list changes (the Engine API, in package sandbox). Delta compares two
+// snapshots, so a phase's effects cost in proportion to what changed, never
+// to the size of the image or the workspace. The package knows nothing of
+// Docker or MCP.
+package overlay
+
+import (
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Kind says how a path differs from the image (the lower layers).
+type Kind int
+
+const (
+	// Added paths are not in the image.
+	Added Kind = iota
+	// Changed paths are in the image and were written (copied up).
+	Changed
+	// Removed paths are in the image and were deleted (a whiteout, or hidden
+	// by an opaque directory).
+	Removed
+)
+
+// Type is a path's file type, as reported.
+type Type string
+
+const (
+	File    Type = "file"
+	Dir     Type = "dir"
+	Symlink Type = "symlink"
+	Other   Type = "other"
+)
+
+// TypeOf maps a file mode to a Type.
+func TypeOf(m fs.FileMode) Type {
+	switch {
+	case m.IsRegular():
+		return File
+	case m.IsDir():
+		return Dir
+	case m&fs.ModeSymlink != 0:
+		return Symlink
+	}
+	return Other
+}
+
+// Entry is the state of one changed path in a snapshot.
+type Entry struct {
+	Kind    Kind
+	Type    Type
+	Mode    fs.FileMode
+	UID     int
+	GID     int
+	Size    int64
+	ModTime int64 // nanoseconds
+	// SHA256 is the content hash of a regular file up to the size bound.
+	SHA256 string
+	Link   string // symlink target
+	// Before is the path's state in the image, when it is there.
+	Before *Entry
+	// Opaque marks a directory whose image contents were all removed (the
+	// directory was deleted and made again).
+	Opaque bool
+}
+
+// same reports whether two entries show the same state; a directory's
+// times and size follow its children and are left out.
+func same(a, b Entry) bool {
+	if a.Kind != b.Kind || a.Type != b.Type || a.Mode != b.Mode || a.UID != b.UID || a.GID != b.GID || a.Opaque != b.Opaque {
+		return false
+	}
+	if a.Type == Dir {
+		return true
+	}
+	return a.Size == b.Size && a.ModTime == b.ModTime && a.SHA256 == b.SHA256 && a.Link == b.Link
+}
+
+// Snapshot is every changed path at one moment, bounded.
+type Snapshot struct {
+	Entries map[string]Entry
+	// Truncated is set when the walk stopped at the entry bound; Count and
+	// Bytes then still count what was seen.
+	Truncated bool
+	Count     int
+	Bytes     int64
+}
+
+// Change is one effect: a path created, modified or deleted in a phase.
+type Change struct {
+	// Path is the path in the container; PathEscaped tells that it held
+	// bytes that are not printable UTF-8, which are escaped as \xNN, \n...
+	Path         string
+	PathEscaped  bool
+	Change       string // created, modified, deleted
+	Type         Type
+	Scope        string // workspace, outside
+	Area         string // for outside: tmp, home, system, other
+	Size         int64
+	Mode         fs.FileMode
+	SHA256       string
+	SHA256Before string
+	Link         string
+}
+
+// Workspace is the path the server sees its workspace at.
+const Workspace = "/workspace"
+
+// Delta returns the changes from prev to cur, sorted by path. A directory
+// whose only change is a changed child is not reported.
+func Delta(prev, cur Snapshot) []Change {
+	var out []Change
+	for p, e := range cur.Entries {
+		o, had := prev.Entries[p]
+		if had && same(o, e) {
+			continue
+		}
+		if e.Opaque && (!had || !o.Opaque) {
+			// Deleted and made again: everything the image had below it is gone.
+			out = append(out, change(p, "deleted", e.Before, e), change(p, "created", &e, e))
+			continue
+		}
+		var c string
+		switch {
+		case e.Kind == Removed:
+			c = "deleted"
+		case had && o.Kind == Removed, !had && e.Kind == Added:
+			c = "created"
+		case e.Type == Dir && !had && e.Before != nil && !metaDiffers(*e.Before, e):
+			continue // copied up only because a child changed
+		default:
+			c = "modified"
+		}
+		out = append(out, change(p, c, &e, e))
+	}
+	for p, o := range prev.Entries {
+		if _, ok := cur.Entries[p]; ok || o.Kind == Removed {
+			continue
+		}
+		if _, ok := prev.Entries[path.Dir(p)]; ok {
+			if _, still := cur.Entries[path.Dir(p)]; !still {
+				continue // its directory went with it and is reported
+			}
+		}
+		out = append(out, change(p, "deleted", &o, o))
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Path != out[j].Path {
+			return out[i].Path < out[j].Path
+		}
+		return out[i].Change == "deleted" // a replaced path: deleted first
+	})
+	return out
+}
+
+func metaDiffers(a, b Entry) bool { return a.Mode != b.Mode || a.UID != b.UID || a.GID != b.GID }
+
+func change(p, kind string, state *Entry, e Entry) Change {
+	esc, escaped := EscapePath(p)
+	c := Change{Path: esc, PathEscaped: escaped, Change: kind, Scope: Scope(p), Area: Area(p)}
+	if state == nil {
+		state = &Entry{Type: Dir}
+	}
+	c.Type = state.Type
+	if kind != "deleted" {
+		c.Size, c.Mode, c.SHA256, c.Link = e.Size, e.Mode, e.SHA256, e.Link
+	}
+	if e.Before != nil {
+		if kind == "deleted" {
+			c.Type = e.Before.Type
+		}
+		c.SHA256Before = e.Before.SHA256
+	} else if kind == "deleted" && state.SHA256 != "" {
+		c.SHA256Before = state.SHA256 // made and deleted during the run
+	}
+	return c
+}
+
+// Scope says whether a container path is in the workspace.
+func Scope(p string) string {
+	if p == Workspace || strings.HasPrefix(p, Workspace+"/") {
+		return "workspace"
+	}
+	return "outside"
+}
+
+// Area is a coarse grouping of paths outside the workspace.
+func Area(p string) string {
+	if Scope(p) == "workspace" {
+		return ""
+	}
+	first := strings.SplitN(strings.TrimPrefix(p, "/"), "/", 2)[0]
+	switch {
+	case first == "tmp", p == "/var/tmp" || strings.HasPrefix(p, "/var/tmp/"), p == "/dev/shm" || strings.HasPrefix(p, "/dev/shm/"):
+		return "tmp"
+	case first == "home", first == "root":
+		return "home"
+	case first == "etc", first == "usr", first == "bin", first == "sbin", first == "opt", first == "var", first == "boot", strings.HasPrefix(first, "lib"):
+		return "system"
+	}
+	return "other"
+}
+
+// EscapePath makes a path safe to print and to put in JSON without loss:
+// invalid UTF-8 and control characters are escaped as Go does in string
+// literals (a backslash is doubled only when something else is escaped,
+// so ordinary paths stay as they are).
+func EscapePath(p string) (string, bool) {
+	if utf8.ValidString(p) && !strings.ContainsFunc(p, func(r rune) bool { return r < 0x20 || r == 0x7f || r == utf8.RuneError }) {
+		return p, false
+	}
+	q := strconv.QuoteToGraphic(p)
+	return q[1 : len(q)-1], true
+}

@@ -1,0 +1,309 @@
+package overlay
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/containerd/continuity/fs/fstest"
+)
+
+// whiteout is how overlayfs marks a deleted lower path in the upper dir.
+func whiteout(name string) fstest.Applier {
+	return fstest.CreateDeviceFile(name, os.ModeDevice|os.ModeCharDevice, 0, 0)
+}
+
+// opaque marks an upper directory as hiding its lower contents.
+func opaque(name string) fstest.Applier {
+	return fstest.SetXAttr(name, "trusted.overlay.opaque", "y")
+}
+
+// layers makes a lower dir and an upper dir from fixtures.
+func layers(t *testing.T, lower fstest.Applier) (string, string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("whiteouts (mknod) and trusted xattrs need root")
+	}
+	lo, up := t.TempDir(), t.TempDir()
+	if err := lower.Apply(lo); err != nil {
+		t.Fatal(err)
+	}
+	return lo, up
+}
+
+func apply(t *testing.T, dir string, a ...fstest.Applier) {
+	t.Helper()
+	if err := fstest.Apply(a...).Apply(dir); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func snap(t *testing.T, u *UpperDir) Snapshot {
+	t.Helper()
+	s, err := u.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// brief renders changes as "change type scope/area path" lines.
+func brief(cs []Change) []string {
+	out := []string{}
+	for _, c := range cs {
+		where := c.Scope
+		if c.Area != "" {
+			where += "/" + c.Area
+		}
+		out = append(out, fmt.Sprintf("%s %s %s %s", c.Change, c.Type, where, c.Path))
+	}
+	return out
+}
+
+func wantChanges(t *testing.T, got []Change, want ...string) {
+	t.Helper()
+	if want == nil {
+		want = []string{}
+	}
+	if g := brief(got); !reflect.DeepEqual(g, want) {
+		t.Errorf("changes:\n got %q\nwant %q", g, want)
+	}
+}
+
+var lowerImage = fstest.Apply(
+	fstest.CreateDir("/workspace", 0o755),
+	fstest.CreateFile("/workspace/seed.txt", []byte("seed\n"), 0o644),
+	fstest.CreateFile("/workspace/data.json", []byte(`{"a":1}`), 0o644),
+	fstest.CreateDir("/workspace/src", 0o755),
+	fstest.CreateFile("/workspace/src/main.js", []byte("x"), 0o644),
+	fstest.CreateDir("/etc", 0o755),
+	fstest.CreateFile("/etc/passwd", []byte("root:x:0:0\n"), 0o644),
+	fstest.CreateDir("/tmp", 0o1777),
+	fstest.CreateDir("/home/sandbox", 0o755),
+)
+
+func TestClassifiesEveryKindOfChange(t *testing.T) {
+	lo, up := layers(t, lowerImage)
+	u := &UpperDir{Upper: up, Lowers: []string{lo}}
+	before := snap(t, u)
+	apply(t, up,
+		// created in and outside the workspace
+		fstest.CreateDir("/workspace", 0o755), // copied up for its children only
+		fstest.CreateDir("/workspace/tests", 0o755),
+		fstest.CreateFile("/workspace/tests/probe.spec.ts", []byte("test"), 0o644),
+		fstest.CreateDir("/tmp", 0o1777),
+		fstest.CreateFile("/tmp/cache.json", []byte("{}"), 0o600),
+		fstest.CreateDir("/home", 0o755),
+		fstest.CreateDir("/home/sandbox", 0o755),
+		fstest.CreateFile("/home/sandbox/.rc", []byte("x"), 0o644),
+		// modified: copied up with new content
+		fstest.CreateFile("/workspace/data.json", []byte(`{"a":2}`), 0o644),
+		// deleted: whiteouts over lower files
+		whiteout("/workspace/seed.txt"),
+		fstest.CreateDir("/etc", 0o700), // mode changed: reported
+		whiteout("/etc/passwd"),
+		fstest.Symlink("/etc/shadow", "/workspace/evil"),
+	)
+	got := Delta(before, snap(t, u))
+	wantChanges(t, got,
+		"modified dir outside/system /etc",
+		"deleted file outside/system /etc/passwd",
+		"created file outside/home /home/sandbox/.rc",
+		"created file outside/tmp /tmp/cache.json",
+		"modified file workspace /workspace/data.json",
+		"created symlink workspace /workspace/evil",
+		"deleted file workspace /workspace/seed.txt",
+		"created dir workspace /workspace/tests",
+		"created file workspace /workspace/tests/probe.spec.ts",
+	)
+	for _, c := range got {
+		switch c.Path {
+		case "/workspace/data.json":
+			if c.SHA256 == "" || c.SHA256Before == "" || c.SHA256 == c.SHA256Before {
+				t.Errorf("data.json hashes: after %q before %q", c.SHA256, c.SHA256Before)
+			}
+		case "/workspace/seed.txt":
+			if c.SHA256Before == "" {
+				t.Errorf("deleted seed.txt lacks its hash before")
+			}
+		case "/workspace/evil":
+			if c.Link != "/etc/shadow" || c.SHA256 != "" {
+				t.Errorf("symlink = %+v", c)
+			}
+		}
+	}
+}
+
+func TestAttributesEachWriteToItsPhase(t *testing.T) {
+	lo, up := layers(t, lowerImage)
+	u := &UpperDir{Upper: up, Lowers: []string{lo}}
+	prev := snap(t, u)
+	step := func(a ...fstest.Applier) []Change {
+		apply(t, up, a...)
+		cur := snap(t, u)
+		d := Delta(prev, cur)
+		prev = cur
+		return d
+	}
+	wantChanges(t, step(fstest.CreateDir("/tmp", 0o1777), fstest.CreateFile("/tmp/x", []byte("one"), 0o644)),
+		"created file outside/tmp /tmp/x")
+	wantChanges(t, step(fstest.CreateFile("/tmp/x", []byte("two"), 0o644)),
+		"modified file outside/tmp /tmp/x")
+	// same bytes, new mtime: still a write
+	wantChanges(t, step(fstest.Chtimes("/tmp/x", time.Unix(1, 0), time.Unix(1, 0))),
+		"modified file outside/tmp /tmp/x")
+	wantChanges(t, step()) // nothing happened
+	wantChanges(t, step(fstest.Remove("/tmp/x")),
+		"deleted file outside/tmp /tmp/x")
+	// a lower file modified once, then again
+	wantChanges(t, step(fstest.CreateDir("/workspace", 0o755), fstest.CreateFile("/workspace/seed.txt", []byte("v2"), 0o644)),
+		"modified file workspace /workspace/seed.txt")
+	wantChanges(t, step(fstest.CreateFile("/workspace/seed.txt", []byte("v3"), 0o644)),
+		"modified file workspace /workspace/seed.txt")
+	// deleted (copied-up file becomes a whiteout), then made again
+	wantChanges(t, step(fstest.Remove("/workspace/seed.txt"), whiteout("/workspace/seed.txt")),
+		"deleted file workspace /workspace/seed.txt")
+	wantChanges(t, step(fstest.Remove("/workspace/seed.txt"), fstest.CreateFile("/workspace/seed.txt", []byte("v4"), 0o644)),
+		"created file workspace /workspace/seed.txt")
+	// a created directory removed with its contents: one entry
+	step(fstest.CreateDir("/tmp/d", 0o755), fstest.CreateFile("/tmp/d/a", nil, 0o644), fstest.CreateFile("/tmp/d/b", nil, 0o644))
+	wantChanges(t, step(fstest.RemoveAll("/tmp/d")), "deleted dir outside/tmp /tmp/d")
+}
+
+func TestOpaqueDirectoryReplacesLowerContents(t *testing.T) {
+	lo, up := layers(t, lowerImage)
+	u := &UpperDir{Upper: up, Lowers: []string{lo}}
+	before := snap(t, u)
+	// rm -rf /workspace/src && mkdir /workspace/src && touch main.js
+	apply(t, up, fstest.CreateDir("/workspace", 0o755), fstest.CreateDir("/workspace/src", 0o755), opaque("/workspace/src"),
+		fstest.CreateFile("/workspace/src/main.js", []byte("new"), 0o644))
+	wantChanges(t, Delta(before, snap(t, u)),
+		"deleted dir workspace /workspace/src",
+		"created dir workspace /workspace/src",
+		// the lower main.js is hidden: this one is new, not modified
+		"created file workspace /workspace/src/main.js",
+	)
+}
+
+func TestWhiteoutsInLowerLayersAndLayerOrder(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	bottom, middle, up := t.TempDir(), t.TempDir(), t.TempDir()
+	apply(t, bottom, fstest.CreateDir("/etc", 0o755), fstest.CreateFile("/etc/a", []byte("a"), 0o644), fstest.CreateFile("/etc/b", []byte("b"), 0o644))
+	apply(t, middle, fstest.CreateDir("/etc", 0o755), whiteout("/etc/a"))
+	u := &UpperDir{Upper: up, Lowers: []string{middle, bottom}}
+	before := snap(t, u)
+	apply(t, up, fstest.CreateDir("/etc", 0o755), fstest.CreateFile("/etc/a", []byte("new"), 0o644), fstest.CreateFile("/etc/b", []byte("changed"), 0o644))
+	wantChanges(t, Delta(before, snap(t, u)),
+		"created file outside/system /etc/a", // deleted in a lower layer: new here
+		"modified file outside/system /etc/b",
+	)
+}
+
+func TestNeverFollowsLinksOutOfTheLayers(t *testing.T) {
+	lo, up := layers(t, fstest.Apply(
+		fstest.CreateDir("/workspace", 0o755),
+		// a host workspace may hold links; the lower layer keeps them as links
+		fstest.Symlink(t.TempDir(), "/workspace/outdir"),
+	))
+	host := t.TempDir()
+	secret := filepath.Join(host, "secret")
+	if err := os.WriteFile(secret, []byte("host secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(lo, "workspace", "outdir", "f"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u := &UpperDir{Upper: up, Lowers: []string{lo}}
+	before := snap(t, u)
+	apply(t, up,
+		fstest.CreateDir("/workspace", 0o755),
+		fstest.Symlink(secret, "/workspace/x"),
+		fstest.Symlink(host, "/workspace/hostdir"),
+	)
+	got := Delta(before, snap(t, u))
+	wantChanges(t, got, "created symlink workspace /workspace/hostdir", "created symlink workspace /workspace/x")
+	for _, c := range got {
+		if c.SHA256 != "" || c.SHA256Before != "" {
+			t.Errorf("%s was hashed through a link: %+v", c.Path, c)
+		}
+	}
+	// Direct probes of the resolver: a path through a link never opens.
+	if _, err := hashBeneath(up, "workspace/x", 1<<20); err == nil {
+		t.Error("hashBeneath followed a symlink to a host file")
+	}
+	if _, err := hashBeneath(up, "workspace/hostdir/secret", 1<<20); err == nil {
+		t.Error("hashBeneath followed a symlinked directory out of the layer")
+	}
+	if e := lookupLayers([]string{lo}, "/workspace/outdir/f", Limits{}.withDefaults()); e != nil {
+		t.Errorf("lower lookup went through a symlinked directory: %+v", e)
+	}
+}
+
+func TestOddNamesAreEscapedNotDropped(t *testing.T) {
+	lo, up := layers(t, lowerImage)
+	u := &UpperDir{Upper: up, Lowers: []string{lo}}
+	before := snap(t, u)
+	names := []string{"/tmp/new\nline", "/tmp/bad\xffutf8", "/tmp/tab\there", "/tmp/ok-ünïcode"}
+	apply(t, up, fstest.CreateDir("/tmp", 0o1777))
+	for _, n := range names {
+		apply(t, up, fstest.CreateFile(n, []byte("x"), 0o644))
+	}
+	got := Delta(before, snap(t, u))
+	want := map[string]bool{`/tmp/new\nline`: true, `/tmp/bad\xffutf8`: true, `/tmp/tab\there`: true, "/tmp/ok-ünïcode": false}
+	if len(got) != len(want) {
+		t.Fatalf("got %d changes, want %d: %q", len(got), len(want), brief(got))
+	}
+	for _, c := range got {
+		esc, ok := want[c.Path]
+		if !ok || esc != c.PathEscaped {
+			t.Errorf("path %q escaped=%v not expected", c.Path, c.PathEscaped)
+		}
+	}
+}
+
+func TestBoundsOnFloodsAndHugeFiles(t *testing.T) {
+	lo, up := layers(t, lowerImage)
+	u := &UpperDir{Upper: up, Lowers: []string{lo}, Limits: Limits{MaxEntries: 20, MaxHashBytes: 1 << 10}}
+	apply(t, up, fstest.CreateDir("/tmp", 0o1777), fstest.CreateRandomFile("/tmp/huge", 1, 4<<10, 0o644))
+	s := snap(t, u)
+	if e := s.Entries["/tmp/huge"]; e.Size != 4<<10 || e.SHA256 != "" {
+		t.Errorf("huge file: size %d hash %q; want the size and no hash over the bound", e.Size, e.SHA256)
+	}
+	for i := 0; i < 100; i++ {
+		apply(t, up, fstest.CreateFile(fmt.Sprintf("/tmp/f%03d", i), nil, 0o644))
+	}
+	s = snap(t, u)
+	if !s.Truncated || len(s.Entries) > 20 || s.Count != 21 {
+		t.Errorf("flood: truncated %v, %d entries kept, count %d", s.Truncated, len(s.Entries), s.Count)
+	}
+}
+
+func TestScopeAndArea(t *testing.T) {
+	for p, want := range map[string]string{
+		"/workspace": "workspace", "/workspace/a": "workspace", "/workspaces/a": "outside/other",
+		"/tmp/x": "outside/tmp", "/var/tmp/x": "outside/tmp", "/root/.npm": "outside/home",
+		"/home/sandbox/.cache": "outside/home", "/etc/hosts": "outside/system", "/usr/lib/x": "outside/system",
+		"/lib64/x": "outside/system", "/srv/x": "outside/other", "/var/lib/x": "outside/system",
+	} {
+		got := Scope(p)
+		if a := Area(p); a != "" {
+			got += "/" + a
+		}
+		if got != want {
+			t.Errorf("%s: %s, want %s", p, got, want)
+		}
+	}
+	if s, esc := EscapePath("/plain/path with spaces"); esc || s != "/plain/path with spaces" {
+		t.Errorf("plain path escaped: %q", s)
+	}
+	if !strings.Contains(fmt.Sprint(EscapePath("/a\x00b")), `\x00`) {
+		t.Error("NUL not escaped")
+	}
+}

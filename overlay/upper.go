@@ -1,0 +1,282 @@
+package overlay
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Limits bound the work and memory of a snapshot.
+type Limits struct {
+	// MaxEntries stops the walk of the upper dir (default 200,000).
+	MaxEntries int
+	// MaxHashBytes is the largest regular file hashed (default 16 MiB).
+	MaxHashBytes int64
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxEntries <= 0 {
+		l.MaxEntries = 200_000
+	}
+	if l.MaxHashBytes <= 0 {
+		l.MaxHashBytes = 16 << 20
+	}
+	return l
+}
+
+// UpperDir reads snapshots from an overlayfs upper dir, telling created
+// from modified by looking paths up in the lower dirs (top first).
+//
+// It never follows a link: the walk uses lstat, lower lookups go one
+// component at a time with lstat, and files are opened for hashing with
+// openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) under the layer's root, so a
+// server that plants /workspace/x -> /etc/shadow cannot make the runner read
+// a host file.
+type UpperDir struct {
+	Upper  string
+	Lowers []string
+	Limits Limits
+
+	hashes map[string]hashed // content hashes of upper files, by path
+	lower  map[string]*Entry // lower lookups, by path (nil: not there)
+}
+
+// hashed remembers a file's hash with what would change if it were written.
+type hashed struct {
+	ino, size, mtime, ctime int64
+	sum                     string
+}
+
+// Snapshot walks the upper dir once.
+func (u *UpperDir) Snapshot(ctx context.Context) (Snapshot, error) {
+	lim := u.Limits.withDefaults()
+	if u.hashes == nil {
+		u.hashes, u.lower = map[string]hashed{}, map[string]*Entry{}
+	}
+	snap := Snapshot{Entries: map[string]Entry{}}
+	seen := map[string]bool{}
+	var opaque []string // opaque directories of the upper dir, seen so far
+	err := filepath.WalkDir(u.Upper, func(hp string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if hp != u.Upper && errors.Is(err, fs.ErrNotExist) {
+				return nil // removed while we walked: the next snapshot tells
+			}
+			return fmt.Errorf("reading upper dir %s: %w", u.Upper, err)
+		}
+		if hp == u.Upper {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		snap.Count++
+		if snap.Count > lim.MaxEntries {
+			snap.Truncated = true
+			return filepath.SkipAll
+		}
+		rel := hp[len(u.Upper):]
+		info, err := d.Info()
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return fmt.Errorf("reading upper dir entry %s: %w", rel, err)
+		}
+		st, _ := info.Sys().(*syscall.Stat_t)
+		e := Entry{Type: TypeOf(info.Mode()), Mode: info.Mode(), Size: info.Size(), ModTime: info.ModTime().UnixNano()}
+		if st != nil {
+			e.UID, e.GID = int(st.Uid), int(st.Gid)
+		}
+		hidden := underAny(rel, opaque)
+		if !hidden {
+			e.Before = u.lookupLower(rel, lim)
+		}
+		switch {
+		case isWhiteout(info):
+			e = Entry{Kind: Removed, Type: Other, Before: e.Before}
+			if e.Before != nil {
+				e.Type = e.Before.Type
+			}
+		case e.Before != nil:
+			e.Kind = Changed
+		default:
+			e.Kind = Added
+		}
+		switch e.Type {
+		case Dir:
+			if e.Kind != Removed && isOpaque(hp) {
+				e.Opaque = true
+				opaque = append(opaque, rel)
+			}
+		case Symlink:
+			if e.Kind != Removed {
+				e.Link, _ = os.Readlink(hp) // readlink does not follow
+			}
+		case File:
+			if e.Kind != Removed {
+				snap.Bytes += e.Size
+				e.SHA256 = u.hash(rel, info, st, lim)
+			}
+		}
+		seen[rel] = true
+		snap.Entries[rel] = e
+		return nil
+	})
+	if err != nil {
+		return snap, err
+	}
+	for p := range u.hashes {
+		if !seen[p] {
+			delete(u.hashes, p)
+		}
+	}
+	return snap, nil
+}
+
+func underAny(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// isWhiteout reports an overlayfs whiteout: a character device 0/0.
+func isWhiteout(info fs.FileInfo) bool {
+	if info.Mode()&fs.ModeCharDevice == 0 {
+		return false
+	}
+	st, ok := info.Sys().(*syscall.Stat_t)
+	return ok && unix.Major(uint64(st.Rdev)) == 0 && unix.Minor(uint64(st.Rdev)) == 0
+}
+
+// isOpaque reports an opaque directory: one whose lower contents are hidden.
+func isOpaque(p string) bool {
+	buf := make([]byte, 4)
+	for _, attr := range []string{"trusted.overlay.opaque", "user.overlay.opaque"} {
+		n, err := unix.Lgetxattr(p, attr, buf)
+		if err == nil && n == 1 && buf[0] == 'y' {
+			return true
+		}
+	}
+	return false
+}
+
+// hash returns the sha256 of a regular upper file within the size bound,
+// reusing the last hash while inode, size and times are unchanged.
+func (u *UpperDir) hash(rel string, info fs.FileInfo, st *syscall.Stat_t, lim Limits) string {
+	if info.Size() > lim.MaxHashBytes || st == nil {
+		return ""
+	}
+	key := hashed{ino: int64(st.Ino), size: info.Size(), mtime: info.ModTime().UnixNano(), ctime: st.Ctim.Nano()}
+	if h, ok := u.hashes[rel]; ok && h.ino == key.ino && h.size == key.size && h.mtime == key.mtime && h.ctime == key.ctime {
+		return h.sum
+	}
+	sum, err := hashBeneath(u.Upper, rel, lim.MaxHashBytes)
+	if err != nil {
+		return ""
+	}
+	key.sum = sum
+	u.hashes[rel] = key
+	return sum
+}
+
+// lookupLower finds a path in the lower dirs, top first, honouring
+// whiteouts and opaque directories, one component at a time.
+func (u *UpperDir) lookupLower(p string, lim Limits) *Entry {
+	if e, ok := u.lower[p]; ok {
+		return e
+	}
+	e := lookupLayers(u.Lowers, p, lim)
+	u.lower[p] = e
+	return e
+}
+
+func lookupLayers(lowers []string, p string, lim Limits) *Entry {
+	comps := strings.Split(strings.TrimPrefix(p, "/"), "/")
+	for _, root := range lowers {
+		cur := root
+		hiddenBelow := false
+		for i, c := range comps {
+			cur = filepath.Join(cur, c)
+			info, err := os.Lstat(cur)
+			if err != nil {
+				break // not in this layer; a lower one may have it
+			}
+			if isWhiteout(info) {
+				return nil
+			}
+			if i == len(comps)-1 {
+				return lowerEntry(root, p, info, lim)
+			}
+			if !info.IsDir() {
+				return nil // a file here hides the path below
+			}
+			if isOpaque(cur) {
+				hiddenBelow = true
+			}
+		}
+		if hiddenBelow {
+			return nil
+		}
+	}
+	return nil
+}
+
+func lowerEntry(root, p string, info fs.FileInfo, lim Limits) *Entry {
+	e := &Entry{Type: TypeOf(info.Mode()), Mode: info.Mode(), Size: info.Size(), ModTime: info.ModTime().UnixNano()}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		e.UID, e.GID = int(st.Uid), int(st.Gid)
+	}
+	switch e.Type {
+	case File:
+		if e.Size <= lim.MaxHashBytes {
+			e.SHA256, _ = hashBeneath(root, p, lim.MaxHashBytes)
+		}
+	case Symlink:
+		e.Link, _ = os.Readlink(filepath.Join(root, p))
+	}
+	return e
+}
+
+// hashBeneath hashes root/rel, resolving rel strictly beneath root with no
+// symlinks at all, and only if it is a regular file.
+func hashBeneath(root, rel string, max int64) (string, error) {
+	rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", fmt.Errorf("opening %s: %w", root, err)
+	}
+	defer unix.Close(rfd)
+	fd, err := unix.Openat2(rfd, strings.TrimPrefix(rel, "/"), &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
+	})
+	if err != nil {
+		return "", fmt.Errorf("opening %s beneath %s: %w", rel, root, err)
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > max {
+		return "", fmt.Errorf("%s is not a regular file within the bound", rel)
+	}
+	h := sha256.New()
+	if _, err := io.CopyN(h, f, max+1); err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
