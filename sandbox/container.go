@@ -38,6 +38,10 @@ type Engine interface {
 	ContainerList(ctx context.Context, options container.ListOptions) ([]container.Summary, error)
 	CopyToContainer(ctx context.Context, containerID, dstPath string, content io.Reader, options container.CopyToContainerOptions) error
 	ContainerCommit(ctx context.Context, containerID string, options container.CommitOptions) (container.CommitResponse, error)
+	// For the API change source.
+	ContainerDiff(ctx context.Context, containerID string) ([]container.FilesystemChange, error)
+	ContainerStatPath(ctx context.Context, containerID, path string) (container.PathStat, error)
+	CopyFromContainer(ctx context.Context, containerID, srcPath string) (io.ReadCloser, container.PathStat, error)
 }
 
 // Mount is a host path made visible, read-only, inside the container.

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/overlay"
 	"github.com/mcpsandbox/mcpsandbox/probes"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 )
@@ -38,6 +39,13 @@ type ScanOptions struct {
 	Log io.Writer
 	// ClientVersion is sent in the initialize request's clientInfo.
 	ClientVersion string
+	// Changes picks how file effects are read: ChangesAuto (default),
+	// ChangesUpperDir or ChangesAPI.
+	Changes string
+	// FileLimits bound each snapshot of the changes; MaxListed bounds the
+	// files listed per call or phase (default 1000; the rest are counted).
+	FileLimits overlay.Limits
+	MaxListed  int
 }
 
 // Result is what a scan returns besides the report.
@@ -127,9 +135,32 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 		return res, err
 	}
 	noise := &noiseFilter{maxKeep: 5}
+	var rec *recorder
 	defer func() {
-		err = errors.Join(err, teardown(ctx, ctr, rep, noise, opts.Keep, &res))
+		err = errors.Join(err, teardown(ctx, ctr, rec, rep, noise, opts.Keep, &res))
 	}()
+	src, how, err := newChangeSource(ctx, cli, ctr, image, opts.Changes, opts.RunID, opts.FileLimits)
+	if err != nil {
+		return res, asInfra(err, "reading the container's changes")
+	}
+	rep.Sandbox.Changes = how
+	if opts.MaxListed <= 0 {
+		opts.MaxListed = 1000
+	}
+	rec = &recorder{src: src, maxListed: opts.MaxListed, ignore: mountPoints(opts.Mounts)}
+	// phase closes a stretch of the run that is not a call; "between" is
+	// kept only when something happened in it.
+	phase := func(name string, after int) {
+		eff, err := rec.mark(context.WithoutCancel(ctx))
+		if err != nil {
+			rep.Problems = append(rep.Problems, report.Problem{Kind: "effects", Call: after, Message: "reading file effects: " + oneLine(err.Error())})
+		}
+		if name == "between" && empty(eff) {
+			return
+		}
+		rep.Phases = append(rep.Phases, report.Phase{Name: name, After: after, Effects: eff})
+	}
+	phase("startup", 0)
 
 	pr, pw := io.Pipe()
 	go noise.filter(ctr.Stdout(), pw, mcp.DefaultMaxLineLength)
@@ -150,6 +181,7 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 	}
 	defer closeSession(cs)
 	startCancel()
+	phase("initialize", 0)
 
 	init := cs.InitializeResult()
 	rep.Server.ProtocolVersion = init.ProtocolVersion
@@ -174,6 +206,7 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 		return res, fmt.Errorf("%w: listing tools: %v", ErrIncomplete, err)
 	}
 	logf("listed %d tool(s)", len(rep.Tools))
+	phase("tools/list", 0)
 
 	ptools := make([]probes.Tool, len(rep.Tools))
 	for i, t := range rep.Tools {
@@ -195,8 +228,14 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 			return res, fmt.Errorf("%w: %s", ErrIncomplete, why().Message)
 		}
 		seq := len(rep.Calls) + 1
+		phase("between", seq-1)
 		logf("call %d: %s %s", seq, step.Tool, step.Arguments)
 		call := callTool(ctx, cs, seq, step, opts.CallTimeout)
+		eff, err := rec.mark(context.WithoutCancel(ctx))
+		if err != nil {
+			rep.Problems = append(rep.Problems, report.Problem{Kind: "effects", Call: seq, Message: "reading file effects: " + oneLine(err.Error())})
+		}
+		call.Effects = eff
 		rep.Calls = append(rep.Calls, call)
 		if call.ErrorKind == "interrupted" {
 			rep.Problems = append(rep.Problems, why())
@@ -228,6 +267,10 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 	return res, nil
 }
 
+func empty(e report.Effects) bool {
+	return len(e.Files) == 0 && len(e.Processes) == 0 && len(e.Network) == 0 && e.FilesOmitted == 0 && !e.FilesTruncated
+}
+
 func setDefault(d *time.Duration, v time.Duration) {
 	if *d <= 0 {
 		*d = v
@@ -256,7 +299,7 @@ func closeSession(cs *mcp.ClientSession) {
 
 // teardown ends the server, keeps its last words for the report and
 // removes the container (unless kept).
-func teardown(ctx context.Context, ctr *Container, rep *report.Report, noise *noiseFilter, keep bool, res *Result) error {
+func teardown(ctx context.Context, ctr *Container, rec *recorder, rep *report.Report, noise *noiseFilter, keep bool, res *Result) error {
 	ctx = context.WithoutCancel(ctx)
 	var errs []error
 	if st, err := ctr.State(ctx); err != nil {
@@ -266,6 +309,16 @@ func teardown(ctx context.Context, ctr *Container, rep *report.Report, noise *no
 		rep.Server.ExitCode, rep.Server.OOMKilled = &code, st.OOMKilled
 	}
 	errs = append(errs, ctr.Stop(ctx))
+	if rec != nil {
+		// What the server (or what it left running) did since the last mark,
+		// read before the container and its upper dir go away.
+		eff, err := rec.mark(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("reading file effects at teardown: %w", err))
+		}
+		rep.Phases = append(rep.Phases, report.Phase{Name: "teardown", Effects: eff})
+		errs = append(errs, rec.src.Close(ctx))
+	}
 	rep.Server.StderrTail, rep.Server.StderrBytes, rep.Server.StderrTruncated = ctr.Stderr()
 	rep.Server.StdoutNoise, rep.Server.StdoutNoiseSample = noise.snapshot()
 	if rep.Server.StdoutNoise > 0 {

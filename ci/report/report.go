@@ -68,6 +68,9 @@ type Sandbox struct {
 	// Workspace is "empty" or "host" (a copy of a host directory, never
 	// written back).
 	Workspace string `json:"workspace"`
+	// Changes says how file effects were read: "upperdir" (the overlayfs
+	// upper dir, on the host) or "api" (the Engine API).
+	Changes string `json:"changes"`
 }
 
 // Tool is one tool as the server listed it.
@@ -114,20 +117,27 @@ type Call struct {
 
 // Effects are the side effects observed during one call or phase.
 type Effects struct {
-	Files     []FileChange `json:"files"`
-	Processes []Process    `json:"processes"`
-	Network   []NetEvent   `json:"network"`
+	Files []FileChange `json:"files"`
+	// FilesOmitted counts changes past the listing bound; FilesTruncated is
+	// set when the change walk itself stopped at its bound (a flood).
+	FilesOmitted   int        `json:"filesOmitted,omitempty"`
+	FilesTruncated bool       `json:"filesTruncated,omitempty"`
+	Processes      []Process  `json:"processes"`
+	Network        []NetEvent `json:"network"`
 }
 
 // FileChange is one created, modified or deleted path.
 type FileChange struct {
+	// Path is escaped (\n, \xff, ...) when PathEscaped is set: the name
+	// held bytes that are not printable UTF-8.
 	Path         string `json:"path"`
+	PathEscaped  bool   `json:"pathEscaped,omitempty"`
 	Change       string `json:"change"`         // created, modified, deleted
 	Type         string `json:"type"`           // file, dir, symlink, other
 	Scope        string `json:"scope"`          // workspace, outside
 	Area         string `json:"area,omitempty"` // for outside: tmp, home, system, other
 	Size         int64  `json:"size,omitempty"`
-	Mode         string `json:"mode,omitempty"`
+	Mode         string `json:"mode,omitempty"` // octal permission bits
 	SHA256       string `json:"sha256,omitempty"`
 	SHA256Before string `json:"sha256Before,omitempty"`
 	LinkTarget   string `json:"linkTarget,omitempty"`

@@ -33,6 +33,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	format := fs.String("format", "", "report format: text or json (default: text on a terminal, else json)")
 	out := fs.String("out", "", "write the report to this file instead of stdout")
 	transcript := fs.String("transcript", "", "write every JSON-RPC frame, with timestamps, to this file (JSON Lines)")
+	fs.StringVar(&opts.Changes, "changes", "auto", "how file effects are read: auto, upperdir (the overlay upper dir, needs a local engine and root) or api (the Engine API)")
 	fs.BoolVar(&opts.Keep, "keep", false, "leave the container (stopped) for debugging and print its id")
 	verbose := fs.BoolP("verbose", "v", false, "print progress to stderr")
 	if err := parse(fs, args); err != nil {
@@ -81,6 +82,11 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if *out == "" && isTerminal(stdout) {
 			*format = "text"
 		}
+	}
+	switch opts.Changes {
+	case sandbox.ChangesAuto, sandbox.ChangesUpperDir, sandbox.ChangesAPI:
+	default:
+		return usageError{fmt.Sprintf("--changes %q: want auto, upperdir or api", opts.Changes)}
 	}
 	if *format != "text" && *format != "json" {
 		return usageError{fmt.Sprintf("--format %q: want text or json", *format)}

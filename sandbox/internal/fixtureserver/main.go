@@ -2,7 +2,7 @@
 // demo: honest tools, and tools that lie about their side effects in each
 // way mcpsandbox must catch. Arguments choose the tool sets:
 //
-//	fixtureserver [honest] [liar] [bad] [--banner]
+//	fixtureserver [honest] [liar] [bad] [hostile] [--banner]
 //
 // (default: honest liar). --banner prints a line of non-JSON to stdout
 // before serving, as some real servers do.
@@ -50,6 +50,9 @@ func main() {
 	}
 	if sets["bad"] {
 		addBad(s)
+	}
+	if sets["hostile"] {
+		addHostile(s)
 	}
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
@@ -104,13 +107,19 @@ func addHonest(s *mcp.Server) {
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: no(), OpenWorldHint: no()}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, any, error) {
 			os.MkdirAll("/workspace/notes", 0o755)
-			f, err := os.CreateTemp("/workspace/notes", "note-*.txt")
-			if err != nil {
-				return nil, nil, err
+			for i := 1; ; i++ {
+				name := fmt.Sprintf("/workspace/notes/note-%d.txt", i)
+				f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+				if os.IsExist(err) {
+					continue
+				}
+				if err != nil {
+					return nil, nil, err
+				}
+				defer f.Close()
+				fmt.Fprintln(f, in.Text)
+				return text("wrote %s", name), nil, nil
 			}
-			defer f.Close()
-			fmt.Fprintln(f, in.Text)
-			return text("wrote %s", f.Name()), nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "no_hints", Description: "Declares no annotations at all."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in none) (*mcp.CallToolResult, any, error) {
@@ -202,5 +211,62 @@ func addBad(s *mcp.Server) {
 			fmt.Fprintln(os.Stderr, "fixture: crashing on purpose")
 			os.Exit(3)
 			return nil, nil, nil
+		})
+}
+
+type countArgs struct {
+	Count int `json:"count,omitempty" jsonschema:"how many"`
+	MB    int `json:"mb,omitempty" jsonschema:"size in MiB"`
+}
+
+// addHostile adds tools that attack the runner rather than lie: links out
+// of the container onto host paths, names no terminal prints, floods.
+func addHostile(s *mcp.Server) {
+	mcp.AddTool(s, &mcp.Tool{Name: "plant_links", Description: "Plants symlinks that point at host-looking paths.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: no()}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in none) (*mcp.CallToolResult, any, error) {
+			os.Symlink("/etc/shadow", "/workspace/x")
+			os.Symlink("/root", "/tmp/y")
+			os.Symlink("/proc/1/root/etc/shadow", "/tmp/z")
+			return text("planted"), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "odd_names", Description: "Creates files whose names hold a newline and invalid UTF-8.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: no()}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in none) (*mcp.CallToolResult, any, error) {
+			for _, n := range []string{"/workspace/new\nline.txt", "/workspace/bad\xffname", "/tmp/tab\tand\x1bescape"} {
+				os.WriteFile(n, []byte("x"), 0o644)
+			}
+			return text("made"), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "flood", Description: "Creates many small files in /tmp/flood.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: no()}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in countArgs) (*mcp.CallToolResult, any, error) {
+			n := in.Count
+			if n == 0 {
+				n = 2000
+			}
+			os.MkdirAll("/tmp/flood", 0o755)
+			for i := 0; i < n; i++ {
+				os.WriteFile(fmt.Sprintf("/tmp/flood/f%06d", i), nil, 0o644)
+			}
+			return text("flooded %d", n), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "huge", Description: "Writes one large file in /tmp.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: false, DestructiveHint: no()}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in countArgs) (*mcp.CallToolResult, any, error) {
+			mb := in.MB
+			if mb == 0 {
+				mb = 32
+			}
+			f, err := os.Create("/tmp/huge.bin")
+			if err != nil {
+				return nil, nil, err
+			}
+			defer f.Close()
+			buf := make([]byte, 1<<20)
+			for i := 0; i < mb; i++ {
+				f.Write(buf)
+			}
+			return text("wrote %d MiB", mb), nil, nil
 		})
 }
