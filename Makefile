@@ -38,7 +38,8 @@ lint:
 	else echo "staticcheck did not install; skipped"; fi
 
 bench: images
-	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./...
+	$(GO) test -run '^$$' -bench Attribution -benchtime 300ms -count 1 ./overlay/
+	$(GO) test -run '^$$' -bench WorkspaceImage -benchtime 2x -count 1 -timeout 30m ./sandbox/
 
 # The main job on a bundled example: scan the fixture server, whose tools
 # lie about their side effects, and print its report. Exit 1 (findings) is
