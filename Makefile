@@ -10,7 +10,8 @@ export PATH := $(PATH):/usr/local/go/bin
 all: build
 
 build:
-	$(GO) build -o $(BIN) ./cmd/mcpsandbox
+	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/mcpsandbox
+	CGO_ENABLED=0 $(GO) build -o bin/mcpsandbox-agent ./cmd/mcpsandbox-agent
 	CGO_ENABLED=0 $(GO) build -o $(FIXTURE) ./sandbox/internal/fixtureserver
 
 # The Docker engine and the host files the images are built from.

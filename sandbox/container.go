@@ -23,6 +23,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/mcpsandbox/mcpsandbox/sandbox/agent"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 )
 
@@ -72,6 +73,12 @@ type ContainerOptions struct {
 	RunID   string
 	// StderrLimit bounds the stderr tail kept (default 64 KiB).
 	StderrLimit int
+	// Agent is the host path of a static mcpsandbox-agent binary. When set,
+	// it runs as PID 1 and the server under it; its events are read from
+	// stderr. Network is then one of none, sinkhole, bridge, host.
+	Agent string
+	// MaxEvents bounds the agent events held before they are taken.
+	MaxEvents int
 	// keep leaves out the owner label, so that the reaper spares a container
 	// kept for debugging (clean removes it).
 	keep bool
@@ -85,6 +92,7 @@ type Container struct {
 	attach types.HijackedResponse
 	stdout *io.PipeReader
 	stderr *tailBuffer
+	events *eventStore
 	demux  chan error // the demultiplexer's end
 
 	closeOnce sync.Once
@@ -99,6 +107,16 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 	}
 	if opts.Network == "" {
 		opts.Network = "none"
+	}
+	if opts.MaxEvents == 0 {
+		opts.MaxEvents = 100_000
+	}
+	dockerNet, agentMode := opts.Network, agent.ModeOpen
+	switch opts.Network {
+	case "none":
+		agentMode = agent.ModeNone
+	case "sinkhole":
+		dockerNet, agentMode = "none", agent.ModeSinkhole
 	}
 	if opts.Limits == (Limits{}) {
 		opts.Limits = DefaultLimits()
@@ -140,7 +158,7 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 		cfg.Labels[label.Owner] = label.SelfOwner()
 	}
 	host := &container.HostConfig{
-		NetworkMode:    container.NetworkMode(opts.Network),
+		NetworkMode:    container.NetworkMode(dockerNet),
 		CapDrop:        []string{"ALL"},
 		SecurityOpt:    []string{"no-new-privileges"},
 		Init:           nil,
@@ -155,11 +173,23 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 	for _, m := range opts.Mounts {
 		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: true})
 	}
+	if opts.Agent != "" {
+		// The agent lives outside the observed tree's interesting parts, read
+		// only; its output goes to stderr, never into the upper layer.
+		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: opts.Agent, Target: AgentPath, ReadOnly: true})
+		cfg.Entrypoint = []string{AgentPath, "--network", agentMode, "--max-events", fmt.Sprint(opts.MaxEvents), "--"}
+		if dockerNet == "none" {
+			// DNS goes to the agent's sink on the loopback, which may bind
+			// port 53 without a capability.
+			host.DNS = []string{"127.0.0.1"}
+			host.Sysctls = map[string]string{"net.ipv4.ip_unprivileged_port_start": "0"}
+		}
+	}
 	created, err := cli.ContainerCreate(ctx, cfg, host, nil, nil, "")
 	if err != nil {
 		return nil, &InfraError{Cause: fmt.Sprintf("creating the container: %v", err), Err: err}
 	}
-	c := &Container{ID: created.ID, cli: cli, stderr: newTailBuffer(opts.StderrLimit), demux: make(chan error, 1)}
+	c := &Container{ID: created.ID, cli: cli, stderr: newTailBuffer(opts.StderrLimit), events: newEventStore(opts.MaxEvents), demux: make(chan error, 1)}
 	// Registered before anything else can fail: the container goes away on
 	// every error path from here on.
 	defer func() {
@@ -174,9 +204,27 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 	}
 	pr, pw := io.Pipe()
 	c.stdout = pr
+	er, ew := io.Pipe()
+	decoded := make(chan struct{})
 	go func() {
-		_, err := stdcopy.StdCopy(pw, c.stderr, c.attach.Reader)
+		// The agent's frames become events; the server's stderr (inside
+		// frames, or raw without an agent) goes to the bounded tail.
+		agent.Decode(er, func(e agent.Event) {
+			if e.Kind == agent.KindStderr {
+				c.stderr.Write([]byte(e.Data))
+				return
+			}
+			c.events.add(e)
+		}, func(b []byte) { c.stderr.Write(b) })
+		io.Copy(io.Discard, er)
+		c.events.end()
+		close(decoded)
+	}()
+	go func() {
+		_, err := stdcopy.StdCopy(pw, ew, c.attach.Reader)
 		pw.CloseWithError(err) // nil: EOF for the reader
+		ew.Close()
+		<-decoded
 		c.demux <- err
 	}()
 	if err := cli.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
@@ -199,6 +247,9 @@ func startError(opts ContainerOptions, err error) error {
 	}
 	return &InfraError{Cause: fmt.Sprintf("starting the container: %v", err), Err: err}
 }
+
+// AgentPath is where the agent is mounted in every sandbox.
+const AgentPath = "/.mcpsandbox/agent"
 
 // Stdout is the server's stdout, demultiplexed from the attach stream.
 func (c *Container) Stdout() io.Reader { return c.stdout }

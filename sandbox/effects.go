@@ -214,6 +214,7 @@ func (a *apiSource) hash(ctx context.Context, id, p string, e overlay.Entry, cac
 // recorder turns successive snapshots into each phase's file effects.
 type recorder struct {
 	src       changeSource
+	pn        *procNet // nil without the agent
 	prev      overlay.Snapshot
 	maxListed int
 	// ignore holds paths the runtime creates, not the server: mount points
@@ -232,12 +233,14 @@ func mountPoints(mounts []Mount) map[string]bool {
 	return m
 }
 
-// mark snapshots now and returns the changes since the last mark.
-func (r *recorder) mark(ctx context.Context) (report.Effects, error) {
+// mark snapshots now and returns the effects since the last mark; call
+// says whether the stretch was a tool call.
+func (r *recorder) mark(ctx context.Context, call bool) (report.Effects, error) {
 	eff := report.NewEffects()
 	if r == nil {
 		return eff, nil
 	}
+	r.pn.collect(ctx, &eff, call)
 	cur, err := r.src.Snapshot(ctx)
 	if err != nil {
 		return eff, err

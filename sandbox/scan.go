@@ -46,6 +46,14 @@ type ScanOptions struct {
 	// files listed per call or phase (default 1000; the rest are counted).
 	FileLimits overlay.Limits
 	MaxListed  int
+	// Agent is the host path of the static agent binary that records
+	// processes and network attempts; empty runs without it.
+	Agent string
+	// Network is none (default), sinkhole, bridge or host.
+	Network string
+	// Settle bounds the wait, after a call, while processes it left behind
+	// still run (default 2s).
+	Settle time.Duration
 }
 
 // Result is what a scan returns besides the report.
@@ -78,6 +86,10 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 	setDefault(&opts.Timeout, 10*time.Minute)
 	setDefault(&opts.StartTimeout, 60*time.Second)
 	setDefault(&opts.CallTimeout, 30*time.Second)
+	setDefault(&opts.Settle, 2*time.Second)
+	if opts.Network == "" {
+		opts.Network = "none"
+	}
 	logf := func(format string, args ...any) {
 		if opts.Log != nil {
 			fmt.Fprintf(opts.Log, format+"\n", args...)
@@ -88,9 +100,20 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 	res = Result{Report: rep, Transcript: NewTranscript(32 << 20)}
 	rep.Server.Command = append([]string{}, opts.Argv...)
 	rep.Server.Image = opts.Image
-	rep.Sandbox = report.Sandbox{Network: "none", User: "10001:10001", Isolation: "session",
+	rep.Sandbox = report.Sandbox{Network: opts.Network, Agent: opts.Agent != "", User: "10001:10001", Isolation: "session",
 		PidsLimit: opts.Limits.Pids, MemoryMB: opts.Limits.MemoryMB, CPUs: opts.Limits.CPUs, Workspace: "empty"}
 	defer rep.Finish()
+	switch opts.Network {
+	case "none", "sinkhole":
+	case "bridge", "host":
+		rep.Problems = append(rep.Problems, report.Problem{Kind: "network",
+			Message: fmt.Sprintf("--network %s: the server could reach other machines; nothing in this report proves it did not leave", opts.Network)})
+	default:
+		return res, &InfraError{Cause: fmt.Sprintf("unknown network mode %q", opts.Network), Fix: "use none, sinkhole, bridge or host"}
+	}
+	if opts.Network == "sinkhole" && opts.Agent == "" {
+		return res, &InfraError{Cause: "--network sinkhole needs the agent", Fix: "build it with `make build` or pass --agent"}
+	}
 
 	interrupted := ctx
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
@@ -127,7 +150,8 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 	defer startCancel()
 	logf("starting %s in %s", strings.Join(opts.Argv, " "), image)
 	ctr, err := Start(startCtx, cli, ContainerOptions{Image: image, Argv: opts.Argv, Env: opts.Env,
-		Mounts: opts.Mounts, Limits: opts.Limits, RunID: opts.RunID, keep: opts.Keep})
+		Mounts: opts.Mounts, Limits: opts.Limits, RunID: opts.RunID, keep: opts.Keep,
+		Agent: opts.Agent, Network: opts.Network})
 	if err != nil {
 		if ctx.Err() != nil {
 			rep.Problems = append(rep.Problems, why())
@@ -147,11 +171,14 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 	if opts.MaxListed <= 0 {
 		opts.MaxListed = 1000
 	}
-	rec = &recorder{src: src, maxListed: opts.MaxListed, ignore: mountPoints(opts.Mounts)}
+	rec = &recorder{src: src, maxListed: opts.MaxListed, ignore: mountPoints(append(opts.Mounts, Mount{Target: AgentPath}))}
+	if opts.Agent != "" {
+		rec.pn = newProcNet(ctr.events)
+	}
 	// phase closes a stretch of the run that is not a call; "between" is
 	// kept only when something happened in it.
 	phase := func(name string, after int) {
-		eff, err := rec.mark(context.WithoutCancel(ctx))
+		eff, err := rec.mark(context.WithoutCancel(ctx), false)
 		if err != nil {
 			rep.Problems = append(rep.Problems, report.Problem{Kind: "effects", Call: after, Message: "reading file effects: " + oneLine(err.Error())})
 		}
@@ -231,11 +258,20 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 		phase("between", seq-1)
 		logf("call %d: %s %s", seq, step.Tool, step.Arguments)
 		call := callTool(ctx, cs, seq, step, opts.CallTimeout)
-		eff, err := rec.mark(context.WithoutCancel(ctx))
+		eff, err := rec.mark(context.WithoutCancel(ctx), true)
 		if err != nil {
 			rep.Problems = append(rep.Problems, report.Problem{Kind: "effects", Call: seq, Message: "reading file effects: " + oneLine(err.Error())})
 		}
 		call.Effects = eff
+		if bg := rec.pn.background(); len(bg) > 0 && call.ErrorKind != "transport" {
+			// Let what the call left running finish, so that its effects land
+			// in a "between" phase after this call, not on the next one.
+			logf("call %d left %d process(es) running; settling up to %s", seq, len(bg), opts.Settle)
+			if left := rec.pn.settle(ctx, opts.Settle); len(left) > 0 {
+				rep.Problems = append(rep.Problems, report.Problem{Kind: "background", Call: seq,
+					Message: fmt.Sprintf("%d process(es) started by call %d still ran after --settle %s (pids %v); what they do later is attributed to later phases", len(left), seq, opts.Settle, left)})
+			}
+		}
 		rep.Calls = append(rep.Calls, call)
 		if call.ErrorKind == "interrupted" {
 			rep.Problems = append(rep.Problems, why())
@@ -312,12 +348,25 @@ func teardown(ctx context.Context, ctr *Container, rec *recorder, rep *report.Re
 	if rec != nil {
 		// What the server (or what it left running) did since the last mark,
 		// read before the container and its upper dir go away.
-		eff, err := rec.mark(ctx)
+		eff, err := rec.mark(ctx, false)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("reading file effects at teardown: %w", err))
 		}
 		rep.Phases = append(rep.Phases, report.Phase{Name: "teardown", Effects: eff})
 		errs = append(errs, rec.src.Close(ctx))
+		rec.pn.fill(rep)
+		if rec.pn != nil {
+			started, dropped, agentErrs := ctr.events.status()
+			if !started {
+				rep.Problems = append(rep.Problems, report.Problem{Kind: "agent", Message: "the agent never reported: processes and network attempts were not recorded"})
+			}
+			if dropped > 0 {
+				rep.Problems = append(rep.Problems, report.Problem{Kind: "agent", Message: fmt.Sprintf("%d agent events dropped over the bound (an event flood)", dropped)})
+			}
+			for _, e := range agentErrs {
+				rep.Problems = append(rep.Problems, report.Problem{Kind: "agent", Message: e})
+			}
+		}
 	}
 	rep.Server.StderrTail, rep.Server.StderrBytes, rep.Server.StderrTruncated = ctr.Stderr()
 	rep.Server.StdoutNoise, rep.Server.StdoutNoiseSample = noise.snapshot()

@@ -59,6 +59,8 @@ type Server struct {
 
 // Sandbox records how the server was confined.
 type Sandbox struct {
+	// Network is none (loopback only), sinkhole (DNS and common TCP ports
+	// answered on the loopback, nothing leaves), bridge or host.
 	Network   string  `json:"network"`
 	User      string  `json:"user"`
 	Isolation string  `json:"isolation"`
@@ -71,6 +73,9 @@ type Sandbox struct {
 	// Changes says how file effects were read: "upperdir" (the overlayfs
 	// upper dir, on the host) or "api" (the Engine API).
 	Changes string `json:"changes"`
+	// Agent is true when the in-container agent recorded processes and
+	// network attempts; without it those lists stay empty.
+	Agent bool `json:"agent"`
 }
 
 // Tool is one tool as the server listed it.
@@ -143,24 +148,39 @@ type FileChange struct {
 	LinkTarget   string `json:"linkTarget,omitempty"`
 }
 
-// Process is one process started.
+// Process is one program a process ran (an execve).
 type Process struct {
-	PID        int      `json:"pid"`
-	PPID       int      `json:"ppid"`
-	Argv       []string `json:"argv"`
-	Cwd        string   `json:"cwd,omitempty"`
-	ExitCode   *int     `json:"exitCode,omitempty"`
-	Background bool     `json:"background,omitempty"`
+	PID  int      `json:"pid"`
+	PPID int      `json:"ppid"`
+	Argv []string `json:"argv"`
+	Cwd  string   `json:"cwd,omitempty"`
+	// ExecError is set when the execve failed (an errno name).
+	ExecError string `json:"execError,omitempty"`
+	// ExitCode is set once the process ended (128+n for signal n).
+	ExitCode *int `json:"exitCode,omitempty"`
+	// Background is set when the process outlived the call that started it.
+	Background bool `json:"background,omitempty"`
 }
 
-// NetEvent is one network attempt.
+// NetEvent is one network attempt, or what the sinkhole saw of it.
 type NetEvent struct {
-	Kind     string `json:"kind"` // dns, connect, listen
+	// Kind is dns (a query: Host), connect (a connection or a datagram
+	// sent), listen (a listening socket), http or tls (a request the
+	// sinkhole answered: Method, Host, Path; or a TLS ClientHello's SNI).
+	Kind     string `json:"kind"`
+	PID      int    `json:"pid,omitempty"`
 	Host     string `json:"host,omitempty"`
 	Address  string `json:"address,omitempty"`
 	Port     int    `json:"port,omitempty"`
 	Protocol string `json:"protocol,omitempty"`
-	Result   string `json:"result,omitempty"`
+	// Result is ok, an errno name (ECONNREFUSED, ENETUNREACH, ...),
+	// EINPROGRESS for a non-blocking connect, "sinkholed:..." when the
+	// sinkhole took the connection, nxdomain or sinkholed for DNS.
+	Result string `json:"result,omitempty"`
+	Method string `json:"method,omitempty"`
+	Path   string `json:"path,omitempty"`
+	// Loopback is set when the address is the container's own.
+	Loopback bool `json:"loopback,omitempty"`
 }
 
 // NotCalled is a listed tool that was not called, with the reason.

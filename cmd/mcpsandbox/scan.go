@@ -34,6 +34,10 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	out := fs.String("out", "", "write the report to this file instead of stdout")
 	transcript := fs.String("transcript", "", "write every JSON-RPC frame, with timestamps, to this file (JSON Lines)")
 	fs.StringVar(&opts.Changes, "changes", "auto", "how file effects are read: auto, upperdir (the overlay upper dir, needs a local engine and root) or api (the Engine API)")
+	agentPath := fs.String("agent", "", "the static in-container agent binary (default: mcpsandbox-agent next to mcpsandbox)")
+	noAgent := fs.Bool("no-agent", false, "run without the agent: processes and network attempts are not recorded")
+	fs.StringVar(&opts.Network, "network", "none", "none (loopback only), sinkhole (DNS and common TCP ports answered on the loopback; nothing leaves), bridge or host (the server can reach other machines)")
+	fs.DurationVar(&opts.Settle, "settle", 0, "after a call, wait up to this long while processes it left behind run (default 2s)")
 	fs.BoolVar(&opts.Keep, "keep", false, "leave the container (stopped) for debugging and print its id")
 	verbose := fs.BoolP("verbose", "v", false, "print progress to stderr")
 	if err := parse(fs, args); err != nil {
@@ -87,6 +91,18 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	case sandbox.ChangesAuto, sandbox.ChangesUpperDir, sandbox.ChangesAPI:
 	default:
 		return usageError{fmt.Sprintf("--changes %q: want auto, upperdir or api", opts.Changes)}
+	}
+	switch opts.Network {
+	case "none", "sinkhole", "bridge", "host":
+	default:
+		return usageError{fmt.Sprintf("--network %q: want none, sinkhole, bridge or host", opts.Network)}
+	}
+	if !*noAgent {
+		a, err := sandbox.FindAgent(*agentPath)
+		if err != nil {
+			return err
+		}
+		opts.Agent = a
 	}
 	if *format != "text" && *format != "json" {
 		return usageError{fmt.Sprintf("--format %q: want text or json", *format)}

@@ -1,0 +1,178 @@
+package agent
+
+import (
+	"bufio"
+	"encoding/binary"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// sinkPorts are the TCP ports the sinkhole answers on the loopback.
+var sinkPorts = []int{80, 443, 8080, 8443}
+
+type sinks struct {
+	closers []interface{ Close() error }
+}
+
+func (s *sinks) close() {
+	for _, c := range s.closers {
+		c.Close()
+	}
+}
+
+// startSinks answers DNS on 127.0.0.1:53 (the container's resolver, set by
+// the runner): NXDOMAIN in none mode, the loopback in sinkhole mode; and in
+// sinkhole mode accepts TCP on the common ports, recording TLS SNI and HTTP
+// requests. Binding low ports needs the runner's
+// net.ipv4.ip_unprivileged_port_start=0; a failure is reported, not fatal.
+func startSinks(mode string, out *writer) *sinks {
+	s := &sinks{}
+	if mode == ModeOpen {
+		return s
+	}
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:53")
+	if err != nil {
+		out.errorf("DNS sink: %v", err)
+	} else {
+		s.closers = append(s.closers, pc)
+		go serveDNS(pc, mode, out)
+	}
+	if mode != ModeSinkhole {
+		return s
+	}
+	for _, port := range sinkPorts {
+		l, err := net.Listen("tcp4", "127.0.0.1:"+strconv.Itoa(port))
+		if err != nil {
+			out.errorf("sinkhole port %d: %v", port, err)
+			continue
+		}
+		s.closers = append(s.closers, l)
+		go func(port int) {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				go serveTCP(c, port, out)
+			}
+		}(port)
+	}
+	return s
+}
+
+func serveDNS(pc net.PacketConn, mode string, out *writer) {
+	buf := make([]byte, 1500)
+	for {
+		n, from, err := pc.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		q := buf[:n]
+		name, ok := dnsQuestion(q)
+		if !ok {
+			continue
+		}
+		res := "nxdomain"
+		if mode == ModeSinkhole {
+			res = "sinkholed"
+		}
+		out.emit(&Event{Kind: KindDNS, Host: name, Address: "127.0.0.1", Port: 53, Protocol: "udp", Result: res})
+		if resp := dnsAnswer(q, mode == ModeSinkhole); resp != nil {
+			pc.WriteTo(resp, from)
+		}
+	}
+}
+
+// dnsAnswer answers a query: NXDOMAIN, or for sinkhole an A record of
+// 127.0.0.1 (other types get an empty answer).
+func dnsAnswer(q []byte, sinkhole bool) []byte {
+	_, end, ok := readName(q, 12)
+	if !ok || end+4 > len(q) {
+		return nil
+	}
+	qtype := binary.BigEndian.Uint16(q[end:])
+	resp := append([]byte(nil), q[:end+4]...)
+	resp[2] = 0x80 | (q[2] & 0x01) // QR, keep RD
+	resp[3] = 0x80                 // RA
+	binary.BigEndian.PutUint16(resp[4:], 1)
+	binary.BigEndian.PutUint16(resp[8:], 0)
+	binary.BigEndian.PutUint16(resp[10:], 0)
+	if !sinkhole {
+		resp[3] |= 3 // NXDOMAIN
+		binary.BigEndian.PutUint16(resp[6:], 0)
+		return resp
+	}
+	if qtype != 1 {
+		binary.BigEndian.PutUint16(resp[6:], 0)
+		return resp
+	}
+	binary.BigEndian.PutUint16(resp[6:], 1)
+	return append(resp, 0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 30, 0, 4, 127, 0, 0, 1)
+}
+
+// serveTCP records what a redirected connection says first: a TLS
+// ClientHello's SNI, or an HTTP request's method, Host and path.
+func serveTCP(c net.Conn, port int, out *writer) {
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(c)
+	first, err := br.Peek(1)
+	if err != nil {
+		out.emit(&Event{Kind: KindHTTP, Port: port, Protocol: "tcp", Result: "no data"})
+		return
+	}
+	if first[0] == 0x16 {
+		hello := make([]byte, 4096)
+		n, _ := br.Read(hello)
+		out.emit(&Event{Kind: KindTLS, Port: port, Protocol: "tcp", Host: clientHelloSNI(hello[:n])})
+		return
+	}
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		out.emit(&Event{Kind: KindHTTP, Port: port, Protocol: "tcp", Result: "not http"})
+		return
+	}
+	out.emit(&Event{Kind: KindHTTP, Port: port, Protocol: "tcp", Method: req.Method, Host: req.Host, Path: req.URL.RequestURI()})
+	c.Write([]byte("HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"))
+}
+
+// clientHelloSNI returns the server_name of a TLS ClientHello record, or "".
+func clientHelloSNI(b []byte) string {
+	// record header (5), handshake header (4), version (2), random (32)
+	off := 5 + 4 + 2 + 32
+	if len(b) < off+1 || b[5] != 1 {
+		return ""
+	}
+	off += 1 + int(b[off]) // session id
+	if off+2 > len(b) {
+		return ""
+	}
+	off += 2 + int(binary.BigEndian.Uint16(b[off:])) // cipher suites
+	if off+1 > len(b) {
+		return ""
+	}
+	off += 1 + int(b[off]) // compression methods
+	if off+2 > len(b) {
+		return ""
+	}
+	end := off + 2 + int(binary.BigEndian.Uint16(b[off:]))
+	off += 2
+	for off+4 <= len(b) && off+4 <= end {
+		typ, n := binary.BigEndian.Uint16(b[off:]), int(binary.BigEndian.Uint16(b[off+2:]))
+		off += 4
+		if off+n > len(b) {
+			return ""
+		}
+		if typ == 0 && n >= 5 { // server_name: list len, type, name len, name
+			l := int(binary.BigEndian.Uint16(b[off+3:]))
+			if off+5+l <= len(b) {
+				return string(b[off+5 : off+5+l])
+			}
+			return ""
+		}
+		off += n
+	}
+	return ""
+}

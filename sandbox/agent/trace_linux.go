@@ -1,0 +1,530 @@
+package agent
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// task is one traced thread.
+type task struct {
+	tgid int
+	// exit is the syscall whose exit stop was asked for, with what to do
+	// there.
+	exit    *pending
+	started bool // its initial SIGSTOP was consumed
+}
+
+// pending is an event finished at the syscall's exit.
+type pending struct {
+	ev      *Event
+	restore []byte // original sockaddr, after a sinkhole rewrite
+	addrPtr uint64
+	fd      int
+}
+
+// process is one traced thread group.
+type process struct {
+	ppid   int
+	execed bool
+	// dests remembers connected destinations by fd, for DNS payloads sent
+	// with send() on a connected socket.
+	dests map[int]*Event
+	binds map[int]*Event
+}
+
+type tracer struct {
+	main  int
+	mode  string
+	out   *writer
+	tasks map[int]*task
+	procs map[int]*process
+	// seen dedups connect events per process and destination.
+	seen map[string]bool
+}
+
+func newTracer(main int, mode string, out *writer) *tracer {
+	return &tracer{main: main, mode: mode, out: out, tasks: map[int]*task{main: {tgid: main, started: true}},
+		procs: map[int]*process{main: {ppid: 1, dests: map[int]*Event{}, binds: map[int]*Event{}}}, seen: map[string]bool{}}
+}
+
+const ptraceOptions = unix.PTRACE_O_TRACESECCOMP | unix.PTRACE_O_TRACEFORK | unix.PTRACE_O_TRACEVFORK |
+	unix.PTRACE_O_TRACECLONE | unix.PTRACE_O_TRACEEXEC | unix.PTRACE_O_EXITKILL | unix.PTRACE_O_TRACESYSGOOD
+
+// loop follows every task until none is left and returns the main
+// process's exit code.
+func (t *tracer) loop() int {
+	var ws unix.WaitStatus
+	// The child stops at its first exec (PTRACE_TRACEME), before the filter.
+	if _, err := unix.Wait4(t.main, &ws, unix.WALL, nil); err != nil {
+		t.out.errorf("waiting for the server to start: %v", err)
+		return 127
+	}
+	if err := unix.PtraceSetOptions(t.main, ptraceOptions); err != nil {
+		t.out.errorf("setting ptrace options: %v", err)
+	}
+	unix.PtraceCont(t.main, 0)
+	code := -1
+	for {
+		tid, err := unix.Wait4(-1, &ws, unix.WALL, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			break // ECHILD: nothing left
+		}
+		switch {
+		case ws.Exited() || ws.Signaled():
+			c := t.exited(tid, ws)
+			if tid == t.main {
+				code = c
+				// The server is gone: whatever it left behind dies with
+				// PID 1, and its exits are not waited for.
+				return code
+			}
+		case ws.Stopped():
+			t.stopped(tid, ws)
+		}
+	}
+	if code < 0 {
+		code = 0
+	}
+	return code
+}
+
+func (t *tracer) task(tid int) *task {
+	tk, ok := t.tasks[tid]
+	if !ok {
+		tk = &task{tgid: tgidOf(tid)}
+		t.tasks[tid] = tk
+	}
+	return tk
+}
+
+func (t *tracer) proc(tgid int) *process {
+	p, ok := t.procs[tgid]
+	if !ok {
+		p = &process{ppid: ppidOf(tgid), dests: map[int]*Event{}, binds: map[int]*Event{}}
+		t.procs[tgid] = p
+	}
+	return p
+}
+
+func (t *tracer) exited(tid int, ws unix.WaitStatus) int {
+	tk := t.tasks[tid]
+	delete(t.tasks, tid)
+	code := ws.ExitStatus()
+	sig := ""
+	if ws.Signaled() {
+		code = 128 + int(ws.Signal())
+		sig = unix.SignalName(ws.Signal())
+	}
+	tgid := tid
+	if tk != nil {
+		tgid = tk.tgid
+	}
+	if tgid != tid {
+		return code // a thread
+	}
+	if p := t.procs[tgid]; p != nil {
+		if p.execed {
+			c := code
+			t.out.emit(&Event{Kind: KindExit, PID: tgid, PPID: p.ppid, ExitCode: &c, Signal: sig})
+		}
+		delete(t.procs, tgid)
+	}
+	return code
+}
+
+func (t *tracer) stopped(tid int, ws unix.WaitStatus) {
+	sig := ws.StopSignal()
+	tk := t.task(tid)
+	switch {
+	case sig == unix.SIGTRAP|0x80:
+		t.syscallExit(tid, tk)
+		unix.PtraceCont(tid, 0)
+		return
+	case sig == unix.SIGTRAP && ws.TrapCause() != 0:
+		t.event(tid, tk, ws.TrapCause())
+		return
+	case sig == unix.SIGSTOP && !tk.started:
+		tk.started = true // a new task's first stop
+		unix.PtraceCont(tid, 0)
+		return
+	}
+	unix.PtraceCont(tid, int(sig)) // a real signal: deliver it
+}
+
+func (t *tracer) event(tid int, tk *task, cause int) {
+	switch cause {
+	case unix.PTRACE_EVENT_SECCOMP:
+		if t.seccomp(tid, tk) {
+			unix.PtraceSyscall(tid, 0)
+			return
+		}
+	case unix.PTRACE_EVENT_FORK, unix.PTRACE_EVENT_VFORK, unix.PTRACE_EVENT_CLONE:
+		msg, err := unix.PtraceGetEventMsg(tid)
+		if err == nil {
+			ntid := int(msg)
+			nt, ok := t.tasks[ntid]
+			if !ok {
+				nt = &task{}
+				t.tasks[ntid] = nt
+			}
+			if cause == unix.PTRACE_EVENT_CLONE && tgidOf(ntid) == tk.tgid {
+				nt.tgid = tk.tgid // a thread
+			} else {
+				nt.tgid = ntid
+				t.procs[ntid] = &process{ppid: tk.tgid, dests: map[int]*Event{}, binds: map[int]*Event{}}
+			}
+		}
+	case unix.PTRACE_EVENT_EXEC:
+		// A non-leader thread that execs takes over the leader's tid.
+		former, _ := unix.PtraceGetEventMsg(tid)
+		if ft, ok := t.tasks[int(former)]; ok && int(former) != tid {
+			tk.exit = ft.exit
+			delete(t.tasks, int(former))
+		}
+		tk.tgid = tid
+		p := t.proc(tid)
+		if tk.exit != nil && tk.exit.ev.Kind == KindExec {
+			ev := tk.exit.ev
+			ev.Result = "ok"
+			ev.PID, ev.PPID = tid, p.ppid
+			t.out.emit(ev)
+			p.execed = true
+			tk.exit = nil
+		}
+		unix.PtraceCont(tid, 0)
+		return
+	}
+	unix.PtraceCont(tid, 0)
+}
+
+// seccomp records a stopped syscall; it returns true when the syscall's
+// exit must be seen too.
+func (t *tracer) seccomp(tid int, tk *task) bool {
+	r, err := getRegs(tid)
+	if err != nil {
+		return false
+	}
+	p := t.proc(tk.tgid)
+	switch r.nr {
+	case sysExecve, sysExecveat:
+		pathArg, argvArg := r.args[0], r.args[1]
+		if r.nr == sysExecveat {
+			pathArg, argvArg = r.args[1], r.args[2]
+		}
+		argv := readStrings(tid, argvArg, 256)
+		if len(argv) == 0 {
+			argv = []string{readString(tid, pathArg, 4096)}
+		}
+		cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", tid))
+		tk.exit = &pending{ev: &Event{Kind: KindExec, PID: tk.tgid, PPID: p.ppid, Argv: argv, Cwd: cwd}}
+		return true
+	case sysConnect:
+		fd := int(r.args[0])
+		ev := readSockaddr(tid, r.args[1], int(r.args[2]))
+		if ev == nil {
+			return false // AF_UNIX and the like: local IPC
+		}
+		ev.Kind, ev.PID = KindConnect, tk.tgid
+		ev.Protocol = protoOf(tk.tgid, fd)
+		pd := &pending{ev: ev, fd: fd}
+		if t.mode == ModeSinkhole && !isLoopback(ev.Address) && ev.Protocol != "udp" {
+			pd.restore, pd.addrPtr = redirect(tid, r.args[1], int(r.args[2]))
+		}
+		p.dests[fd] = ev
+		tk.exit = pd
+		return true
+	case sysSendto:
+		fd, buf, n, addr, alen := int(r.args[0]), r.args[1], int(r.args[2]), r.args[4], int(r.args[5])
+		t.sent(tid, tk.tgid, p, fd, addr, alen, readBytes(tid, buf, min(n, 512)))
+	case sysSendmsg:
+		t.sendmsg(tid, tk.tgid, p, int(r.args[0]), r.args[1])
+	case sysSendmmsg:
+		for i := 0; i < int(min(r.args[2], 16)); i++ {
+			t.sendmsg(tid, tk.tgid, p, int(r.args[0]), r.args[1]+uint64(i)*64)
+		}
+	case sysBind:
+		fd := int(r.args[0])
+		ev := readSockaddr(tid, r.args[1], int(r.args[2]))
+		if ev == nil {
+			return false
+		}
+		ev.Kind, ev.PID = KindListen, tk.tgid
+		ev.Protocol = protoOf(tk.tgid, fd)
+		p.binds[fd] = ev
+		if ev.Protocol == "udp" && ev.Port != 0 {
+			tk.exit = &pending{ev: ev}
+			return true
+		}
+	case sysListen:
+		fd := int(r.args[0])
+		ev := p.binds[fd]
+		if ev == nil {
+			ev = &Event{Kind: KindListen, PID: tk.tgid, Protocol: protoOf(tk.tgid, fd)}
+		}
+		cp := *ev
+		tk.exit = &pending{ev: &cp}
+		return true
+	}
+	return false
+}
+
+// sendmsg reads a struct msghdr: name, namelen, iov, iovlen.
+func (t *tracer) sendmsg(tid, tgid int, p *process, fd int, msg uint64) {
+	hdr := readBytes(tid, msg, 32)
+	if len(hdr) < 32 {
+		return
+	}
+	name, namelen := binary.LittleEndian.Uint64(hdr[0:]), int(binary.LittleEndian.Uint32(hdr[8:]))
+	iov, iovlen := binary.LittleEndian.Uint64(hdr[16:]), binary.LittleEndian.Uint64(hdr[24:])
+	var payload []byte
+	if iovlen > 0 {
+		if v := readBytes(tid, iov, 16); len(v) == 16 {
+			base, n := binary.LittleEndian.Uint64(v[0:]), binary.LittleEndian.Uint64(v[8:])
+			payload = readBytes(tid, base, int(min(n, 512)))
+		}
+	}
+	t.sent(tid, tgid, p, fd, name, namelen, payload)
+}
+
+// sent records a datagram: its destination (given, or the socket's
+// connected one) and, for DNS, the query name.
+func (t *tracer) sent(tid, tgid int, p *process, fd int, addr uint64, alen int, payload []byte) {
+	var dst *Event
+	if addr != 0 {
+		dst = readSockaddr(tid, addr, alen)
+	} else if d := p.dests[fd]; d != nil {
+		c := *d
+		dst = &c
+	}
+	if dst == nil {
+		return
+	}
+	if dst.Port == 53 && !(t.mode != ModeOpen && isLoopback(dst.Address)) {
+		// The agent's own DNS sink reports queries to the loopback resolver.
+		if name, ok := dnsQuestion(payload); ok {
+			t.out.emit(&Event{Kind: KindDNS, PID: tgid, Host: name, Address: dst.Address, Port: 53, Protocol: "udp"})
+		}
+	}
+	if addr == 0 {
+		return // a connected socket: its connect was recorded
+	}
+	dst.Kind, dst.PID, dst.Protocol, dst.Result = KindConnect, tgid, "udp", "sent"
+	key := fmt.Sprintf("%d %s %d", tgid, dst.Address, dst.Port)
+	if t.seen[key] {
+		return
+	}
+	t.seen[key] = true
+	dst.Payload = payload
+	t.out.emit(dst)
+}
+
+func (t *tracer) syscallExit(tid int, tk *task) {
+	pd := tk.exit
+	tk.exit = nil
+	if pd == nil {
+		return
+	}
+	r, err := getRegs(tid)
+	if err != nil {
+		return
+	}
+	if pd.restore != nil {
+		writeBytes(tid, pd.addrPtr, pd.restore)
+	}
+	res := "ok"
+	if r.ret < 0 && r.ret > -4096 {
+		res = unix.ErrnoName(syscall.Errno(-r.ret))
+		if res == "" {
+			res = "errno " + strconv.FormatInt(-r.ret, 10)
+		}
+	}
+	if pd.ev.Kind == KindExec && res == "ok" {
+		return // reported at PTRACE_EVENT_EXEC
+	}
+	if pd.restore != nil {
+		res = "sinkholed:" + res
+	}
+	if pd.ev.Kind == KindConnect && pd.ev.Protocol == "" {
+		// An unconnected TCP socket is in no /proc table; a connected one is.
+		if pd.ev.Protocol = protoOf(tk.tgid, pd.fd); pd.ev.Protocol == "" {
+			pd.ev.Protocol = "tcp"
+		}
+	}
+	pd.ev.Result = res
+	t.out.emit(pd.ev)
+}
+
+// readBytes reads n bytes of a task's memory (fewer at an unmapped page).
+func readBytes(tid int, addr uint64, n int) []byte {
+	if addr == 0 || n <= 0 {
+		return nil
+	}
+	f, err := os.Open(fmt.Sprintf("/proc/%d/mem", tid))
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	b := make([]byte, n)
+	m, _ := f.ReadAt(b, int64(addr))
+	return b[:m]
+}
+
+func writeBytes(tid int, addr uint64, b []byte) {
+	f, err := os.OpenFile(fmt.Sprintf("/proc/%d/mem", tid), os.O_WRONLY, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	f.WriteAt(b, int64(addr))
+}
+
+func readString(tid int, addr uint64, max int) string {
+	var out []byte
+	for len(out) < max {
+		chunk := readBytes(tid, addr+uint64(len(out)), 256)
+		if len(chunk) == 0 {
+			break
+		}
+		if i := indexByte(chunk, 0); i >= 0 {
+			return string(append(out, chunk[:i]...))
+		}
+		out = append(out, chunk...)
+	}
+	return string(out)
+}
+
+func indexByte(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// readStrings reads a NULL-terminated array of string pointers.
+func readStrings(tid int, addr uint64, max int) []string {
+	var out []string
+	for i := 0; i < max && addr != 0; i++ {
+		p := readBytes(tid, addr+uint64(i*8), 8)
+		if len(p) < 8 {
+			break
+		}
+		ptr := binary.LittleEndian.Uint64(p)
+		if ptr == 0 {
+			break
+		}
+		out = append(out, readString(tid, ptr, 4096))
+	}
+	return out
+}
+
+// readSockaddr decodes an AF_INET or AF_INET6 address; others give nil.
+func readSockaddr(tid int, addr uint64, n int) *Event {
+	b := readBytes(tid, addr, min(n, 128))
+	if len(b) < 2 {
+		return nil
+	}
+	switch binary.LittleEndian.Uint16(b) {
+	case unix.AF_INET:
+		if len(b) < 8 {
+			return nil
+		}
+		return &Event{Family: "inet", Port: int(binary.BigEndian.Uint16(b[2:])), Address: net.IP(b[4:8]).String()}
+	case unix.AF_INET6:
+		if len(b) < 24 {
+			return nil
+		}
+		return &Event{Family: "inet6", Port: int(binary.BigEndian.Uint16(b[2:])), Address: net.IP(b[8:24]).String()}
+	}
+	return nil
+}
+
+// redirect rewrites a connect() destination to the loopback, same port,
+// where the sinkhole listens; it returns the original bytes.
+func redirect(tid int, addr uint64, n int) ([]byte, uint64) {
+	orig := readBytes(tid, addr, min(n, 28))
+	if len(orig) < 8 {
+		return nil, 0
+	}
+	b := append([]byte(nil), orig...)
+	switch binary.LittleEndian.Uint16(b) {
+	case unix.AF_INET:
+		copy(b[4:8], net.IPv4(127, 0, 0, 1).To4())
+	case unix.AF_INET6:
+		if len(b) < 24 {
+			return nil, 0
+		}
+		copy(b[8:24], net.IPv4(127, 0, 0, 1).To16()) // ::ffff:127.0.0.1
+	default:
+		return nil, 0
+	}
+	writeBytes(tid, addr, b)
+	return orig, addr
+}
+
+func isLoopback(a string) bool {
+	ip := net.ParseIP(a)
+	return ip != nil && ip.IsLoopback()
+}
+
+// protoOf names a socket's protocol from /proc: the fd's inode, looked up
+// in the process's tcp, udp and raw tables.
+func protoOf(pid, fd int) string {
+	link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", pid, fd))
+	if err != nil || !strings.HasPrefix(link, "socket:[") {
+		return ""
+	}
+	inode := strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")
+	for _, proto := range []string{"tcp", "udp", "tcp6", "udp6", "raw", "raw6"} {
+		if procNetHas(fmt.Sprintf("/proc/%d/net/%s", pid, proto), inode) {
+			return strings.TrimSuffix(proto, "6")
+		}
+	}
+	return ""
+}
+
+func procNetHas(path, inode string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) > 9 && fields[9] == inode {
+			return true
+		}
+	}
+	return false
+}
+
+func tgidOf(tid int) int { return statusField(tid, "Tgid:", tid) }
+func ppidOf(pid int) int { return statusField(pid, "PPid:", 0) }
+
+func statusField(pid int, field string, def int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return def
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, field) {
+			if v, err := strconv.Atoi(strings.TrimSpace(l[len(field):])); err == nil {
+				return v
+			}
+		}
+	}
+	return def
+}

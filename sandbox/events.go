@@ -1,0 +1,123 @@
+package sandbox
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mcpsandbox/mcpsandbox/sandbox/agent"
+)
+
+// eventStore keeps the agent's events in arrival (and so time) order,
+// bounded, and knows how far the stream is known to be complete: every
+// event before the last tick has arrived.
+type eventStore struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	events  []agent.Event
+	taken   int
+	max     int
+	dropped int
+	tick    int64 // T of the last tick
+	ended   bool  // the stream is over
+	started bool  // the agent said it runs
+	errors  []string
+}
+
+func newEventStore(max int) *eventStore {
+	s := &eventStore{max: max}
+	s.cond = sync.NewCond(&s.mu)
+	return s
+}
+
+func (s *eventStore) add(e agent.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch e.Kind {
+	case agent.KindTick:
+		s.tick = e.T
+		s.cond.Broadcast()
+		return
+	case agent.KindStart:
+		s.started = true
+		return
+	case agent.KindDropped:
+		n, _ := strconv.Atoi(e.Data)
+		s.dropped += n
+		return
+	case agent.KindError:
+		if len(s.errors) < 20 {
+			s.errors = append(s.errors, e.Data)
+		}
+		return
+	}
+	if len(s.events)-s.taken >= s.max {
+		s.dropped++
+		return
+	}
+	s.events = append(s.events, e)
+}
+
+func (s *eventStore) end() {
+	s.mu.Lock()
+	s.ended = true
+	s.cond.Broadcast()
+	s.mu.Unlock()
+}
+
+// sync waits, bounded, until every event up to time m has arrived: a tick
+// at or after m, or the end of the stream.
+func (s *eventStore) sync(ctx context.Context, m int64, bound time.Duration) {
+	timer := time.AfterFunc(bound, func() {
+		s.mu.Lock()
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	})
+	defer timer.Stop()
+	deadline := time.Now().Add(bound)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Before the agent's first word, wait for it too: the first phase must
+	// not close before the agent can report what happened in it.
+	for !s.ended && s.tick < m && time.Now().Before(deadline) && ctx.Err() == nil {
+		s.cond.Wait()
+	}
+}
+
+// take returns the events up to time m not taken before.
+func (s *eventStore) take(m int64) []agent.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := s.taken
+	for i < len(s.events) && s.events[i].T <= m {
+		i++
+	}
+	out := append([]agent.Event(nil), s.events[s.taken:i]...)
+	// Drop what was taken, so memory follows the backlog, not the run.
+	s.events = append(s.events[:0], s.events[i:]...)
+	s.taken = 0
+	return out
+}
+
+func (s *eventStore) status() (started bool, dropped int, errs []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.started, s.dropped, append([]string(nil), s.errors...)
+}
+
+// peekExits returns the pids whose exit is among the events not yet taken.
+func (s *eventStore) peekExits() map[int]bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := map[int]bool{}
+	for _, e := range s.events[s.taken:] {
+		if e.Kind == agent.KindExit {
+			m[e.PID] = true
+		}
+	}
+	if s.ended {
+		m[-1] = true
+	}
+	return m
+}

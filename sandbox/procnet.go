@@ -1,0 +1,146 @@
+package sandbox
+
+import (
+	"context"
+	"net"
+	"sort"
+	"time"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/agent"
+)
+
+// procNet turns the agent's events into process and network effects, and
+// remembers which processes still live.
+type procNet struct {
+	events *eventStore
+	main   int          // the server's own process
+	live   map[int]bool // ran a program and has not exited
+	exits  map[int]int
+	sync   time.Duration
+}
+
+func newProcNet(events *eventStore) *procNet {
+	return &procNet{events: events, live: map[int]bool{}, exits: map[int]int{}, sync: 300 * time.Millisecond}
+}
+
+// collect adds to eff the events up to now; for a call, processes it
+// started that still live are marked background.
+func (p *procNet) collect(ctx context.Context, eff *report.Effects, call bool) {
+	if p == nil {
+		return
+	}
+	m := agent.Now()
+	p.events.sync(ctx, m, p.sync)
+	for _, e := range p.events.take(m) {
+		switch e.Kind {
+		case agent.KindExec:
+			pr := report.Process{PID: e.PID, PPID: e.PPID, Argv: e.Argv, Cwd: e.Cwd}
+			if pr.Argv == nil {
+				pr.Argv = []string{}
+			}
+			if e.Result != "ok" {
+				pr.ExecError = e.Result
+			} else {
+				if p.main == 0 && e.PPID == 1 {
+					p.main = e.PID
+				}
+				p.live[e.PID] = true
+			}
+			eff.Processes = append(eff.Processes, pr)
+		case agent.KindExit:
+			delete(p.live, e.PID)
+			if e.ExitCode != nil {
+				p.exits[e.PID] = *e.ExitCode
+			}
+			for i := range eff.Processes {
+				if eff.Processes[i].PID == e.PID && eff.Processes[i].ExitCode == nil && eff.Processes[i].ExecError == "" {
+					c := *e.ExitCode
+					eff.Processes[i].ExitCode = &c
+				}
+			}
+		case agent.KindConnect, agent.KindListen, agent.KindDNS, agent.KindHTTP, agent.KindTLS:
+			ip := net.ParseIP(e.Address)
+			eff.Network = append(eff.Network, report.NetEvent{Kind: e.Kind, PID: e.PID, Host: e.Host, Address: e.Address,
+				Port: e.Port, Protocol: e.Protocol, Result: e.Result, Method: e.Method, Path: e.Path,
+				Loopback: ip != nil && ip.IsLoopback() && e.Kind != agent.KindHTTP && e.Kind != agent.KindTLS && e.Kind != agent.KindDNS})
+		}
+	}
+	if call {
+		for i := range eff.Processes {
+			if pr := &eff.Processes[i]; p.live[pr.PID] && pr.PID != p.main {
+				pr.Background = true
+			}
+		}
+	}
+}
+
+// background lists processes, other than the server's own, that still live.
+func (p *procNet) background() []int {
+	if p == nil {
+		return nil
+	}
+	var out []int
+	for pid := range p.live {
+		if pid != p.main {
+			out = append(out, pid)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+// settle waits, up to d, while processes other than the server's own
+// live, so that what they do lands before the next phase begins. It returns
+// those still alive at the end.
+func (p *procNet) settle(ctx context.Context, d time.Duration) []int {
+	if p == nil || len(p.background()) == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(d)
+	for {
+		left := p.stillLive()
+		if len(left) == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			return left
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// stillLive looks at the events not yet taken for exits of the background
+// processes, without taking them.
+func (p *procNet) stillLive() []int {
+	exited := p.events.peekExits()
+	var out []int
+	for _, pid := range p.background() {
+		if !exited[pid] {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// fill sets the exit codes that arrived after the phase that started a
+// process was closed.
+func (p *procNet) fill(rep *report.Report) {
+	if p == nil {
+		return
+	}
+	set := func(ps []report.Process) {
+		for i := range ps {
+			if c, ok := p.exits[ps[i].PID]; ok && ps[i].ExitCode == nil && ps[i].ExecError == "" {
+				v := c
+				ps[i].ExitCode = &v
+			}
+		}
+	}
+	for i := range rep.Calls {
+		set(rep.Calls[i].Effects.Processes)
+	}
+	for i := range rep.Phases {
+		set(rep.Phases[i].Effects.Processes)
+	}
+}
