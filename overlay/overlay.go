@@ -144,6 +144,9 @@ func Delta(prev, cur Snapshot) []Change {
 		out = append(out, change(p, c, &e, e))
 	}
 	for p, o := range prev.Entries {
+		if cur.Truncated {
+			break // a path past the bound is not gone: say nothing of it
+		}
 		if _, ok := cur.Entries[p]; ok || o.Kind == Removed {
 			continue
 		}

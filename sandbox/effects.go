@@ -249,7 +249,7 @@ func (r *recorder) mark(ctx context.Context, call bool) (report.Effects, error) 
 	r.prev = cur
 	eff.FilesTruncated = cur.Truncated
 	for _, c := range changes {
-		if c.Change == "created" && r.ignore[c.Path] {
+		if r.ignore[c.Path] {
 			continue
 		}
 		if len(eff.Files) >= r.maxListed {

@@ -18,10 +18,15 @@ type procNet struct {
 	live   map[int]bool // ran a program and has not exited
 	exits  map[int]int
 	sync   time.Duration
+	// started lists the processes the last call left running.
+	started []int
+	// sink is set when the agent answers DNS on 127.0.0.1:53: the
+	// resolver's datagrams to it are reported as dns events, not connects.
+	sink bool
 }
 
-func newProcNet(events *eventStore) *procNet {
-	return &procNet{events: events, live: map[int]bool{}, exits: map[int]int{}, sync: 300 * time.Millisecond}
+func newProcNet(events *eventStore, sink bool) *procNet {
+	return &procNet{events: events, live: map[int]bool{}, exits: map[int]int{}, sync: 300 * time.Millisecond, sink: sink}
 }
 
 // collect adds to eff the events up to now; for a call, processes it
@@ -60,39 +65,39 @@ func (p *procNet) collect(ctx context.Context, eff *report.Effects, call bool) {
 				}
 			}
 		case agent.KindConnect, agent.KindListen, agent.KindDNS, agent.KindHTTP, agent.KindTLS:
+			if p.sink && e.Kind == agent.KindConnect && e.Address == "127.0.0.1" && e.Port == 53 {
+				continue
+			}
 			ip := net.ParseIP(e.Address)
 			eff.Network = append(eff.Network, report.NetEvent{Kind: e.Kind, PID: e.PID, Host: e.Host, Address: e.Address,
 				Port: e.Port, Protocol: e.Protocol, Result: e.Result, Method: e.Method, Path: e.Path,
 				Loopback: ip != nil && ip.IsLoopback() && e.Kind != agent.KindHTTP && e.Kind != agent.KindTLS && e.Kind != agent.KindDNS})
 		}
 	}
+	p.started = p.started[:0]
 	if call {
 		for i := range eff.Processes {
 			if pr := &eff.Processes[i]; p.live[pr.PID] && pr.PID != p.main {
 				pr.Background = true
+				p.started = append(p.started, pr.PID)
 			}
 		}
 	}
 }
 
-// background lists processes, other than the server's own, that still live.
+// background lists the processes the last call started that still live.
 func (p *procNet) background() []int {
 	if p == nil {
 		return nil
 	}
-	var out []int
-	for pid := range p.live {
-		if pid != p.main {
-			out = append(out, pid)
-		}
-	}
+	out := append([]int(nil), p.started...)
 	sort.Ints(out)
 	return out
 }
 
-// settle waits, up to d, while processes other than the server's own
-// live, so that what they do lands before the next phase begins. It returns
-// those still alive at the end.
+// settle waits, up to d, while the processes the last call left running
+// live, so that what they do lands before the next phase begins. It
+// returns those still alive at the end.
 func (p *procNet) settle(ctx context.Context, d time.Duration) []int {
 	if p == nil || len(p.background()) == 0 {
 		return nil

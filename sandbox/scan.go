@@ -54,6 +54,8 @@ type ScanOptions struct {
 	// Settle bounds the wait, after a call, while processes it left behind
 	// still run (default 2s).
 	Settle time.Duration
+	// MaxEvents bounds the agent's events (default 100,000).
+	MaxEvents int
 }
 
 // Result is what a scan returns besides the report.
@@ -151,7 +153,7 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 	logf("starting %s in %s", strings.Join(opts.Argv, " "), image)
 	ctr, err := Start(startCtx, cli, ContainerOptions{Image: image, Argv: opts.Argv, Env: opts.Env,
 		Mounts: opts.Mounts, Limits: opts.Limits, RunID: opts.RunID, keep: opts.Keep,
-		Agent: opts.Agent, Network: opts.Network})
+		Agent: opts.Agent, Network: opts.Network, MaxEvents: opts.MaxEvents})
 	if err != nil {
 		if ctx.Err() != nil {
 			rep.Problems = append(rep.Problems, why())
@@ -173,7 +175,7 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 	}
 	rec = &recorder{src: src, maxListed: opts.MaxListed, ignore: mountPoints(append(opts.Mounts, Mount{Target: AgentPath}))}
 	if opts.Agent != "" {
-		rec.pn = newProcNet(ctr.events)
+		rec.pn = newProcNet(ctr.events, opts.Network == "none" || opts.Network == "sinkhole")
 	}
 	// phase closes a stretch of the run that is not a call; "between" is
 	// kept only when something happened in it.
@@ -196,6 +198,13 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 		&mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
 	cs, err := client.Connect(startCtx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 	if err != nil {
+		// Under the agent a command that is not there is the child's exit
+		// 127 (126: not executable), not a start error from the engine.
+		if st, serr := ctr.State(context.WithoutCancel(ctx)); serr == nil && !st.Running && opts.Agent != "" && (st.ExitCode == 127 || st.ExitCode == 126) {
+			tail, _, _ := ctr.Stderr()
+			return res, &InfraError{Cause: fmt.Sprintf("the server command %q is not found or not executable in image %s (%s)", opts.Argv[0], image, oneLine(lastLine(tail))),
+				Fix: "check the command, or mount it with --mount", Err: err}
+		}
 		switch {
 		case interrupted.Err() != nil || ctx.Err() != nil:
 			rep.Problems = append(rep.Problems, why())
@@ -282,6 +291,20 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 		}
 		if call.ErrorKind == "timeout" {
 			rep.Problems = append(rep.Problems, report.Problem{Kind: "timeout", Call: seq, Message: call.Error})
+			// One stuck handler is the tool's problem; a server that answers
+			// nothing at all (stdout closed, wedged) ends the scan instead of
+			// costing a timeout per remaining call.
+			pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			perr := cs.Ping(pctx, nil)
+			cancel()
+			if perr != nil && ctx.Err() == nil {
+				msg := fmt.Sprintf("the server stopped answering after call %d (not even ping): stdout closed or the server is wedged", seq)
+				rep.Problems = append(rep.Problems, report.Problem{Kind: "unresponsive", Call: seq, Message: msg})
+				for _, s := range plan[i+1:] {
+					rep.NotCalled = append(rep.NotCalled, report.NotCalled{Tool: s.Tool, Reason: "not reached: " + msg})
+				}
+				return res, fmt.Errorf("%w: %s", ErrIncomplete, msg)
+			}
 		}
 		if call.ErrorKind == "transport" {
 			// The connection is gone: the server died or closed stdout.
@@ -385,6 +408,11 @@ func teardown(ctx context.Context, ctr *Container, rec *recorder, rep *report.Re
 		rep.Problems = append(rep.Problems, report.Problem{Kind: "teardown", Message: oneLine(err.Error())})
 	}
 	return err
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

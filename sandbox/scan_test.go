@@ -35,6 +35,11 @@ func scan(t *testing.T, cli *client.Client, opts sandbox.ScanOptions) (sandbox.R
 	if opts.Image == "" {
 		opts.Image = sandboxtest.NodeImage(t, cli)
 	}
+	if opts.Agent == "none" {
+		opts.Agent = ""
+	} else if opts.Agent == "" {
+		opts.Agent = sandboxtest.Agent(t)
+	}
 	opts.RunID = label.NewRunID()
 	sandboxtest.NoLeftovers(t, cli, opts.RunID)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -243,13 +248,12 @@ func TestHostWorkspaceNeverModified(t *testing.T) {
 
 func TestHangingCallTimesOutAndScanGoesOn(t *testing.T) {
 	cli := sandboxtest.Docker(t)
-	opts := fixtureOpts(t, "honest", "bad")
+	opts := fixtureOpts(t, "honest", "hang", "crash")
 	opts.Probes = steps(t, `{"hang": {}, "echo": {"text": "after"}}`)
 	opts.CallTimeout = 2 * time.Second
 	start := time.Now()
 	res, err := scan(t, cli, opts)
-	// crash is not in the probes and requires nothing, so it runs last and
-	// ends the scan early.
+	// crash requires nothing, so it runs after the probes and ends the scan.
 	if !errors.Is(err, sandbox.ErrIncomplete) {
 		t.Fatalf("scan: %v, want ErrIncomplete from the crash tool", err)
 	}
@@ -280,7 +284,7 @@ func hasProblem(r *report.Report, kind string) bool {
 
 func TestCrashMidCallKeepsPartialReport(t *testing.T) {
 	cli := sandboxtest.Docker(t)
-	opts := fixtureOpts(t, "honest", "bad")
+	opts := fixtureOpts(t, "honest", "crash")
 	opts.Probes = steps(t, `{"echo": {"text": "before"}, "crash": {}, "no_hints": {}}`)
 	res, err := scan(t, cli, opts)
 	if !errors.Is(err, sandbox.ErrIncomplete) {
@@ -315,7 +319,7 @@ func TestCrashMidCallKeepsPartialReport(t *testing.T) {
 
 func TestGarbageOnStdoutIsDroppedAndCounted(t *testing.T) {
 	cli := sandboxtest.Docker(t)
-	opts := fixtureOpts(t, "honest", "bad", "--banner")
+	opts := fixtureOpts(t, "honest", "garbage", "--banner")
 	opts.Probes = steps(t, `{"garbage": {}, "echo": {"text": "still here"}}`)
 	opts.CallTimeout = 5 * time.Second
 	res, _ := scan(t, cli, opts)

@@ -52,10 +52,19 @@ func TestUsageAndExitCodes(t *testing.T) {
 // binary builds mcpsandbox for the tests that run it as a process.
 func binary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "mcpsandbox")
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "mcpsandbox")
 	cmd := exec.Command("go", "build", "-o", bin, ".")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	// The agent is looked for next to mcpsandbox.
+	b, err := os.ReadFile(sandboxtest.Agent(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "mcpsandbox-agent"), b, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }
@@ -74,12 +83,12 @@ func TestScanExitCodesAndReport(t *testing.T) {
 		{"clean", []string{"--mount", mount, "--", fx.Target, "honest"}, 0},
 		{"missing image", []string{"--image", "mcpsandbox/nope:1", "--", "node"}, 2},
 		{"missing command", []string{"--", "/no/such/server"}, 2},
-		{"crash", []string{"--mount", mount, "--probes", writeFile(t, dir, "p.json", `{"crash":{}}`), "--", fx.Target, "bad"}, 2},
+		{"crash", []string{"--mount", mount, "--probes", writeFile(t, dir, "p.json", `{"crash":{}}`), "--", fx.Target, "crash"}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".json")
 			var stdout, stderr bytes.Buffer
-			args := append([]string{"scan", "--format", "json", "--out", out}, tc.args...)
+			args := append([]string{"scan", "--format", "json", "--out", out, "--agent", sandboxtest.Agent(t)}, tc.args...)
 			code := exitCode(run(context.Background(), args, &stdout, &stderr), &stderr)
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d; stderr: %s", code, tc.code, stderr.String())
@@ -125,7 +134,7 @@ func TestSIGINTMidCallLeavesNothing(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "report.json")
 	cmd := exec.Command(bin, "scan", "-v", "--format", "json", "--out", out, "--call-timeout", "5m",
-		"--mount", fx.Source+":"+fx.Target, "--probes", writeFile(t, dir, "p.json", `{"hang":{}}`), "--", fx.Target, "bad")
+		"--mount", fx.Source+":"+fx.Target, "--probes", writeFile(t, dir, "p.json", `{"hang":{}}`), "--", fx.Target, "hang")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -97,18 +97,18 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	default:
 		return usageError{fmt.Sprintf("--network %q: want none, sinkhole, bridge or host", opts.Network)}
 	}
+	if *format != "text" && *format != "json" {
+		return usageError{fmt.Sprintf("--format %q: want text or json", *format)}
+	}
+	if *verbose {
+		opts.Log = stderr
+	}
 	if !*noAgent {
 		a, err := sandbox.FindAgent(*agentPath)
 		if err != nil {
 			return err
 		}
 		opts.Agent = a
-	}
-	if *format != "text" && *format != "json" {
-		return usageError{fmt.Sprintf("--format %q: want text or json", *format)}
-	}
-	if *verbose {
-		opts.Log = stderr
 	}
 	opts.ClientVersion = version()
 

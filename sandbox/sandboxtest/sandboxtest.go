@@ -81,6 +81,37 @@ var fixture struct {
 	err  error
 }
 
+var agentBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// Agent builds the in-container agent as a static binary (once per test
+// binary) and returns its path.
+func Agent(t testing.TB) string {
+	t.Helper()
+	root := ModuleRoot(t)
+	agentBin.once.Do(func() {
+		dir, err := os.MkdirTemp("", "mcpsandbox-agent-")
+		if err != nil {
+			agentBin.err = err
+			return
+		}
+		agentBin.path = filepath.Join(dir, sandbox.AgentName)
+		cmd := exec.Command("go", "build", "-o", agentBin.path, "./cmd/mcpsandbox-agent")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			agentBin.err = fmt.Errorf("building the agent: %v\n%s", err, out)
+		}
+	})
+	if agentBin.err != nil {
+		t.Fatal(agentBin.err)
+	}
+	return agentBin.path
+}
+
 // FixtureMount is where tests mount the fixture server in the container.
 const FixtureMount = "/opt/fixture/server"
 
