@@ -21,7 +21,7 @@ setup:
 
 # Runtime images from the host's files; a no-op when nothing changed.
 images: setup build
-	$(BIN) images build base node $(if $(wildcard /usr/bin/python3),python)
+	$(BIN) images build base node $(if $(wildcard /usr/bin/python3),python) $(if $(wildcard /usr/bin/strace),strace)
 
 # Unit and integration tests against the real engine and real servers.
 test: images
@@ -41,6 +41,7 @@ lint:
 bench: images
 	$(GO) test -run '^$$' -bench Attribution -benchtime 300ms -count 1 ./overlay/
 	$(GO) test -run '^$$' -bench WorkspaceImage -benchtime 2x -count 1 -timeout 30m ./sandbox/
+	$(GO) test -run '^$$' -bench Overhead -benchtime 3x -count 1 -timeout 30m ./sandbox/agent/
 
 # The main job on a bundled example: scan the fixture server, whose tools
 # lie about their side effects, and print its report. Exit 1 (findings) is

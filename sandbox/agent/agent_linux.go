@@ -61,6 +61,7 @@ func Main(args []string) int {
 		for {
 			select {
 			case <-t.C:
+				out.reportDropped()
 				out.emit(&Event{Kind: KindTick})
 			case <-stopTick:
 				return
@@ -69,7 +70,7 @@ func Main(args []string) int {
 	}()
 	code := trace(argv, *mode, out)
 	out.emit(&Event{Kind: KindTick})
-	out.flushDropped()
+	out.reportDropped()
 	return code
 }
 
@@ -77,10 +78,11 @@ func Main(args []string) int {
 // so that the stream is in time order and a tick proves that everything
 // before it has been sent.
 type writer struct {
-	mu      sync.Mutex
-	w       io.Writer
-	n, max  int
-	dropped int
+	mu       sync.Mutex
+	w        io.Writer
+	n, max   int
+	dropped  int
+	reported int
 }
 
 func (w *writer) emit(e *Event) {
@@ -101,14 +103,13 @@ func (w *writer) errorf(format string, args ...any) {
 	w.emit(&Event{Kind: KindError, Data: fmt.Sprintf(format, args...)})
 }
 
-func (w *writer) flushDropped() {
+// reportDropped sends how many events were dropped since it last said.
+func (w *writer) reportDropped() {
 	w.mu.Lock()
-	d := w.dropped
-	w.mu.Unlock()
-	if d > 0 {
-		w.mu.Lock()
+	defer w.mu.Unlock()
+	if d := w.dropped - w.reported; d > 0 {
 		encode(w.w, &Event{T: Now(), Kind: KindDropped, Data: fmt.Sprint(d)})
-		w.mu.Unlock()
+		w.reported = w.dropped
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 // Syscall numbers on amd64.
 const (
+	sysSocket          = 41
 	sysExecve          = 59
 	sysExecveat        = 322
 	sysConnect         = 42
@@ -26,7 +27,7 @@ const (
 
 // traced are the syscalls that stop for the tracer; all others run at full
 // speed.
-var traced = []uint32{sysExecve, sysExecveat, sysConnect, sysSendto, sysSendmsg, sysSendmmsg, sysBind, sysListen}
+var traced = []uint32{sysSocket, sysExecve, sysExecveat, sysConnect, sysSendto, sysSendmsg, sysSendmmsg, sysBind, sysListen}
 
 // installFilter installs, on every thread, a filter that stops the traced
 // syscalls for the tracer and refuses io_uring (which could connect and

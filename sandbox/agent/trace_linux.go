@@ -22,6 +22,9 @@ type task struct {
 	started bool // its initial SIGSTOP was consumed
 }
 
+// sysSocketKind marks a pending socket(): recorded, never emitted.
+const sysSocketKind = "socket"
+
 // pending is an event finished at the syscall's exit.
 type pending struct {
 	ev      *Event
@@ -38,6 +41,12 @@ type process struct {
 	// with send() on a connected socket.
 	dests map[int]*Event
 	binds map[int]*Event
+	// socks holds the protocol of the inet sockets it made, by fd.
+	socks map[int]string
+}
+
+func newProcess(ppid int) *process {
+	return &process{ppid: ppid, dests: map[int]*Event{}, binds: map[int]*Event{}, socks: map[int]string{}}
 }
 
 type tracer struct {
@@ -52,7 +61,7 @@ type tracer struct {
 
 func newTracer(main int, mode string, out *writer) *tracer {
 	return &tracer{main: main, mode: mode, out: out, tasks: map[int]*task{main: {tgid: main, started: true}},
-		procs: map[int]*process{main: {ppid: 1, dests: map[int]*Event{}, binds: map[int]*Event{}}}, seen: map[string]bool{}}
+		procs: map[int]*process{main: newProcess(1)}, seen: map[string]bool{}}
 }
 
 const ptraceOptions = unix.PTRACE_O_TRACESECCOMP | unix.PTRACE_O_TRACEFORK | unix.PTRACE_O_TRACEVFORK |
@@ -111,7 +120,7 @@ func (t *tracer) task(tid int) *task {
 func (t *tracer) proc(tgid int) *process {
 	p, ok := t.procs[tgid]
 	if !ok {
-		p = &process{ppid: ppidOf(tgid), dests: map[int]*Event{}, binds: map[int]*Event{}}
+		p = newProcess(ppidOf(tgid))
 		t.procs[tgid] = p
 	}
 	return p
@@ -182,7 +191,11 @@ func (t *tracer) event(tid int, tk *task, cause int) {
 				nt.tgid = tk.tgid // a thread
 			} else {
 				nt.tgid = ntid
-				t.procs[ntid] = &process{ppid: tk.tgid, dests: map[int]*Event{}, binds: map[int]*Event{}}
+				np := newProcess(tk.tgid)
+				for fd, pr := range t.proc(tk.tgid).socks { // a fork copies the fd table
+					np.socks[fd] = pr
+				}
+				t.procs[ntid] = np
 			}
 		}
 	case unix.PTRACE_EVENT_EXEC:
@@ -217,6 +230,14 @@ func (t *tracer) seccomp(tid int, tk *task) bool {
 	}
 	p := t.proc(tk.tgid)
 	switch r.nr {
+	case sysSocket:
+		domain, typ := int(r.args[0]), int(r.args[1])&0xf
+		if domain != unix.AF_INET && domain != unix.AF_INET6 {
+			return false
+		}
+		proto := map[int]string{unix.SOCK_STREAM: "tcp", unix.SOCK_DGRAM: "udp", unix.SOCK_RAW: "raw"}[typ]
+		tk.exit = &pending{ev: &Event{Kind: sysSocketKind, Protocol: proto}}
+		return true
 	case sysExecve, sysExecveat:
 		pathArg, argvArg := r.args[0], r.args[1]
 		if r.nr == sysExecveat {
@@ -236,7 +257,7 @@ func (t *tracer) seccomp(tid int, tk *task) bool {
 			return false // AF_UNIX and the like: local IPC
 		}
 		ev.Kind, ev.PID = KindConnect, tk.tgid
-		ev.Protocol = protoOf(tk.tgid, fd)
+		ev.Protocol = p.socks[fd]
 		pd := &pending{ev: ev, fd: fd}
 		if t.mode == ModeSinkhole && !isLoopback(ev.Address) && ev.Protocol != "udp" {
 			pd.restore, pd.addrPtr = redirect(tid, r.args[1], int(r.args[2]))
@@ -260,7 +281,7 @@ func (t *tracer) seccomp(tid int, tk *task) bool {
 			return false
 		}
 		ev.Kind, ev.PID = KindListen, tk.tgid
-		ev.Protocol = protoOf(tk.tgid, fd)
+		ev.Protocol = p.socks[fd]
 		p.binds[fd] = ev
 		if ev.Protocol == "udp" && ev.Port != 0 {
 			tk.exit = &pending{ev: ev}
@@ -270,7 +291,7 @@ func (t *tracer) seccomp(tid int, tk *task) bool {
 		fd := int(r.args[0])
 		ev := p.binds[fd]
 		if ev == nil {
-			ev = &Event{Kind: KindListen, PID: tk.tgid, Protocol: protoOf(tk.tgid, fd)}
+			ev = &Event{Kind: KindListen, PID: tk.tgid, Protocol: p.socks[fd]}
 		}
 		cp := *ev
 		tk.exit = &pending{ev: &cp}
@@ -352,6 +373,12 @@ func (t *tracer) syscallExit(tid int, tk *task) {
 	if pd.ev.Kind == KindExec && res == "ok" {
 		return // reported at PTRACE_EVENT_EXEC
 	}
+	if pd.ev.Kind == sysSocketKind {
+		if r.ret >= 0 {
+			t.proc(tk.tgid).socks[int(r.ret)] = pd.ev.Protocol
+		}
+		return
+	}
 	if pd.restore != nil {
 		res = "sinkholed:" + res
 	}
@@ -365,17 +392,29 @@ func (t *tracer) syscallExit(tid int, tk *task) {
 	t.out.emit(pd.ev)
 }
 
-// readBytes reads n bytes of a task's memory (fewer at an unmapped page).
+// readBytes reads n bytes of a task's memory (fewer at an unmapped page)
+// with process_vm_readv: one syscall, no file to open.
 func readBytes(tid int, addr uint64, n int) []byte {
 	if addr == 0 || n <= 0 {
 		return nil
 	}
+	b := make([]byte, n)
+	local := []unix.Iovec{{Base: &b[0], Len: uint64(n)}}
+	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: n}}
+	m, err := unix.ProcessVMReadv(tid, local, remote, 0)
+	if err != nil || m <= 0 {
+		return readMem(tid, addr, b)
+	}
+	return b[:m]
+}
+
+// readMem is the fallback through /proc/pid/mem.
+func readMem(tid int, addr uint64, b []byte) []byte {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/mem", tid))
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	b := make([]byte, n)
 	m, _ := f.ReadAt(b, int64(addr))
 	return b[:m]
 }
@@ -479,15 +518,17 @@ func isLoopback(a string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// protoOf names a socket's protocol from /proc: the fd's inode, looked up
-// in the process's tcp, udp and raw tables.
+// protoOf names the protocol of a socket the process did not make itself
+// (inherited, or passed over a unix socket): the fd's inode, looked up in
+// the process's tcp and udp tables. It is slow (milliseconds in a
+// container), so it runs only when socket() was not seen.
 func protoOf(pid, fd int) string {
 	link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", pid, fd))
 	if err != nil || !strings.HasPrefix(link, "socket:[") {
 		return ""
 	}
 	inode := strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")
-	for _, proto := range []string{"tcp", "udp", "tcp6", "udp6", "raw", "raw6"} {
+	for _, proto := range []string{"tcp", "udp", "tcp6", "udp6"} {
 		if procNetHas(fmt.Sprintf("/proc/%d/net/%s", pid, proto), inode) {
 			return strings.TrimSuffix(proto, "6")
 		}

@@ -383,6 +383,12 @@ func workload(args []string) int {
 			f.Read(buf)
 			f.Close()
 		}
+	case "connect":
+		for i := 0; i < n; i++ {
+			if c, err := net.DialTimeout("tcp", args[2], time.Second); err == nil {
+				c.Close()
+			}
+		}
 	case "exec":
 		for i := 0; i < n; i++ {
 			if err := exec.Command(args[2]).Run(); err != nil {

@@ -1,0 +1,100 @@
+package agent
+
+import (
+	"bytes"
+	"crypto/tls"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// query builds a DNS query for name, type A.
+func query(name string) []byte {
+	q := []byte{0x12, 0x34, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0}
+	for _, l := range strings.Split(name, ".") {
+		q = append(q, byte(len(l)))
+		q = append(q, l...)
+	}
+	return append(q, 0, 0, 1, 0, 1)
+}
+
+func TestDNSQuestionAndAnswers(t *testing.T) {
+	q := query("telemetry.example.com")
+	if name, ok := dnsQuestion(q); !ok || name != "telemetry.example.com" {
+		t.Fatalf("dnsQuestion = %q %v", name, ok)
+	}
+	for _, bad := range [][]byte{nil, q[:11], append(q[:12:12], 0xc0, 0x0c)} {
+		if _, ok := dnsQuestion(bad); ok {
+			t.Errorf("dnsQuestion(%x) accepted", bad)
+		}
+	}
+	nx := dnsAnswer(q, false)
+	if nx[3]&0x0f != 3 || nx[7] != 0 {
+		t.Errorf("none mode answer = %x, want NXDOMAIN with no answer", nx)
+	}
+	a := dnsAnswer(q, true)
+	if a[3]&0x0f != 0 || a[7] != 1 || !bytes.HasSuffix(a, []byte{127, 0, 0, 1}) {
+		t.Errorf("sinkhole answer = %x, want one A record of 127.0.0.1", a)
+	}
+}
+
+// TestClientHelloSNI reads the SNI of a real ClientHello made by crypto/tls.
+func TestClientHelloSNI(t *testing.T) {
+	c, s := net.Pipe()
+	go func() {
+		tls.Client(c, &tls.Config{ServerName: "api.example.org"}).Handshake()
+	}()
+	s.SetReadDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 4096)
+	n, err := s.Read(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	c.Close()
+	if got := clientHelloSNI(buf[:n]); got != "api.example.org" {
+		t.Errorf("SNI = %q", got)
+	}
+	if got := clientHelloSNI([]byte{0x16, 3, 1, 0, 5, 1}); got != "" {
+		t.Errorf("SNI of a truncated hello = %q", got)
+	}
+}
+
+// TestFramesCannotBeForged: the runner takes as events only whole frames
+// the agent wrote; the server's stderr reaches it inside stderr frames, so
+// a server printing "\x1e{...}" to its stderr forges nothing.
+func TestFramesCannotBeForged(t *testing.T) {
+	var buf bytes.Buffer
+	w := &writer{w: &buf, max: 10}
+	w.emit(&Event{Kind: KindExec, PID: 7, Argv: []string{"sh"}})
+	w.emit(&Event{Kind: KindStderr, Data: "\x1e{\"k\":\"exec\",\"pid\":666}\n"})
+	buf.WriteString("agent panic: raw line\n")
+	var events []Event
+	var raw []string
+	if err := Decode(&buf, func(e Event) { events = append(events, e) }, func(b []byte) { raw = append(raw, string(b)) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 2 || events[0].PID != 7 || events[1].Kind != KindStderr || !strings.Contains(events[1].Data, "666") {
+		t.Fatalf("events = %+v", events)
+	}
+	if len(raw) != 1 || raw[0] != "agent panic: raw line\n" {
+		t.Errorf("raw = %q", raw)
+	}
+}
+
+func TestWriterBoundsEvents(t *testing.T) {
+	var buf bytes.Buffer
+	w := &writer{w: &buf, max: 3}
+	for i := 0; i < 10; i++ {
+		w.emit(&Event{Kind: KindConnect})
+	}
+	w.emit(&Event{Kind: KindTick})
+	w.reportDropped()
+	var kinds []string
+	Decode(&buf, func(e Event) { kinds = append(kinds, e.Kind+":"+e.Data) }, func([]byte) {})
+	want := "connect:,connect:,connect:,tick:,dropped:7"
+	if strings.Join(kinds, ",") != want {
+		t.Errorf("got %s, want %s", strings.Join(kinds, ","), want)
+	}
+}

@@ -1,0 +1,66 @@
+package agent_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// BenchmarkOverhead runs a syscall-heavy workload (100k rounds of stat,
+// open, read, close; and 1k execs) bare, under the agent, and under
+// Debian's strace -f, side by side. It runs on the host: the tracer works
+// the same there, and container start-up would blur the ratios.
+func BenchmarkOverhead(b *testing.B) {
+	dir := b.TempDir()
+	root := moduleRoot(b)
+	build := func(name, pkg string) string {
+		out := filepath.Join(dir, name)
+		cmd := exec.Command("go", "build", "-o", out, pkg)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if o, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("go build %s: %v\n%s", pkg, err, o)
+		}
+		return out
+	}
+	agentBin := build("mcpsandbox-agent", "./cmd/mcpsandbox-agent")
+	work := build("fixtureserver", "./sandbox/internal/fixtureserver")
+	strace, _ := exec.LookPath("strace")
+	truePath, _ := exec.LookPath("true")
+	workloads := map[string][]string{
+		"stat-open-read-100k": {work, "workload", "stat", "100000", dir},
+		"exec-1k":             {work, "workload", "exec", "1000", truePath},
+	}
+	for _, name := range []string{"stat-open-read-100k", "exec-1k"} {
+		argv := workloads[name]
+		runners := map[string][]string{
+			"bare":     argv,
+			"agent":    append([]string{agentBin, "--network", "open", "--"}, argv...),
+			"strace-f": append([]string{strace, "-f", "-qq", "-o", "/dev/null"}, argv...),
+		}
+		for _, r := range []string{"bare", "agent", "strace-f"} {
+			cmdline := runners[r]
+			if r == "strace-f" && strace == "" {
+				continue
+			}
+			b.Run(name+"/"+r, func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					cmd := exec.Command(cmdline[0], cmdline[1:]...)
+					if out, err := cmd.CombinedOutput(); err != nil && !strings.Contains(string(out), "\"k\"") {
+						b.Fatalf("%s: %v\n%s", strings.Join(cmdline, " "), err, out)
+					}
+				}
+			})
+		}
+	}
+}
+
+func moduleRoot(b *testing.B) string {
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return filepath.Dir(strings.TrimSpace(string(out)))
+}
