@@ -64,9 +64,12 @@ type Entry struct {
 	GID     int
 	Size    int64
 	ModTime int64 // nanoseconds
-	// SHA256 is the content hash of a regular file up to the size bound.
-	SHA256 string
-	Link   string // symlink target
+	// SHA256 is the content hash of a regular file up to the size bound;
+	// PrefixSHA256 the hash of its first bytes, as many as it had when last
+	// seen (see Change.Appended).
+	SHA256       string
+	PrefixSHA256 string
+	Link         string // symlink target
 	// Before is the path's state in the image, when it is there.
 	Before *Entry
 	// Opaque marks a directory whose image contents were all removed (the
@@ -111,6 +114,9 @@ type Change struct {
 	SHA256       string
 	SHA256Before string
 	Link         string
+	// Appended is set on a modified file whose earlier bytes are unchanged:
+	// it only grew.
+	Appended bool
 }
 
 // Workspace is the path the server sees its workspace at.
@@ -141,7 +147,16 @@ func Delta(prev, cur Snapshot) []Change {
 		default:
 			c = "modified"
 		}
-		out = append(out, change(p, c, &e, e))
+		ch := change(p, c, &e, e)
+		if c == "modified" && e.Type == File && e.PrefixSHA256 != "" {
+			switch {
+			case had && o.Type == File:
+				ch.Appended = o.SHA256 != "" && e.PrefixSHA256 == o.SHA256
+			case !had && e.Before != nil:
+				ch.Appended = e.Before.SHA256 != "" && e.PrefixSHA256 == e.Before.SHA256
+			}
+		}
+		out = append(out, ch)
 	}
 	for p, o := range prev.Entries {
 		if cur.Truncated {

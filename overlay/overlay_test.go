@@ -235,10 +235,10 @@ func TestNeverFollowsLinksOutOfTheLayers(t *testing.T) {
 		}
 	}
 	// Direct probes of the resolver: a path through a link never opens.
-	if _, err := hashBeneath(up, "workspace/x", 1<<20); err == nil {
+	if _, _, err := hashBeneath(up, "workspace/x", 1<<20, -1); err == nil {
 		t.Error("hashBeneath followed a symlink to a host file")
 	}
-	if _, err := hashBeneath(up, "workspace/hostdir/secret", 1<<20); err == nil {
+	if _, _, err := hashBeneath(up, "workspace/hostdir/secret", 1<<20, -1); err == nil {
 		t.Error("hashBeneath followed a symlinked directory out of the layer")
 	}
 	if e := lookupLayers([]string{lo}, "/workspace/outdir/f", Limits{}.withDefaults()); e != nil {
@@ -307,3 +307,42 @@ func TestScopeAndArea(t *testing.T) {
 		t.Error("NUL not escaped")
 	}
 }
+
+func TestAppendIsToldFromOverwrite(t *testing.T) {
+	lo, up := layers(t, lowerImage)
+	u := &UpperDir{Upper: up, Lowers: []string{lo}}
+	prev := snap(t, u)
+	step := func(a ...fstest.Applier) []Change {
+		apply(t, up, a...)
+		cur := snap(t, u)
+		d := Delta(prev, cur)
+		prev = cur
+		return d
+	}
+	appendTo := func(name, data string) fstest.Applier {
+		return applyFunc(func(root string) error {
+			f, err := os.OpenFile(filepath.Join(root, name), os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			_, err = f.WriteString(data)
+			return err
+		})
+	}
+	step(fstest.CreateDir("/tmp", 0o1777), fstest.CreateFile("/tmp/log", []byte("one\n"), 0o644))
+	if d := step(appendTo("/tmp/log", "two\n")); len(d) != 1 || !d[0].Appended {
+		t.Errorf("append: %+v", d)
+	}
+	if d := step(fstest.CreateFile("/tmp/log", []byte("ONE\ntwo\nthree\n"), 0o644)); len(d) != 1 || d[0].Appended {
+		t.Errorf("overwrite: %+v", d)
+	}
+	// A file of the image, copied up and appended to.
+	if d := step(fstest.CreateDir("/workspace", 0o755), fstest.CreateFile("/workspace/seed.txt", []byte("seed\nmore\n"), 0o644)); len(d) != 1 || !d[0].Appended {
+		t.Errorf("append to an image file: %+v", d)
+	}
+}
+
+type applyFunc func(string) error
+
+func (f applyFunc) Apply(root string) error { return f(root) }

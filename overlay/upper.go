@@ -55,6 +55,8 @@ type UpperDir struct {
 type hashed struct {
 	ino, size, mtime, ctime int64
 	sum                     string
+	prefix                  string // hash of the first prefixLen bytes
+	prefixLen               int64
 }
 
 // Snapshot walks the upper dir once.
@@ -125,7 +127,7 @@ func (u *UpperDir) Snapshot(ctx context.Context) (Snapshot, error) {
 		case File:
 			if e.Kind != Removed {
 				snap.Bytes += e.Size
-				e.SHA256 = u.hash(rel, info, st, lim)
+				e.SHA256, e.PrefixSHA256 = u.hash(rel, info, st, lim, e.Before)
 			}
 		}
 		seen[rel] = true
@@ -174,22 +176,33 @@ func isOpaque(p string) bool {
 }
 
 // hash returns the sha256 of a regular upper file within the size bound,
-// reusing the last hash while inode, size and times are unchanged.
-func (u *UpperDir) hash(rel string, info fs.FileInfo, st *syscall.Stat_t, lim Limits) string {
+// and of its first n bytes, where n is the size it had when last seen (in
+// an earlier snapshot, or in the image): equal to the old hash, the file
+// was only appended to. Hashes are reused while inode, size and times are
+// unchanged.
+func (u *UpperDir) hash(rel string, info fs.FileInfo, st *syscall.Stat_t, lim Limits, before *Entry) (string, string) {
 	if info.Size() > lim.MaxHashBytes || st == nil {
-		return ""
+		return "", ""
 	}
 	key := hashed{ino: int64(st.Ino), size: info.Size(), mtime: info.ModTime().UnixNano(), ctime: st.Ctim.Nano()}
-	if h, ok := u.hashes[rel]; ok && h.ino == key.ino && h.size == key.size && h.mtime == key.mtime && h.ctime == key.ctime {
-		return h.sum
+	h, seen := u.hashes[rel]
+	if seen && h.ino == key.ino && h.size == key.size && h.mtime == key.mtime && h.ctime == key.ctime {
+		return h.sum, h.prefix
 	}
-	sum, err := hashBeneath(u.Upper, rel, lim.MaxHashBytes)
+	key.prefixLen = -1
+	switch {
+	case seen:
+		key.prefixLen = h.size
+	case before != nil && before.Type == File:
+		key.prefixLen = before.Size
+	}
+	sum, prefix, err := hashBeneath(u.Upper, rel, lim.MaxHashBytes, key.prefixLen)
 	if err != nil {
-		return ""
+		return "", ""
 	}
-	key.sum = sum
+	key.sum, key.prefix = sum, prefix
 	u.hashes[rel] = key
-	return sum
+	return sum, prefix
 }
 
 // lookupLower finds a path in the lower dirs, top first, honouring
@@ -242,7 +255,7 @@ func lowerEntry(root, p string, info fs.FileInfo, lim Limits) *Entry {
 	switch e.Type {
 	case File:
 		if e.Size <= lim.MaxHashBytes {
-			e.SHA256, _ = hashBeneath(root, p, lim.MaxHashBytes)
+			e.SHA256, _, _ = hashBeneath(root, p, lim.MaxHashBytes, -1)
 		}
 	case Symlink:
 		e.Link, _ = os.Readlink(filepath.Join(root, p))
@@ -251,11 +264,13 @@ func lowerEntry(root, p string, info fs.FileInfo, lim Limits) *Entry {
 }
 
 // hashBeneath hashes root/rel, resolving rel strictly beneath root with no
-// symlinks at all, and only if it is a regular file.
-func hashBeneath(root, rel string, max int64) (string, error) {
+// symlinks at all, and only if it is a regular file. With prefixLen >= 0 it
+// also returns the hash of the first prefixLen bytes ("" if the file is
+// shorter).
+func hashBeneath(root, rel string, max, prefixLen int64) (string, string, error) {
 	rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return "", fmt.Errorf("opening %s: %w", root, err)
+		return "", "", fmt.Errorf("opening %s: %w", root, err)
 	}
 	defer unix.Close(rfd)
 	fd, err := unix.Openat2(rfd, strings.TrimPrefix(rel, "/"), &unix.OpenHow{
@@ -263,20 +278,27 @@ func hashBeneath(root, rel string, max int64) (string, error) {
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
 	})
 	if err != nil {
-		return "", fmt.Errorf("opening %s beneath %s: %w", rel, root, err)
+		return "", "", fmt.Errorf("opening %s beneath %s: %w", rel, root, err)
 	}
 	f := os.NewFile(uintptr(fd), rel)
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if !fi.Mode().IsRegular() || fi.Size() > max {
-		return "", fmt.Errorf("%s is not a regular file within the bound", rel)
+		return "", "", fmt.Errorf("%s is not a regular file within the bound", rel)
 	}
 	h := sha256.New()
-	if _, err := io.CopyN(h, f, max+1); err != nil && !errors.Is(err, io.EOF) {
-		return "", err
+	prefix := ""
+	if prefixLen >= 0 && prefixLen <= fi.Size() {
+		if _, err := io.CopyN(h, f, prefixLen); err != nil && !errors.Is(err, io.EOF) {
+			return "", "", err
+		}
+		prefix = hex.EncodeToString(h.Sum(nil))
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	if _, err := io.CopyN(h, f, max+1); err != nil && !errors.Is(err, io.EOF) {
+		return "", "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), prefix, nil
 }

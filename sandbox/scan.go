@@ -104,7 +104,14 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 	rep.Server.Image = opts.Image
 	rep.Sandbox = report.Sandbox{Network: opts.Network, Agent: opts.Agent != "", User: "10001:10001", Isolation: "session",
 		PidsLimit: opts.Limits.Pids, MemoryMB: opts.Limits.MemoryMB, CPUs: opts.Limits.CPUs, Workspace: "empty"}
-	defer rep.Finish()
+	started := time.Now()
+	defer func() {
+		// Last, after teardown: the deterministic form, with what differs
+		// between runs in Timing.
+		rep.Timing = &report.Timing{StartedAt: started.UTC().Format(time.RFC3339), DurationMs: time.Since(started).Milliseconds()}
+		rep.Normalize()
+		rep.Finish()
+	}()
 	switch opts.Network {
 	case "none", "sinkhole":
 	case "bridge", "host":
@@ -278,7 +285,7 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 			logf("call %d left %d process(es) running; settling up to %s", seq, len(bg), opts.Settle)
 			if left := rec.pn.settle(ctx, opts.Settle); len(left) > 0 {
 				rep.Problems = append(rep.Problems, report.Problem{Kind: "background", Call: seq,
-					Message: fmt.Sprintf("%d process(es) started by call %d still ran after --settle %s (pids %v); what they do later is attributed to later phases", len(left), seq, opts.Settle, left)})
+					Message: fmt.Sprintf("%d process(es) started by call %d still ran after --settle %s; what they do later is attributed to later phases", len(left), seq, opts.Settle)})
 			}
 		}
 		rep.Calls = append(rep.Calls, call)

@@ -30,7 +30,46 @@ type Report struct {
 	// Problems are failures of the run or of the server that are not
 	// contradictions: timeouts, crashes, garbage on stdout.
 	Problems []Problem `json:"problems"`
-	Summary  Summary   `json:"summary"`
+	// Ignored counts the findings a policy dropped: nothing is dropped
+	// silently.
+	Ignored []Ignored `json:"ignored"`
+	Summary Summary   `json:"summary"`
+	// Timing holds everything that differs between two runs of the same
+	// scenario (durations, real pids, the start time). Everything outside
+	// it is deterministic: sorted, with no host paths or run ids.
+	Timing *Timing `json:"timing,omitempty"`
+}
+
+// Timing is the non-deterministic part of a report.
+type Timing struct {
+	StartedAt  string       `json:"startedAt"`
+	DurationMs int64        `json:"durationMs"`
+	Calls      []CallTiming `json:"calls"`
+	// PIDs maps the report's process ids (1 = the first process to run a
+	// program, usually the server) to the pids the kernel gave.
+	PIDs []PIDMap `json:"pids"`
+}
+
+// CallTiming is how long one call took.
+type CallTiming struct {
+	Seq        int   `json:"seq"`
+	DurationMs int64 `json:"durationMs"`
+}
+
+// PIDMap pairs a report process id with a real pid.
+type PIDMap struct {
+	ID  int `json:"id"`
+	PID int `json:"pid"`
+}
+
+// Ignored is a finding a policy ignored.
+type Ignored struct {
+	Rule   string `json:"rule"`
+	Tool   string `json:"tool"`
+	Call   int    `json:"call,omitempty"`
+	Reason string `json:"reason"` // which ignore matched
+	// Evidence counts the evidence items dropped (when only some were).
+	Evidence int `json:"evidence"`
 }
 
 // Server describes the server under test, as it started and ended.
@@ -146,6 +185,9 @@ type FileChange struct {
 	SHA256       string `json:"sha256,omitempty"`
 	SHA256Before string `json:"sha256Before,omitempty"`
 	LinkTarget   string `json:"linkTarget,omitempty"`
+	// Appended is set on a modified file that only grew: its earlier bytes
+	// are unchanged (upperdir only).
+	Appended bool `json:"appended,omitempty"`
 }
 
 // Process is one program a process ran (an execve).
@@ -197,14 +239,23 @@ type Phase struct {
 	Effects Effects `json:"effects"`
 }
 
-// Finding is a contradiction between what a tool claimed and what it did.
+// Finding is a contradiction between what a tool claimed and what it did,
+// or a policy breach.
 type Finding struct {
-	Rule     string   `json:"rule"`
-	Severity string   `json:"severity"` // critical, error, warning, note
-	Tool     string   `json:"tool"`
-	Call     int      `json:"call,omitempty"`
-	Message  string   `json:"message"`
+	Rule     string `json:"rule"`
+	Severity string `json:"severity"` // critical, error, warning, note
+	Tool     string `json:"tool"`
+	Call     int    `json:"call,omitempty"`
+	// Hint is the annotation the finding contradicts, as the server sent it
+	// (for example "readOnlyHint: true"); empty for rules that hold
+	// whatever the hints.
+	Hint    string `json:"hint,omitempty"`
+	Message string `json:"message"`
+	// Evidence names what happened: paths, argv, addresses.
 	Evidence []string `json:"evidence"`
+	// Baselined is set when a baseline accepts the finding: it is reported
+	// but does not fail the gate.
+	Baselined bool `json:"baselined,omitempty"`
 }
 
 // Problem is a failure of the run or the server.
@@ -221,7 +272,9 @@ type Summary struct {
 	NotCalled int `json:"notCalled"`
 	Findings  int `json:"findings"`
 	Problems  int `json:"problems"`
-	// BySeverity counts findings per severity.
+	Ignored   int `json:"ignored"`
+	Baselined int `json:"baselined"`
+	// BySeverity counts findings per severity, baselined ones left out.
 	BySeverity map[string]int `json:"bySeverity"`
 }
 
@@ -236,6 +289,7 @@ func New() *Report {
 		Phases:        []Phase{},
 		Findings:      []Finding{},
 		Problems:      []Problem{},
+		Ignored:       []Ignored{},
 	}
 }
 
@@ -247,8 +301,12 @@ func NewEffects() Effects {
 // Finish recomputes the summary.
 func (r *Report) Finish() {
 	s := Summary{Tools: len(r.Tools), Calls: len(r.Calls), NotCalled: len(r.NotCalled),
-		Findings: len(r.Findings), Problems: len(r.Problems), BySeverity: map[string]int{}}
+		Findings: len(r.Findings), Problems: len(r.Problems), Ignored: len(r.Ignored), BySeverity: map[string]int{}}
 	for _, f := range r.Findings {
+		if f.Baselined {
+			s.Baselined++
+			continue
+		}
 		s.BySeverity[f.Severity]++
 	}
 	r.Summary = s

@@ -8,9 +8,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/mcpsandbox/mcpsandbox/ci/baseline"
+	"github.com/mcpsandbox/mcpsandbox/ci/contract"
+	"github.com/mcpsandbox/mcpsandbox/ci/formats"
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/ci/rules"
 	"github.com/mcpsandbox/mcpsandbox/probes"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 )
@@ -30,7 +35,14 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Int64Var(&limits.Pids, "pids", limits.Pids, "process limit")
 	fs.Int64Var(&limits.MemoryMB, "memory", limits.MemoryMB, "memory limit in MiB")
 	fs.Float64Var(&limits.CPUs, "cpus", limits.CPUs, "CPU limit")
-	format := fs.String("format", "", "report format: text or json (default: text on a terminal, else json)")
+	format := fs.String("format", "", "report format on stdout or --out: text, json, markdown, sarif or junit (default: text on a terminal, else json)")
+	reports := fs.StringArray("report", nil, "also write FORMAT=PATH (json, text, markdown, sarif, junit; repeatable)")
+	policyFile := fs.String("policy", "", "policy file (YAML or JSON): rule severities, ignores, allowed hosts")
+	baselineFile := fs.String("baseline", "", "baseline of accepted findings; new findings and stale entries fail the gate")
+	writeBaseline := fs.String("write-baseline", "", "write the findings of this scan as a baseline")
+	contractFile := fs.String("contract", "", "compare the tools with this contract; drift is reported as findings")
+	contractOut := fs.String("contract-out", "", "write the published tools (names, descriptions, schemas, annotations as sent) as a contract")
+	failOn := fs.String("fail-on", "error", "exit 1 on findings at or above: critical, error, warning, note; never to only report")
 	out := fs.String("out", "", "write the report to this file instead of stdout")
 	transcript := fs.String("transcript", "", "write every JSON-RPC frame, with timestamps, to this file (JSON Lines)")
 	fs.StringVar(&opts.Changes, "changes", "auto", "how file effects are read: auto, upperdir (the overlay upper dir, needs a local engine and root) or api (the Engine API)")
@@ -97,8 +109,44 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	default:
 		return usageError{fmt.Sprintf("--network %q: want none, sinkhole, bridge or host", opts.Network)}
 	}
-	if *format != "text" && *format != "json" {
-		return usageError{fmt.Sprintf("--format %q: want text or json", *format)}
+	if !slices.Contains(formats.Names(), *format) {
+		return usageError{fmt.Sprintf("--format %q: want one of %s", *format, strings.Join(formats.Names(), ", "))}
+	}
+	type output struct{ format, path string }
+	var outputs []output
+	for _, r := range *reports {
+		f, p, ok := strings.Cut(r, "=")
+		if !ok || p == "" || !slices.Contains(formats.Names(), f) {
+			return usageError{fmt.Sprintf("--report %q: want FORMAT=PATH with FORMAT one of %s", r, strings.Join(formats.Names(), ", "))}
+		}
+		outputs = append(outputs, output{f, p})
+	}
+	if *failOn != "never" && rules.Rank(*failOn) == 0 {
+		return usageError{fmt.Sprintf("--fail-on %q: want critical, error, warning, note or never", *failOn)}
+	}
+	var policy rules.Policy
+	if *policyFile != "" {
+		p, err := rules.LoadPolicy(*policyFile)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		policy = p
+	}
+	var base *baseline.File
+	if *baselineFile != "" {
+		b, err := baseline.Load(*baselineFile)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		base = &b
+	}
+	var pinned *contract.File
+	if *contractFile != "" {
+		c, err := contract.Load(*contractFile)
+		if err != nil {
+			return usageError{err.Error()}
+		}
+		pinned = &c
 	}
 	if *verbose {
 		opts.Log = stderr
@@ -122,24 +170,57 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	rep := res.Report
 	if scanErr != nil && !errors.Is(scanErr, sandbox.ErrIncomplete) {
 		rep.Problems = append(rep.Problems, report.Problem{Kind: "infra", Message: oneLine(scanErr.Error())})
-		rep.Finish()
 	}
+	// Verdicts: the rules under the policy, contract drift, the baseline.
+	rules.Evaluate(rep, policy)
+	if pinned != nil && len(rep.Tools) > 0 {
+		rep.Findings = append(rep.Findings, contract.Compare(*pinned, rep)...)
+	}
+	if base != nil {
+		baseline.Apply(rep, *base)
+	}
+	report.SortFindings(rep.Findings)
+	rep.Finish()
+
 	if res.ContainerID != "" {
 		fmt.Fprintf(stderr, "mcpsandbox: kept container %s (remove it with `docker rm %.12s` or `mcpsandbox clean`)\n", res.ContainerID, res.ContainerID)
 	}
 	werr := writeReport(rep, *format, *out, stdout)
+	for _, o := range outputs {
+		werr = errors.Join(werr, writeReport(rep, o.format, o.path, nil))
+	}
 	if *transcript != "" {
 		werr = errors.Join(werr, writeTranscript(res.Transcript, *transcript))
+	}
+	if *contractOut != "" && len(rep.Tools) > 0 {
+		werr = errors.Join(werr, contract.Write(*contractOut, contract.FromReport(rep)))
+	}
+	if *writeBaseline != "" && scanErr == nil {
+		werr = errors.Join(werr, baseline.Write(*writeBaseline, baseline.FromReport(rep)))
 	}
 	switch {
 	case scanErr != nil:
 		return errors.Join(scanErr, werr)
 	case werr != nil:
 		return werr
-	case len(rep.Findings) > 0:
+	case gateFails(rep, *failOn):
 		return errFindings
 	}
 	return nil
+}
+
+// gateFails reports a finding, not accepted by the baseline, at or above
+// the --fail-on severity.
+func gateFails(r *report.Report, failOn string) bool {
+	if failOn == "never" {
+		return false
+	}
+	for _, f := range r.Findings {
+		if !f.Baselined && rules.Rank(f.Severity) >= rules.Rank(failOn) {
+			return true
+		}
+	}
+	return false
 }
 
 func writeReport(rep *report.Report, format, out string, stdout io.Writer) (err error) {
@@ -152,10 +233,7 @@ func writeReport(rep *report.Report, format, out string, stdout io.Writer) (err 
 		defer func() { err = errors.Join(err, f.Close()) }()
 		w = f
 	}
-	if format == "text" {
-		return report.WriteText(w, rep)
-	}
-	return report.WriteJSON(w, rep)
+	return formats.Write(w, format, rep, version())
 }
 
 func writeTranscript(t *sandbox.Transcript, path string) (err error) {

@@ -1,0 +1,356 @@
+// Package formats writes a report in the formats CI systems read: JSON
+// (canonical), text, Markdown (for $GITHUB_STEP_SUMMARY), SARIF 2.1.0 and
+// JUnit XML.
+package formats
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/ci/rules"
+)
+
+// Names lists the formats.
+func Names() []string { return []string{"json", "text", "markdown", "sarif", "junit"} }
+
+// Write writes r in format.
+func Write(w io.Writer, format string, r *report.Report, version string) error {
+	switch format {
+	case "json":
+		return report.WriteJSON(w, r)
+	case "text":
+		return report.WriteText(w, r)
+	case "markdown", "md":
+		return WriteMarkdown(w, r)
+	case "sarif":
+		return WriteSARIF(w, r, version)
+	case "junit":
+		return WriteJUnit(w, r)
+	}
+	return fmt.Errorf("unknown report format %q (want one of %s)", format, strings.Join(Names(), ", "))
+}
+
+// WriteMarkdown writes a summary fit for $GITHUB_STEP_SUMMARY.
+func WriteMarkdown(w io.Writer, r *report.Report) error {
+	var b strings.Builder
+	name := serverName(r)
+	s := r.Summary
+	verdict := "no contradictions"
+	if n := s.Findings - s.Baselined; n > 0 {
+		verdict = fmt.Sprintf("%d finding(s)", n)
+	}
+	fmt.Fprintf(&b, "## mcpsandbox: %s — %s\n\n", md(name), verdict)
+	fmt.Fprintf(&b, "`%s` in `%s`, network `%s`", md(strings.Join(r.Server.Command, " ")), md(r.Server.Image), r.Sandbox.Network)
+	if !r.Complete {
+		b.WriteString(" — **incomplete scan** (see problems)")
+	}
+	b.WriteString("\n\n| tool | readOnly | destructive | idempotent | openWorld | calls | files | processes | network | findings |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, t := range r.Tools {
+		calls, files, procs, nets, finds := 0, 0, 0, 0, 0
+		for _, c := range r.Calls {
+			if c.Tool == t.Name {
+				calls++
+				files += len(c.Effects.Files)
+				procs += len(c.Effects.Processes)
+				nets += len(c.Effects.Network)
+			}
+		}
+		for _, f := range r.Findings {
+			if f.Tool == t.Name && !f.Baselined {
+				finds++
+			}
+		}
+		mark := ""
+		if finds > 0 {
+			mark = " ❌"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %d | %d | %d | %d | %d%s |\n", md(t.Name), hint(t.Hints.ReadOnly), hint(t.Hints.Destructive),
+			hint(t.Hints.Idempotent), hint(t.Hints.OpenWorld), calls, files, procs, nets, finds, mark)
+	}
+	if len(r.Findings) > 0 {
+		b.WriteString("\n### Findings\n\n")
+		for _, f := range r.Findings {
+			base := ""
+			if f.Baselined {
+				base = " (baselined)"
+			}
+			fmt.Fprintf(&b, "- **%s** `%s` on `%s`%s%s: %s\n", f.Severity, f.Rule, md(f.Tool), callRef(f.Call), base, md(f.Message))
+			for _, e := range f.Evidence {
+				fmt.Fprintf(&b, "  - `%s`\n", md(e))
+			}
+		}
+	}
+	if len(r.NotCalled) > 0 {
+		b.WriteString("\n### Not called\n\n")
+		for _, n := range r.NotCalled {
+			fmt.Fprintf(&b, "- `%s`: %s\n", md(n.Tool), md(n.Reason))
+		}
+	}
+	if len(r.Problems) > 0 {
+		b.WriteString("\n### Problems\n\n")
+		for _, p := range r.Problems {
+			fmt.Fprintf(&b, "- %s%s: %s\n", p.Kind, callRef(p.Call), md(p.Message))
+		}
+	}
+	if len(r.Ignored) > 0 {
+		fmt.Fprintf(&b, "\n%d finding(s) or evidence item(s) ignored by policy.\n", len(r.Ignored))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func callRef(seq int) string {
+	if seq == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (call %d)", seq)
+}
+
+func hint(b *bool) string {
+	switch {
+	case b == nil:
+		return "·"
+	case *b:
+		return "true"
+	}
+	return "false"
+}
+
+// md keeps text from breaking a table or inline code.
+func md(s string) string {
+	return strings.NewReplacer("|", "\\|", "`", "'", "\n", " ").Replace(s)
+}
+
+func serverName(r *report.Report) string {
+	var info struct {
+		Name    string `json:"name"`
+		Version string `json:"version"`
+	}
+	json.Unmarshal(r.Server.ServerInfo, &info)
+	if info.Name == "" {
+		return strings.Join(r.Server.Command, " ")
+	}
+	if info.Version != "" {
+		return info.Name + " " + info.Version
+	}
+	return info.Name
+}
+
+// SARIF 2.1.0, the parts mcpsandbox fills.
+type sarifLog struct {
+	Schema  string     `json:"$schema"`
+	Version string     `json:"version"`
+	Runs    []sarifRun `json:"runs"`
+}
+
+type sarifRun struct {
+	Tool    sarifTool     `json:"tool"`
+	Results []sarifResult `json:"results"`
+}
+
+type sarifTool struct {
+	Driver sarifDriver `json:"driver"`
+}
+
+type sarifDriver struct {
+	Name           string      `json:"name"`
+	Version        string      `json:"version,omitempty"`
+	InformationURI string      `json:"informationUri"`
+	Rules          []sarifRule `json:"rules"`
+}
+
+type sarifRule struct {
+	ID                   string       `json:"id"`
+	ShortDescription     sarifMessage `json:"shortDescription"`
+	FullDescription      sarifMessage `json:"fullDescription"`
+	DefaultConfiguration struct {
+		Level string `json:"level"`
+	} `json:"defaultConfiguration"`
+}
+
+type sarifMessage struct {
+	Text string `json:"text"`
+}
+
+type sarifResult struct {
+	RuleID              string            `json:"ruleId"`
+	Level               string            `json:"level"`
+	Message             sarifMessage      `json:"message"`
+	Locations           []sarifLocation   `json:"locations"`
+	PartialFingerprints map[string]string `json:"partialFingerprints"`
+	BaselineState       string            `json:"baselineState,omitempty"`
+}
+
+type sarifLocation struct {
+	PhysicalLocation sarifPhysical  `json:"physicalLocation"`
+	LogicalLocations []sarifLogical `json:"logicalLocations,omitempty"`
+	Message          *sarifMessage  `json:"message,omitempty"`
+}
+
+type sarifPhysical struct {
+	ArtifactLocation struct {
+		URI string `json:"uri"`
+	} `json:"artifactLocation"`
+}
+
+type sarifLogical struct {
+	Name               string `json:"name"`
+	FullyQualifiedName string `json:"fullyQualifiedName"`
+	Kind               string `json:"kind"`
+}
+
+func sarifLevel(sev string) string {
+	switch sev {
+	case "critical", "error":
+		return "error"
+	case "warning":
+		return "warning"
+	}
+	return "note"
+}
+
+// WriteSARIF writes findings as SARIF 2.1.0 results, one rule per
+// mcpsandbox rule. Each result points at the workspace file its first
+// piece of evidence names, or at a logical location for the tool.
+func WriteSARIF(w io.Writer, r *report.Report, version string) error {
+	drv := sarifDriver{Name: "mcpsandbox", Version: version, InformationURI: "https://github.com/mcpsandbox/mcpsandbox", Rules: []sarifRule{}}
+	for _, rl := range rules.All() {
+		sr := sarifRule{ID: rl.ID, ShortDescription: sarifMessage{Text: rl.ID}, FullDescription: sarifMessage{Text: rl.Rationale}}
+		sr.DefaultConfiguration.Level = sarifLevel(rl.Severity)
+		drv.Rules = append(drv.Rules, sr)
+	}
+	run := sarifRun{Tool: sarifTool{Driver: drv}, Results: []sarifResult{}}
+	for _, f := range r.Findings {
+		res := sarifResult{RuleID: f.Rule, Level: sarifLevel(f.Severity), Message: sarifMessage{Text: f.Message + evidenceText(f.Evidence)},
+			PartialFingerprints: map[string]string{"mcpsandbox/v1": fingerprint(f)}}
+		if f.Baselined {
+			res.BaselineState = "unchanged"
+		}
+		loc := sarifLocation{LogicalLocations: []sarifLogical{{Name: f.Tool, FullyQualifiedName: "mcp/tools/" + f.Tool, Kind: "function"}}}
+		loc.PhysicalLocation.ArtifactLocation.URI = artifactURI(f)
+		res.Locations = []sarifLocation{loc}
+		run.Results = append(run.Results, res)
+	}
+	log := sarifLog{Schema: "https://json.schemastore.org/sarif-2.1.0.json", Version: "2.1.0", Runs: []sarifRun{run}}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(log)
+}
+
+// artifactURI is a workspace file the finding names, relative to the
+// workspace (what a repository checkout has), else a stand-in for the tool.
+func artifactURI(f report.Finding) string {
+	for _, e := range f.Evidence {
+		if i := strings.Index(e, " /workspace/"); i >= 0 {
+			return strings.TrimPrefix(e[i+1:], "/workspace/")
+		}
+	}
+	return "mcp-tools/" + f.Tool
+}
+
+func evidenceText(ev []string) string {
+	if len(ev) == 0 {
+		return ""
+	}
+	return "\nEvidence:\n- " + strings.Join(ev, "\n- ")
+}
+
+func fingerprint(f report.Finding) string {
+	ev := append([]string(nil), f.Evidence...)
+	sort.Strings(ev)
+	return f.Rule + "|" + f.Tool + "|" + strings.Join(ev, "|")
+}
+
+// JUnit XML: a testsuite for the server, a testcase per tool, a failure
+// per finding, skipped for tools not called.
+type junitSuites struct {
+	XMLName xml.Name     `xml:"testsuites"`
+	Name    string       `xml:"name,attr"`
+	Tests   int          `xml:"tests,attr"`
+	Fails   int          `xml:"failures,attr"`
+	Suites  []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name    string      `xml:"name,attr"`
+	Tests   int         `xml:"tests,attr"`
+	Fails   int         `xml:"failures,attr"`
+	Skipped int         `xml:"skipped,attr"`
+	Cases   []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string         `xml:"name,attr"`
+	Classname string         `xml:"classname,attr"`
+	Failures  []junitFailure `xml:"failure"`
+	Skipped   *junitSkipped  `xml:"skipped"`
+	SystemOut string         `xml:"system-out,omitempty"`
+}
+
+type junitFailure struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+type junitSkipped struct {
+	Message string `xml:"message,attr"`
+}
+
+// WriteJUnit writes the report as JUnit XML.
+func WriteJUnit(w io.Writer, r *report.Report) error {
+	suite := junitSuite{Name: "mcpsandbox: " + serverName(r)}
+	notCalled := map[string]string{}
+	for _, n := range r.NotCalled {
+		notCalled[n.Tool] = n.Reason
+	}
+	for _, t := range r.Tools {
+		tc := junitCase{Name: t.Name, Classname: "mcp.tools"}
+		for _, f := range r.Findings {
+			if f.Tool != t.Name || f.Baselined {
+				continue
+			}
+			tc.Failures = append(tc.Failures, junitFailure{Message: f.Message, Type: f.Rule + " (" + f.Severity + ")",
+				Text: strings.Join(f.Evidence, "\n")})
+		}
+		if reason, ok := notCalled[t.Name]; ok && len(tc.Failures) == 0 {
+			tc.Skipped = &junitSkipped{Message: reason}
+			suite.Skipped++
+		}
+		if len(tc.Failures) > 0 {
+			suite.Fails++
+		}
+		suite.Cases = append(suite.Cases, tc)
+	}
+	suite.Tests = len(suite.Cases)
+	// Findings on tools the server no longer lists (contract drift).
+	listed := map[string]bool{}
+	for _, t := range r.Tools {
+		listed[t.Name] = true
+	}
+	for _, f := range r.Findings {
+		if !listed[f.Tool] && !f.Baselined {
+			suite.Cases = append(suite.Cases, junitCase{Name: f.Tool, Classname: "mcp.contract",
+				Failures: []junitFailure{{Message: f.Message, Type: f.Rule + " (" + f.Severity + ")", Text: strings.Join(f.Evidence, "\n")}}})
+			suite.Tests++
+			suite.Fails++
+		}
+	}
+	all := junitSuites{Name: "mcpsandbox", Tests: suite.Tests, Fails: suite.Fails, Suites: []junitSuite{suite}}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(all); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}

@@ -1,0 +1,117 @@
+package report
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Normalize makes the report deterministic: it sorts every array whose
+// order is not meaningful, replaces kernel pids by ids in order of first
+// appearance (kept in Timing.PIDs), and moves call durations to Timing.
+// Timing must be set (it may be empty) for the pids and durations to be
+// kept.
+func (r *Report) Normalize() {
+	if r.Timing == nil {
+		r.Timing = &Timing{}
+	}
+	r.Timing.Calls = r.Timing.Calls[:0]
+	for _, c := range r.Calls {
+		r.Timing.Calls = append(r.Timing.Calls, CallTiming{Seq: c.Seq, DurationMs: c.DurationMs})
+	}
+	// Effects in the order they happened: phases before the first call,
+	// then calls and the phases after each, then teardown.
+	var all []*Effects
+	var later []*Effects
+	after := map[int][]*Effects{}
+	for i := range r.Phases {
+		p := &r.Phases[i]
+		switch {
+		case p.Name == "between":
+			after[p.After] = append(after[p.After], &p.Effects)
+		case p.Name == "teardown":
+			later = append(later, &p.Effects)
+		default:
+			all = append(all, &p.Effects)
+		}
+	}
+	all = append(all, after[0]...)
+	for i := range r.Calls {
+		all = append(all, &r.Calls[i].Effects)
+		all = append(all, after[r.Calls[i].Seq]...)
+	}
+	all = append(all, later...)
+
+	ids := map[int]int{1: 0} // pid 1 is the agent: the sandbox's init
+	id := func(pid int) int {
+		if pid == 0 {
+			return 0
+		}
+		if v, ok := ids[pid]; ok {
+			return v
+		}
+		v := len(r.Timing.PIDs) + 1
+		ids[pid] = v
+		r.Timing.PIDs = append(r.Timing.PIDs, PIDMap{ID: v, PID: pid})
+		return v
+	}
+	for _, e := range all {
+		sort.SliceStable(e.Processes, func(i, j int) bool {
+			a, b := e.Processes[i], e.Processes[j]
+			if ka, kb := strings.Join(a.Argv, "\x00"), strings.Join(b.Argv, "\x00"); ka != kb {
+				return ka < kb
+			}
+			return a.Cwd < b.Cwd
+		})
+		for i := range e.Processes {
+			e.Processes[i].PID = id(e.Processes[i].PID)
+		}
+		for i := range e.Processes {
+			e.Processes[i].PPID = id(e.Processes[i].PPID)
+		}
+		for i := range e.Network {
+			e.Network[i].PID = id(e.Network[i].PID)
+		}
+		sort.SliceStable(e.Network, func(i, j int) bool { return netKey(e.Network[i]) < netKey(e.Network[j]) })
+		sort.SliceStable(e.Files, func(i, j int) bool {
+			if e.Files[i].Path != e.Files[j].Path {
+				return e.Files[i].Path < e.Files[j].Path
+			}
+			return e.Files[i].Change == "deleted"
+		})
+	}
+	SortFindings(r.Findings)
+	sort.SliceStable(r.Ignored, func(i, j int) bool {
+		a, b := r.Ignored[i], r.Ignored[j]
+		if a.Call != b.Call {
+			return a.Call < b.Call
+		}
+		if a.Rule != b.Rule {
+			return a.Rule < b.Rule
+		}
+		return a.Tool < b.Tool
+	})
+}
+
+// SortFindings orders findings by call, rule, tool and evidence.
+func SortFindings(fs []Finding) {
+	sort.SliceStable(fs, func(i, j int) bool {
+		a, b := fs[i], fs[j]
+		if a.Call != b.Call {
+			return a.Call < b.Call
+		}
+		if a.Rule != b.Rule {
+			return a.Rule < b.Rule
+		}
+		if a.Tool != b.Tool {
+			return a.Tool < b.Tool
+		}
+		return strings.Join(a.Evidence, "\n") < strings.Join(b.Evidence, "\n")
+	})
+}
+
+func netKey(n NetEvent) string {
+	return strings.Join([]string{n.Kind, n.Host, n.Address, itoa(n.Port), n.Protocol, n.Result, n.Method, n.Path, itoa(n.PID)}, "\x00")
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -1,0 +1,167 @@
+package rules
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Policy is what a team decides on top of the rules.
+type Policy struct {
+	// Rules maps a rule id to a severity (critical, error, warning, note)
+	// or "off".
+	Rules map[string]string `json:"rules,omitempty" yaml:"rules"`
+	// Ignore drops findings or evidence; every drop is counted in the
+	// report's ignored list.
+	Ignore Ignore `json:"ignore,omitempty" yaml:"ignore"`
+	// AllowedHosts are names or addresses (globs) a closed-world tool may
+	// reach without a finding.
+	AllowedHosts []string `json:"allowedHosts,omitempty" yaml:"allowedHosts"`
+}
+
+// Ignore lists globs: "*" stays within a path segment, "**" crosses them.
+type Ignore struct {
+	Paths []string `json:"paths,omitempty" yaml:"paths"`
+	Tools []string `json:"tools,omitempty" yaml:"tools"`
+	// Rules scope ignores to one rule each.
+	Rules []RuleIgnore `json:"rules,omitempty" yaml:"rules"`
+}
+
+// RuleIgnore ignores one rule's findings on matching tools and/or paths.
+type RuleIgnore struct {
+	Rule  string   `json:"rule" yaml:"rule"`
+	Tools []string `json:"tools,omitempty" yaml:"tools"`
+	Paths []string `json:"paths,omitempty" yaml:"paths"`
+}
+
+// LoadPolicy reads a policy file, YAML or JSON (JSON is YAML too), and
+// refuses unknown fields, rules and severities: a typo must not silently
+// weaken the gate.
+func LoadPolicy(path string) (Policy, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Policy{}, fmt.Errorf("reading policy: %w", err)
+	}
+	var p Policy
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&p); err != nil && err.Error() != "EOF" {
+		return Policy{}, fmt.Errorf("policy %s: %w", path, err)
+	}
+	if err := p.check(); err != nil {
+		return Policy{}, fmt.Errorf("policy %s: %w", path, err)
+	}
+	return p, nil
+}
+
+func (p Policy) check() error {
+	for id, sev := range p.Rules {
+		if _, ok := ByID(id); !ok {
+			return fmt.Errorf("unknown rule %q", id)
+		}
+		if sev != "off" && Rank(sev) == 0 {
+			return fmt.Errorf("rule %s: unknown severity %q (critical, error, warning, note, off)", id, sev)
+		}
+	}
+	for _, ri := range p.Ignore.Rules {
+		if _, ok := ByID(ri.Rule); !ok {
+			return fmt.Errorf("ignore: unknown rule %q", ri.Rule)
+		}
+	}
+	for _, g := range append(append(append([]string{}, p.Ignore.Paths...), p.Ignore.Tools...), p.AllowedHosts...) {
+		if _, err := globRegexp(g); err != nil {
+			return fmt.Errorf("glob %q: %w", g, err)
+		}
+	}
+	return nil
+}
+
+// MarshalJSON is for tests and docs.
+func (p Policy) String() string {
+	b, _ := json.Marshal(p)
+	return string(b)
+}
+
+func (p Policy) severity(r Rule) string {
+	if s, ok := p.Rules[r.ID]; ok {
+		return s
+	}
+	return r.Severity
+}
+
+func (p Policy) ignoredTool(rule, tool string) (string, bool) {
+	for _, g := range p.Ignore.Tools {
+		if glob(g, tool) {
+			return g, true
+		}
+	}
+	for _, ri := range p.Ignore.Rules {
+		if ri.Rule == rule && len(ri.Paths) == 0 {
+			for _, g := range ri.Tools {
+				if glob(g, tool) {
+					return g + " (rule " + rule + ")", true
+				}
+			}
+		}
+	}
+	return "", false
+}
+
+func (p Policy) ignoredPath(rule, path string) (string, bool) {
+	for _, g := range p.Ignore.Paths {
+		if glob(g, path) {
+			return g, true
+		}
+	}
+	for _, ri := range p.Ignore.Rules {
+		if ri.Rule == rule {
+			for _, g := range ri.Paths {
+				if glob(g, path) {
+					return g + " (rule " + rule + ")", true
+				}
+			}
+		}
+	}
+	return "", false
+}
+
+func (p Policy) allowedHost(h string) bool {
+	for _, g := range p.AllowedHosts {
+		if glob(g, h) {
+			return true
+		}
+	}
+	return false
+}
+
+// glob matches s against a glob where "*" does not cross "/" and "**"
+// does; for hosts and tool names, which have no "/", "*" is any run.
+func glob(g, s string) bool {
+	re, err := globRegexp(g)
+	return err == nil && re.MatchString(s)
+}
+
+func globRegexp(g string) (*regexp.Regexp, error) {
+	var b strings.Builder
+	b.WriteString("^")
+	for i := 0; i < len(g); i++ {
+		switch c := g[i]; {
+		case c == '*' && i+1 < len(g) && g[i+1] == '*':
+			b.WriteString(".*")
+			i++
+		case c == '*':
+			b.WriteString("[^/]*")
+		case c == '?':
+			b.WriteString("[^/]")
+		default:
+			b.WriteString(regexp.QuoteMeta(string(c)))
+		}
+	}
+	b.WriteString("$")
+	return regexp.Compile(b.String())
+}

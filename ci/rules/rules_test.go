@@ -1,0 +1,234 @@
+package rules
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"testing"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
+)
+
+func b(v bool) *bool { return &v }
+
+// scenario: one call per tool, with the effects given.
+func scenario(calls ...struct {
+	tool  report.Tool
+	args  string
+	files []report.FileChange
+	procs []report.Process
+	net   []report.NetEvent
+}) *report.Report {
+	r := report.New()
+	seen := map[string]bool{}
+	for i, c := range calls {
+		if !seen[c.tool.Name] {
+			r.Tools = append(r.Tools, c.tool)
+			seen[c.tool.Name] = true
+		}
+		eff := report.NewEffects()
+		eff.Files = append(eff.Files, c.files...)
+		eff.Processes = append(eff.Processes, c.procs...)
+		eff.Network = append(eff.Network, c.net...)
+		args := c.args
+		if args == "" {
+			args = "{}"
+		}
+		r.Calls = append(r.Calls, report.Call{Seq: i + 1, Tool: c.tool.Name, Arguments: json.RawMessage(args), Effects: eff})
+	}
+	return r
+}
+
+type call = struct {
+	tool  report.Tool
+	args  string
+	files []report.FileChange
+	procs []report.Process
+	net   []report.NetEvent
+}
+
+func fired(r *report.Report) []string {
+	var out []string
+	for _, f := range r.Findings {
+		out = append(out, f.Rule+" "+f.Tool)
+	}
+	sort.Strings(out)
+	return out
+}
+
+var (
+	wsWrite  = report.FileChange{Path: "/workspace/a", Change: "created", Type: "file", Scope: "workspace"}
+	tmpWrite = report.FileChange{Path: "/tmp/x", Change: "created", Type: "file", Scope: "outside", Area: "tmp"}
+	del      = report.FileChange{Path: "/workspace/seed", Change: "deleted", Type: "file", Scope: "workspace"}
+	appended = report.FileChange{Path: "/workspace/log", Change: "modified", Type: "file", Scope: "workspace", Appended: true, SHA256: "2"}
+	rewrote  = report.FileChange{Path: "/workspace/log", Change: "modified", Type: "file", Scope: "workspace", SHA256: "3"}
+	outward  = report.NetEvent{Kind: "connect", Address: "203.0.113.7", Port: 443, Protocol: "tcp", Result: "ENETUNREACH"}
+	loop     = report.NetEvent{Kind: "connect", Address: "127.0.0.1", Port: 8080, Protocol: "tcp", Result: "ok", Loopback: true}
+	query    = report.NetEvent{Kind: "dns", Host: "telemetry.example.com", Result: "nxdomain"}
+)
+
+func TestEachRuleFiresWhereItShould(t *testing.T) {
+	ro := report.Tool{Name: "ro", Hints: report.Hints{ReadOnly: b(true)}}
+	nd := report.Tool{Name: "nd", Hints: report.Hints{ReadOnly: b(false), Destructive: b(false)}}
+	idem := report.Tool{Name: "idem", Hints: report.Hints{Idempotent: b(true)}}
+	closed := report.Tool{Name: "closed", Hints: report.Hints{OpenWorld: b(false)}}
+	r := scenario(
+		call{tool: ro, files: []report.FileChange{wsWrite}},
+		call{tool: ro, procs: []report.Process{{PID: 3, Argv: []string{"sleep"}, Background: true}}},
+		call{tool: nd, files: []report.FileChange{del}},
+		call{tool: nd, files: []report.FileChange{appended}}, // additive: fine
+		call{tool: idem, args: `{"a":1}`, files: []report.FileChange{{Path: "/workspace/log", Change: "modified", Type: "file", SHA256: "1"}}},
+		call{tool: idem, args: `{"a":1}`, files: []report.FileChange{{Path: "/workspace/log", Change: "modified", Type: "file", SHA256: "1"}}}, // same bytes again: no further effect
+		call{tool: idem, args: `{"a":1}`, files: []report.FileChange{rewrote}},
+		call{tool: closed, net: []report.NetEvent{loop}},
+		call{tool: closed, net: []report.NetEvent{outward, query, query}},
+		call{tool: ro, files: []report.FileChange{tmpWrite}},
+	)
+	Evaluate(r, Policy{})
+	want := []string{
+		"closed-world-network closed", "idempotent-repeats idem", "nondestructive-deletes nd", "readonly-background ro",
+		"readonly-writes ro", "readonly-writes ro", "writes-outside-workspace ro",
+	}
+	if got := fired(r); !reflect.DeepEqual(got, want) {
+		t.Errorf("fired %q\nwant %q", got, want)
+	}
+	for _, f := range r.Findings {
+		if f.Call == 0 || len(f.Evidence) == 0 || f.Message == "" {
+			t.Errorf("finding without call or evidence: %+v", f)
+		}
+		if f.Rule == "closed-world-network" && len(f.Evidence) != 2 {
+			t.Errorf("closed-world evidence %q: want the connect and the query once", f.Evidence)
+		}
+		if f.Rule == "readonly-writes" && f.Hint != "readOnlyHint: true" {
+			t.Errorf("hint = %q", f.Hint)
+		}
+	}
+}
+
+// TestAbsentHintsNeverContradict: with no hints the spec's defaults hold
+// (not read-only, destructive, not idempotent, open world): only the
+// hint-free rule can fire.
+func TestAbsentHintsNeverContradict(t *testing.T) {
+	none := report.Tool{Name: "none"}
+	r := scenario(
+		call{tool: none, files: []report.FileChange{wsWrite, del, rewrote}, procs: []report.Process{{Argv: []string{"x"}, Background: true}}, net: []report.NetEvent{outward}},
+		call{tool: none, files: []report.FileChange{rewrote}},
+		call{tool: none, files: []report.FileChange{tmpWrite}},
+	)
+	Evaluate(r, Policy{})
+	if got := fired(r); !reflect.DeepEqual(got, []string{"writes-outside-workspace none"}) {
+		t.Errorf("fired %q", got)
+	}
+}
+
+func TestBetweenPhaseCountsForTheCallBefore(t *testing.T) {
+	ro := report.Tool{Name: "ro", Hints: report.Hints{ReadOnly: b(true)}}
+	r := scenario(call{tool: ro})
+	eff := report.NewEffects()
+	eff.Files = []report.FileChange{tmpWrite}
+	r.Phases = []report.Phase{{Name: "between", After: 1, Effects: eff}}
+	Evaluate(r, Policy{})
+	if got := fired(r); !reflect.DeepEqual(got, []string{"readonly-writes ro", "writes-outside-workspace ro"}) {
+		t.Errorf("fired %q", got)
+	}
+}
+
+func TestPolicyChangesSeveritiesIgnoresAndAllowsAndCountsIt(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "policy.yaml")
+	os.WriteFile(p, []byte(`
+rules:
+  writes-outside-workspace: error
+  readonly-background: "off"
+ignore:
+  paths: ["/workspace/tests/**"]
+  tools: ["debug_*"]
+  rules:
+    - rule: closed-world-network
+      tools: ["metrics"]
+allowedHosts: ["*.example.com", "203.0.113.*"]
+`), 0o644)
+	pol, err := LoadPolicy(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro := report.Tool{Name: "ro", Hints: report.Hints{ReadOnly: b(true), OpenWorld: b(false)}}
+	dbg := report.Tool{Name: "debug_dump", Hints: report.Hints{ReadOnly: b(true)}}
+	met := report.Tool{Name: "metrics", Hints: report.Hints{OpenWorld: b(false)}}
+	r := scenario(
+		call{tool: ro, files: []report.FileChange{{Path: "/workspace/tests/p.ts", Change: "created", Type: "file", Scope: "workspace"}, wsWrite, tmpWrite},
+			procs: []report.Process{{Argv: []string{"x"}, Background: true}}, net: []report.NetEvent{outward, query, {Kind: "dns", Host: "evil.net"}}},
+		call{tool: dbg, files: []report.FileChange{wsWrite}},
+		call{tool: met, net: []report.NetEvent{{Kind: "dns", Host: "evil.net"}}},
+	)
+	Evaluate(r, pol)
+	if got := fired(r); !reflect.DeepEqual(got, []string{"closed-world-network ro", "readonly-writes ro", "writes-outside-workspace ro"}) {
+		t.Errorf("fired %q", got)
+	}
+	for _, f := range r.Findings {
+		switch f.Rule {
+		case "writes-outside-workspace":
+			if f.Severity != "error" {
+				t.Errorf("severity %s, want the policy's error", f.Severity)
+			}
+		case "readonly-writes":
+			if !reflect.DeepEqual(f.Evidence, []string{"created /workspace/a", "created /tmp/x"}) {
+				t.Errorf("evidence %q: the ignored path must go, the rest stay", f.Evidence)
+			}
+		case "closed-world-network":
+			if !reflect.DeepEqual(f.Evidence, []string{"dns evil.net"}) {
+				t.Errorf("evidence %q: allowed hosts must go", f.Evidence)
+			}
+		}
+	}
+	var reasons []string
+	for _, ig := range r.Ignored {
+		reasons = append(reasons, ig.Rule+" "+ig.Tool+" "+ig.Reason)
+	}
+	sort.Strings(reasons)
+	want := []string{
+		"closed-world-network metrics tool metrics (rule closed-world-network)",
+		"readonly-writes debug_dump tool debug_*",
+		"readonly-writes ro path /workspace/tests/**",
+	}
+	if !reflect.DeepEqual(reasons, want) {
+		t.Errorf("ignored %q\nwant %q", reasons, want)
+	}
+}
+
+func TestPolicyRejectsTypos(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"unknown rule":     "rules: {readonly-write: error}",
+		"unknown severity": "rules: {readonly-writes: fatal}",
+		"unknown field":    "ignores: {paths: [x]}",
+		"not yaml":         "rules: [",
+	} {
+		p := filepath.Join(dir, "p.yaml")
+		os.WriteFile(p, []byte(body), 0o644)
+		if _, err := LoadPolicy(p); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	p := filepath.Join(dir, "p.json")
+	os.WriteFile(p, []byte(`{"rules": {"readonly-writes": "warning"}, "allowedHosts": ["a.com"]}`), 0o644)
+	if pol, err := LoadPolicy(p); err != nil || pol.Rules["readonly-writes"] != "warning" {
+		t.Errorf("JSON policy: %v %+v", err, pol)
+	}
+}
+
+func TestGlob(t *testing.T) {
+	for _, c := range []struct {
+		g, s string
+		ok   bool
+	}{
+		{"/tmp/*", "/tmp/x", true}, {"/tmp/*", "/tmp/x/y", false}, {"/tmp/**", "/tmp/x/y", true},
+		{"*.example.com", "a.example.com", true}, {"*.example.com", "example.com", false}, {"debug_?", "debug_a", true},
+	} {
+		if glob(c.g, c.s) != c.ok {
+			t.Errorf("glob(%q, %q) = %v", c.g, c.s, !c.ok)
+		}
+	}
+}
