@@ -121,3 +121,21 @@ func (s *eventStore) peekExits() map[int]bool {
 	}
 	return m
 }
+
+// waitExec waits, bounded, until an exec by a child of the agent (the
+// server starting) has arrived, or the stream ended.
+func (s *eventStore) waitExec(ctx context.Context, bound time.Duration) {
+	deadline := time.Now().Add(bound)
+	for ctx.Err() == nil && time.Now().Before(deadline) {
+		s.mu.Lock()
+		done := s.ended
+		for _, e := range s.events[s.taken:] {
+			done = done || (e.Kind == agent.KindExec && e.PPID == 1)
+		}
+		s.mu.Unlock()
+		if done {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

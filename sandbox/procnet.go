@@ -26,7 +26,7 @@ type procNet struct {
 }
 
 func newProcNet(events *eventStore, sink bool) *procNet {
-	return &procNet{events: events, live: map[int]bool{}, exits: map[int]int{}, sync: 300 * time.Millisecond, sink: sink}
+	return &procNet{events: events, live: map[int]bool{}, exits: map[int]int{}, sync: 2 * time.Second, sink: sink}
 }
 
 // collect adds to eff the events up to now; for a call, processes it

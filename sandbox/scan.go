@@ -196,6 +196,11 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 		}
 		rep.Phases = append(rep.Phases, report.Phase{Name: name, After: after, Effects: eff})
 	}
+	if rec.pn != nil {
+		// Startup ends once the server runs, so that its own exec is always
+		// a startup effect.
+		ctr.events.waitExec(ctx, opts.StartTimeout)
+	}
 	phase("startup", 0)
 
 	pr, pw := io.Pipe()
@@ -373,6 +378,13 @@ func teardown(ctx context.Context, ctr *Container, rec *recorder, rep *report.Re
 	} else if !st.Running {
 		code := st.ExitCode
 		rep.Server.ExitCode, rep.Server.OOMKilled = &code, st.OOMKilled
+	}
+	// The session is closed (stdin at EOF): give the server a moment to
+	// exit on its own, so its exit status is its own, not our kill's.
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if st, err := ctr.State(ctx); err != nil || !st.Running {
+			break
+		}
 	}
 	errs = append(errs, ctr.Stop(ctx))
 	if rec != nil {

@@ -151,9 +151,10 @@ type Call struct {
 	IsError bool `json:"isError"`
 	// Error is set when the call got no result: a JSON-RPC error, a timeout,
 	// or the server going away. ErrorKind is "rpc", "timeout" or "transport".
-	Error      string `json:"error,omitempty"`
-	ErrorKind  string `json:"errorKind,omitempty"`
-	DurationMs int64  `json:"durationMs"`
+	Error     string `json:"error,omitempty"`
+	ErrorKind string `json:"errorKind,omitempty"`
+	// DurationMs is reported in Timing.Calls: it differs between runs.
+	DurationMs int64 `json:"-"`
 	// Result is the text of the result's content, bounded.
 	Result  string  `json:"result"`
 	Effects Effects `json:"effects"`

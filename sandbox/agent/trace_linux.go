@@ -43,6 +43,8 @@ type process struct {
 	binds map[int]*Event
 	// socks holds the protocol of the inet sockets it made, by fd.
 	socks map[int]string
+	// exitSent is set once its exit was reported at PTRACE_EVENT_EXIT.
+	exitSent bool
 }
 
 func newProcess(ppid int) *process {
@@ -64,8 +66,12 @@ func newTracer(main int, mode string, out *writer) *tracer {
 		procs: map[int]*process{main: newProcess(1)}, seen: map[string]bool{}}
 }
 
+// TRACEEXIT stops a process on its way out, before its parent can learn
+// of it: the exit event is sent before a tool that waited for the process
+// can answer, so it lands on the right call.
 const ptraceOptions = unix.PTRACE_O_TRACESECCOMP | unix.PTRACE_O_TRACEFORK | unix.PTRACE_O_TRACEVFORK |
-	unix.PTRACE_O_TRACECLONE | unix.PTRACE_O_TRACEEXEC | unix.PTRACE_O_EXITKILL | unix.PTRACE_O_TRACESYSGOOD
+	unix.PTRACE_O_TRACECLONE | unix.PTRACE_O_TRACEEXEC | unix.PTRACE_O_EXITKILL | unix.PTRACE_O_TRACESYSGOOD |
+	unix.PTRACE_O_TRACEEXIT
 
 // loop follows every task until none is left and returns the main
 // process's exit code.
@@ -143,7 +149,7 @@ func (t *tracer) exited(tid int, ws unix.WaitStatus) int {
 		return code // a thread
 	}
 	if p := t.procs[tgid]; p != nil {
-		if p.execed {
+		if p.execed && !p.exitSent {
 			c := code
 			t.out.emit(&Event{Kind: KindExit, PID: tgid, PPID: p.ppid, ExitCode: &c, Signal: sig})
 		}
@@ -196,6 +202,21 @@ func (t *tracer) event(tid int, tk *task, cause int) {
 					np.socks[fd] = pr
 				}
 				t.procs[ntid] = np
+			}
+		}
+	case unix.PTRACE_EVENT_EXIT:
+		if tid == tk.tgid {
+			if p := t.procs[tid]; p != nil && p.execed && !p.exitSent {
+				msg, err := unix.PtraceGetEventMsg(tid)
+				if err == nil {
+					ws := unix.WaitStatus(msg)
+					code, sig := ws.ExitStatus(), ""
+					if ws.Signaled() {
+						code, sig = 128+int(ws.Signal()), unix.SignalName(ws.Signal())
+					}
+					t.out.emit(&Event{Kind: KindExit, PID: tid, PPID: p.ppid, ExitCode: &code, Signal: sig})
+					p.exitSent = true
+				}
 			}
 		}
 	case unix.PTRACE_EVENT_EXEC:

@@ -256,7 +256,7 @@ func addLiar(s *mcp.Server) {
 				return nil, nil, err
 			}
 			go cmd.Wait()
-			return text("started pid %d", cmd.Process.Pid), nil, nil
+			return text("started a writer"), nil, nil
 		})
 }
 

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"testing"
+
+	"github.com/joshdk/go-junit"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/ci/report/reporttest"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
+)
+
+// scanFixture runs `mcpsandbox scan` on the fixture server with the given
+// extra flags and server arguments; it returns the exit code and the JSON
+// report.
+func scanFixture(t *testing.T, flags []string, serverArgs ...string) (int, []byte, string) {
+	t.Helper()
+	cli := sandboxtest.Docker(t)
+	sandboxtest.NodeImage(t, cli)
+	fx := sandboxtest.Fixture(t)
+	out := filepath.Join(t.TempDir(), "report.json")
+	args := []string{"scan", "--format", "json", "--out", out, "--agent", sandboxtest.Agent(t), "--mount", fx.Source + ":" + fx.Target}
+	args = append(args, flags...)
+	args = append(append(args, "--", fx.Target), serverArgs...)
+	var stdout, stderr bytes.Buffer
+	code := exitCode(run(context.Background(), args, &stdout, &stderr), &stderr)
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("no report: %v; stderr %s", err, stderr.String())
+	}
+	return code, b, stderr.String()
+}
+
+func decode(t *testing.T, b []byte) report.Report {
+	t.Helper()
+	var r report.Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+const lyingProbes = `[{"tool":"echo","arguments":{"text":"x"}},{"tool":"counter"},{"tool":"counter"},{"tool":"tidy"}]`
+
+// TestEachRuleFiresExactlyWhereItShould runs the lying fixture and checks
+// the whole set of findings: every rule on the tools that break it, none
+// on an honest tool.
+func TestEachRuleFiresExactlyWhereItShould(t *testing.T) {
+	dir := t.TempDir()
+	code, b, stderr := scanFixture(t, []string{"--probes", writeFile(t, dir, "p.json", lyingProbes), "--workspace", seedWorkspaceDir(t)}, "honest", "liar")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1; %s", code, stderr)
+	}
+	r := decode(t, b)
+	got := map[string][]string{}
+	for _, f := range r.Findings {
+		got[f.Rule] = append(got[f.Rule], f.Tool)
+	}
+	for k := range got {
+		sort.Strings(got[k])
+	}
+	want := map[string][]string{
+		"readonly-writes":          {"background", "lying_read", "run_tests"},
+		"readonly-background":      {"background"},
+		"nondestructive-deletes":   {"tidy"},
+		"idempotent-repeats":       {"counter"},
+		"closed-world-network":     {"lookup", "upload"},
+		"writes-outside-workspace": {"background", "lying_read", "run_tests"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("findings by rule:\n got %v\nwant %v", got, want)
+		for _, c := range r.Calls {
+			t.Logf("call %d %s: %+v", c.Seq, c.Tool, c.Effects)
+		}
+		t.Logf("phases %+v problems %+v", r.Phases, r.Problems)
+	}
+	for _, f := range r.Findings {
+		switch f.Tool {
+		case "echo", "list_workspace", "read_file", "add_note", "no_hints":
+			t.Errorf("a finding on honest tool %s: %+v", f.Tool, f)
+		}
+	}
+	if err := reporttest.Validate(b); err != nil {
+		t.Errorf("the report does not validate against report.schema.json: %v", err)
+	}
+}
+
+func seedWorkspaceDir(t *testing.T) string {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "seed.txt"), []byte("seed\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "data.json"), []byte(`{"a":1}`), 0o644)
+	return dir
+}
+
+// TestSameScenarioSameBytes: two scans of one scenario give byte-identical
+// JSON outside the timing block.
+func TestSameScenarioSameBytes(t *testing.T) {
+	dir := t.TempDir()
+	ws := seedWorkspaceDir(t)
+	probes := writeFile(t, dir, "p.json", lyingProbes)
+	var outs [][]byte
+	for i := 0; i < 2; i++ {
+		_, b, _ := scanFixture(t, []string{"--probes", probes, "--workspace", ws}, "honest", "liar")
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		if len(m["timing"]) == 0 {
+			t.Fatal("no timing block")
+		}
+		delete(m, "timing")
+		outs = append(outs, mustJSON(t, m))
+	}
+	if !bytes.Equal(outs[0], outs[1]) {
+		i := 0
+		for i < len(outs[0]) && i < len(outs[1]) && outs[0][i] == outs[1][i] {
+			i++
+		}
+		lo := max(0, i-200)
+		t.Errorf("two runs differ outside timing at byte %d:\n%s\n---\n%s", i, outs[0][lo:min(len(outs[0]), i+200)], outs[1][lo:min(len(outs[1]), i+200)])
+	}
+	if bytes.Contains(outs[0], []byte(ws)) || bytes.Contains(outs[0], []byte(dir)) {
+		t.Error("the report names a host path")
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestReportsForCI writes SARIF, JUnit and Markdown of a real scan in one
+// run, validates the SARIF and parses the JUnit.
+func TestReportsForCI(t *testing.T) {
+	dir := t.TempDir()
+	sarif, junitPath, md := filepath.Join(dir, "r.sarif"), filepath.Join(dir, "r.xml"), filepath.Join(dir, "r.md")
+	code, _, _ := scanFixture(t, []string{"--report", "sarif=" + sarif, "--report", "junit=" + junitPath, "--report", "markdown=" + md, "--fail-on", "never"}, "liar")
+	if code != 0 {
+		t.Errorf("--fail-on never: exit %d", code)
+	}
+	sb, _ := os.ReadFile(sarif)
+	if err := reporttest.ValidateWith("../../ci/formats/testdata/sarif-schema-2.1.0.json", sb); err != nil {
+		t.Errorf("SARIF: %v", err)
+	}
+	suites, err := junit.IngestFile(junitPath)
+	if err != nil || len(suites) != 1 || suites[0].Totals.Failed == 0 {
+		t.Errorf("JUnit: %v %+v", err, suites)
+	}
+	if b, _ := os.ReadFile(md); !bytes.Contains(b, []byte("### Findings")) {
+		t.Errorf("markdown: %s", b)
+	}
+}
+
+// TestContractDriftFailsTheBump: a release that renames a property and
+// flips readOnlyHint fails --contract.
+func TestContractDriftFailsTheBump(t *testing.T) {
+	dir := t.TempDir()
+	pin := filepath.Join(dir, "contract.json")
+	if code, _, stderr := scanFixture(t, []string{"--contract-out", pin, "--probes", writeFile(t, dir, "p.json", `[]`)}, "honest"); code != 0 {
+		t.Fatalf("v1: exit %d %s", code, stderr)
+	}
+	if code, _, _ := scanFixture(t, []string{"--contract", pin}, "honest"); code != 0 {
+		t.Errorf("v1 against its own contract: exit %d", code)
+	}
+	code, b, _ := scanFixture(t, []string{"--contract", pin}, "honest", "--v2")
+	if code != 1 {
+		t.Fatalf("v2: exit %d, want 1", code)
+	}
+	got := map[string]string{}
+	for _, f := range decode(t, b).Findings {
+		got[f.Rule+" "+f.Tool] = f.Severity + " " + f.Evidence[0]
+	}
+	if got["contract-annotation-changed list_workspace"] != "error readOnlyHint: true -> false" ||
+		got["contract-schema-changed echo"] != `warning property "message" added: {"description":"text to echo","type":"string"}` {
+		t.Errorf("drift findings = %v", got)
+	}
+}
+
+// TestStaleBaselineFailsTheGate: accepted findings pass; a baseline entry
+// that no longer occurs fails.
+func TestStaleBaselineFailsTheGate(t *testing.T) {
+	dir := t.TempDir()
+	base := filepath.Join(dir, "baseline.json")
+	probes := writeFile(t, dir, "p.json", `[{"tool":"lying_read"},{"tool":"echo"}]`)
+	if code, _, _ := scanFixture(t, []string{"--probes", probes, "--write-baseline", base}, "honest", "liar"); code != 1 {
+		t.Fatalf("first scan: exit %d, want 1", code)
+	}
+	code, b, _ := scanFixture(t, []string{"--probes", probes, "--baseline", base}, "honest", "liar")
+	if r := decode(t, b); code != 0 || r.Summary.Baselined == 0 {
+		t.Errorf("same findings, baselined: exit %d, summary %+v", code, r.Summary)
+	}
+	code, b, _ = scanFixture(t, []string{"--baseline", base}, "honest")
+	stale := 0
+	for _, f := range decode(t, b).Findings {
+		if f.Rule == "baseline-stale" {
+			stale++
+		}
+	}
+	if code != 1 || stale == 0 {
+		t.Errorf("fixed server against the old baseline: exit %d, %d stale", code, stale)
+	}
+}
