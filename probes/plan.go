@@ -2,22 +2,26 @@ package probes
 
 import (
 	"encoding/json"
-	"fmt"
 )
 
 // Tool is what planning needs to know of a listed tool.
 type Tool struct {
 	Name        string
 	InputSchema json.RawMessage
+	// Idempotent is a declared idempotentHint: true; such a tool is called
+	// a second time with the same arguments, to check the claim.
+	Idempotent bool
 }
 
 // Call is one planned tools/call.
 type Call struct {
 	Tool      string
 	Arguments json.RawMessage
-	// Source is "probe" for a step of the probe file, "empty" for a tool
-	// called with {} because its schema requires nothing.
-	Source string
+	// Source is "probe" for a step of the probe file, "synth" for
+	// arguments made from the input schema, "empty" for {}, "repeat" for a
+	// call made again with the same arguments.
+	Source      string
+	ExpectError bool
 }
 
 // Skip is a listed tool that will not be called, and why.
@@ -27,8 +31,9 @@ type Skip struct {
 }
 
 // Plan orders the calls of a scan: the probe steps in file order, then each
-// listed tool without a probe, in listing order, with {} when its input
-// schema requires nothing. Steps naming unlisted tools are returned apart.
+// listed tool without a probe, in listing order, with arguments synthesized
+// from its input schema ({} when it requires nothing). Steps naming
+// unlisted tools are returned apart.
 func Plan(tools []Tool, steps []Step) (calls []Call, skips []Skip, unknown []string) {
 	listed := map[string]bool{}
 	for _, t := range tools {
@@ -41,35 +46,49 @@ func Plan(tools []Tool, steps []Step) (calls []Call, skips []Skip, unknown []str
 			continue
 		}
 		probed[s.Tool] = true
-		calls = append(calls, Call{Tool: s.Tool, Arguments: s.Arguments, Source: "probe"})
+		calls = append(calls, Call{Tool: s.Tool, Arguments: s.Arguments, Source: "probe", ExpectError: s.ExpectError})
+		for i := 0; i < s.Repeat && i < 100; i++ {
+			calls = append(calls, Call{Tool: s.Tool, Arguments: s.Arguments, Source: "repeat", ExpectError: s.ExpectError})
+		}
 	}
 	for _, t := range tools {
 		if probed[t.Name] {
 			continue
 		}
-		req, err := requiredProps(t.InputSchema)
-		switch {
-		case err != nil:
-			skips = append(skips, Skip{Tool: t.Name, Reason: "no probe, and its input schema does not decode: " + err.Error()})
-		case len(req) > 0:
-			skips = append(skips, Skip{Tool: t.Name, Reason: fmt.Sprintf("no probe, and its input schema requires %q", req)})
-		default:
-			calls = append(calls, Call{Tool: t.Name, Arguments: json.RawMessage("{}"), Source: "empty"})
+		args, err := Synthesize(t.InputSchema)
+		if err != nil {
+			skips = append(skips, Skip{Tool: t.Name, Reason: "no probe, and " + err.Error()})
+			continue
 		}
+		src := "synth"
+		if string(args) == "{}" {
+			src = "empty"
+		}
+		calls = append(calls, Call{Tool: t.Name, Arguments: args, Source: src})
 	}
-	return calls, skips, unknown
+	return withRepeats(tools, calls), skips, unknown
 }
 
-// requiredProps returns the top-level required properties of a schema.
-func requiredProps(schema json.RawMessage) ([]string, error) {
-	if len(schema) == 0 || string(schema) == "null" {
-		return nil, nil
+// withRepeats calls each idempotent tool a second time, right after its
+// first call with the same arguments, unless the plan already repeats it.
+func withRepeats(tools []Tool, calls []Call) []Call {
+	idem := map[string]bool{}
+	for _, t := range tools {
+		idem[t.Name] = t.Idempotent
 	}
-	var s struct {
-		Required []string `json:"required"`
+	var out []Call
+	seen := map[string]int{}
+	for _, c := range calls {
+		seen[c.Tool+"\x00"+string(c.Arguments)]++
 	}
-	if err := json.Unmarshal(schema, &s); err != nil {
-		return nil, err
+	done := map[string]bool{}
+	for _, c := range calls {
+		out = append(out, c)
+		key := c.Tool + "\x00" + string(c.Arguments)
+		if idem[c.Tool] && seen[key] == 1 && !done[key] {
+			done[key] = true
+			out = append(out, Call{Tool: c.Tool, Arguments: c.Arguments, Source: "repeat", ExpectError: c.ExpectError})
+		}
 	}
-	return s.Required, nil
+	return out
 }

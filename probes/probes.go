@@ -15,6 +15,11 @@ import (
 type Step struct {
 	Tool      string          `json:"tool"`
 	Arguments json.RawMessage `json:"arguments"`
+	// Repeat makes the call this many more times with the same arguments.
+	Repeat int `json:"repeat,omitempty"`
+	// ExpectError says the call should fail (isError or a JSON-RPC error);
+	// a success is then a problem in the report.
+	ExpectError bool `json:"expectError,omitempty"`
 }
 
 // Load reads a probe file.

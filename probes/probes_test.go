@@ -2,6 +2,7 @@ package probes
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -44,18 +45,19 @@ func TestPlan(t *testing.T) {
 		{Name: "b", InputSchema: []byte(`{"type":"object","required":["path"]}`)},
 		{Name: "c", InputSchema: []byte(`{"type":"object","required":["x"]}`)},
 		{Name: "d"},
+		{Name: "e", InputSchema: []byte(`{"type":"object","properties":{"x":{"type":"string","minLength":3,"maxLength":1}},"required":["x"]}`)},
 	}
 	calls, skips, unknown := Plan(tools, []Step{{Tool: "c", Arguments: []byte(`{"x":1}`)}, {Tool: "gone", Arguments: []byte(`{}`)}})
 	var got []string
 	for _, c := range calls {
 		got = append(got, c.Tool+":"+c.Source+":"+string(c.Arguments))
 	}
-	want := []string{`c:probe:{"x":1}`, `a:empty:{}`, `d:empty:{}`}
+	want := []string{`c:probe:{"x":1}`, `a:empty:{}`, `b:synth:{"path":"/workspace/mcpsandbox-canary/notes.txt"}`, `d:empty:{}`}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("calls = %q, want %q", got, want)
 	}
-	if len(skips) != 1 || skips[0].Tool != "b" {
-		t.Errorf("skips = %+v, want b", skips)
+	if len(skips) != 1 || skips[0].Tool != "e" || !strings.Contains(skips[0].Reason, "no valid arguments") {
+		t.Errorf("skips = %+v, want e with the reason", skips)
 	}
 	if !reflect.DeepEqual(unknown, []string{"gone"}) {
 		t.Errorf("unknown = %q", unknown)

@@ -79,6 +79,9 @@ type ContainerOptions struct {
 	Agent string
 	// MaxEvents bounds the agent events held before they are taken.
 	MaxEvents int
+	// BeforeStart, if set, runs once the container exists and before it
+	// starts: to seed files, and to snapshot its state before the server.
+	BeforeStart func(ctx context.Context, id string) error
 	// keep leaves out the owner label, so that the reaper spares a container
 	// kept for debugging (clean removes it).
 	keep bool
@@ -227,6 +230,11 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 		<-decoded
 		c.demux <- err
 	}()
+	if opts.BeforeStart != nil {
+		if err := opts.BeforeStart(ctx, c.ID); err != nil {
+			return nil, err
+		}
+	}
 	if err := cli.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
 		return nil, startError(opts, err)
 	}

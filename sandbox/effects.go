@@ -37,14 +37,14 @@ type changeSource interface {
 // when the engine is local and the dir readable (cost in proportion to what
 // changed, no API calls), else the API (remote engines, rootless, Docker
 // Desktop).
-func newChangeSource(ctx context.Context, cli Engine, ctr *Container, image, mode, runID string, lim overlay.Limits) (changeSource, string, error) {
+func newChangeSource(ctx context.Context, cli Engine, id, image, mode, runID string, lim overlay.Limits) (changeSource, string, error) {
 	if mode == "" {
 		mode = ChangesAuto
 	}
 	if mode != ChangesAPI {
-		in, err := cli.ContainerInspect(ctx, ctr.ID)
+		in, err := cli.ContainerInspect(ctx, id)
 		if err != nil {
-			return nil, "", fmt.Errorf("inspecting container %.12s: %w", ctr.ID, err)
+			return nil, "", fmt.Errorf("inspecting container %.12s: %w", id, err)
 		}
 		upper, lower := in.GraphDriver.Data["UpperDir"], in.GraphDriver.Data["LowerDir"]
 		fi, err := os.Stat(upper)
@@ -60,7 +60,7 @@ func newChangeSource(ctx context.Context, cli Engine, ctr *Container, image, mod
 				Fix: "run as root next to a local overlay2 engine, or use --changes api"}
 		}
 	}
-	src, err := newAPISource(ctx, cli, ctr.ID, image, runID, lim)
+	src, err := newAPISource(ctx, cli, id, image, runID, lim)
 	if err != nil {
 		return nil, "", err
 	}
@@ -237,7 +237,7 @@ func mountPoints(mounts []Mount) map[string]bool {
 // says whether the stretch was a tool call.
 func (r *recorder) mark(ctx context.Context, call bool) (report.Effects, error) {
 	eff := report.NewEffects()
-	if r == nil {
+	if r == nil || r.src == nil {
 		return eff, nil
 	}
 	r.pn.collect(ctx, &eff, call)

@@ -36,7 +36,6 @@ func TestFileEffectsOnTheLyingFixture(t *testing.T) {
 		"read_file":      {},
 		"list_workspace": {},
 		"lying_read": {
-			"created dir outside/home /home/sandbox/.config",
 			"created file outside/home /home/sandbox/.config/fixture.rc",
 			"created dir outside/tmp /tmp/cache",
 			"created file outside/tmp /tmp/cache/state.json",
@@ -72,6 +71,9 @@ func TestFileEffectsOnTheLyingFixture(t *testing.T) {
 			}
 			var all [][]string
 			for _, c := range r.Calls {
+				if c.Source == "repeat" {
+					continue // idempotent tools called again; the rules' concern
+				}
 				w, ok := want[c.Tool]
 				e := effects(c)
 				all = append(all, e)

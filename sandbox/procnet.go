@@ -20,6 +20,8 @@ type procNet struct {
 	sync   time.Duration
 	// started lists the processes the last call left running.
 	started []int
+	// secrets names the honeytokens found in data (nil: none planted).
+	secrets func(data string) []string
 	// sink is set when the agent answers DNS on 127.0.0.1:53: the
 	// resolver's datagrams to it are reported as dns events, not connects.
 	sink bool
@@ -69,9 +71,14 @@ func (p *procNet) collect(ctx context.Context, eff *report.Effects, call bool) {
 				continue
 			}
 			ip := net.ParseIP(e.Address)
-			eff.Network = append(eff.Network, report.NetEvent{Kind: e.Kind, PID: e.PID, Host: e.Host, Address: e.Address,
+			ne := report.NetEvent{Kind: e.Kind, PID: e.PID, Host: e.Host, Address: e.Address,
 				Port: e.Port, Protocol: e.Protocol, Result: e.Result, Method: e.Method, Path: e.Path,
-				Loopback: ip != nil && ip.IsLoopback() && e.Kind != agent.KindHTTP && e.Kind != agent.KindTLS && e.Kind != agent.KindDNS})
+				Loopback: ip != nil && ip.IsLoopback() && e.Kind != agent.KindHTTP && e.Kind != agent.KindTLS && e.Kind != agent.KindDNS}
+			if p.secrets != nil && !ne.Loopback {
+				// The tokens themselves stay out of the report: only their names.
+				ne.Secrets = p.secrets(e.Host + "\n" + e.Path + "\n" + string(e.Payload))
+			}
+			eff.Network = append(eff.Network, ne)
 		}
 	}
 	p.started = p.started[:0]

@@ -56,6 +56,8 @@ type ScanOptions struct {
 	Settle time.Duration
 	// MaxEvents bounds the agent's events (default 100,000).
 	MaxEvents int
+	// NoSeed leaves out the canary workspace and the honeytokens.
+	NoSeed bool
 }
 
 // Result is what a scan returns besides the report.
@@ -157,32 +159,58 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 
 	startCtx, startCancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer startCancel()
+	var tokens probes.Honeytokens
+	env := append([]string{}, opts.Env...)
+	if !opts.NoSeed {
+		tokens = probes.NewHoneytokens()
+		env = append(tokens.Env(), env...)
+	}
+	if opts.MaxListed <= 0 {
+		opts.MaxListed = 1000
+	}
+	rec := &recorder{maxListed: opts.MaxListed, ignore: mountPoints(append(opts.Mounts, Mount{Target: AgentPath}))}
+	// Before the server starts: the canary files and honeytokens go in, and
+	// the state with them is the baseline every effect is measured from.
+	beforeStart := func(ctx context.Context, id string) error {
+		if !opts.NoSeed {
+			if err := seed(ctx, cli, id, probes.Seeds(tokens), opts.Workspace); err != nil {
+				return err
+			}
+		}
+		src, how, err := newChangeSource(ctx, cli, id, image, opts.Changes, opts.RunID, opts.FileLimits)
+		if err != nil {
+			return asInfra(err, "reading the container's changes")
+		}
+		rec.src, rep.Sandbox.Changes = src, how
+		base, err := src.Snapshot(ctx)
+		if err != nil {
+			return asInfra(err, "reading the container's changes")
+		}
+		rec.prev = base
+		return nil
+	}
 	logf("starting %s in %s", strings.Join(opts.Argv, " "), image)
-	ctr, err := Start(startCtx, cli, ContainerOptions{Image: image, Argv: opts.Argv, Env: opts.Env,
+	ctr, err := Start(startCtx, cli, ContainerOptions{Image: image, Argv: opts.Argv, Env: env,
 		Mounts: opts.Mounts, Limits: opts.Limits, RunID: opts.RunID, keep: opts.Keep,
-		Agent: opts.Agent, Network: opts.Network, MaxEvents: opts.MaxEvents})
+		Agent: opts.Agent, Network: opts.Network, MaxEvents: opts.MaxEvents, BeforeStart: beforeStart})
 	if err != nil {
+		if rec.src != nil {
+			err = errors.Join(err, rec.src.Close(context.WithoutCancel(ctx)))
+		}
 		if ctx.Err() != nil {
 			rep.Problems = append(rep.Problems, why())
 		}
 		return res, err
 	}
 	noise := &noiseFilter{maxKeep: 5}
-	var rec *recorder
 	defer func() {
 		err = errors.Join(err, teardown(ctx, ctr, rec, rep, noise, opts.Keep, &res))
 	}()
-	src, how, err := newChangeSource(ctx, cli, ctr, image, opts.Changes, opts.RunID, opts.FileLimits)
-	if err != nil {
-		return res, asInfra(err, "reading the container's changes")
-	}
-	rep.Sandbox.Changes = how
-	if opts.MaxListed <= 0 {
-		opts.MaxListed = 1000
-	}
-	rec = &recorder{src: src, maxListed: opts.MaxListed, ignore: mountPoints(append(opts.Mounts, Mount{Target: AgentPath}))}
 	if opts.Agent != "" {
 		rec.pn = newProcNet(ctr.events, opts.Network == "none" || opts.Network == "sinkhole")
+		if !opts.NoSeed {
+			rec.pn.secrets = tokens.Find
+		}
 	}
 	// phase closes a stretch of the run that is not a call; "between" is
 	// kept only when something happened in it.
@@ -258,7 +286,7 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 
 	ptools := make([]probes.Tool, len(rep.Tools))
 	for i, t := range rep.Tools {
-		ptools[i] = probes.Tool{Name: t.Name, InputSchema: t.InputSchema}
+		ptools[i] = probes.Tool{Name: t.Name, InputSchema: t.InputSchema, Idempotent: t.Hints.Idempotent != nil && *t.Hints.Idempotent}
 	}
 	plan, skips, unknown := probes.Plan(ptools, opts.Probes)
 	for _, s := range skips {
@@ -294,6 +322,9 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 			}
 		}
 		rep.Calls = append(rep.Calls, call)
+		if step.ExpectError && call.ErrorKind == "" && !call.IsError {
+			rep.Problems = append(rep.Problems, report.Problem{Kind: "probe", Call: seq, Message: fmt.Sprintf("call %d to %s was expected to fail and succeeded", seq, step.Tool)})
+		}
 		if call.ErrorKind == "interrupted" {
 			rep.Problems = append(rep.Problems, why())
 			for _, s := range plan[i+1:] {
@@ -395,7 +426,9 @@ func teardown(ctx context.Context, ctr *Container, rec *recorder, rep *report.Re
 			errs = append(errs, fmt.Errorf("reading file effects at teardown: %w", err))
 		}
 		rep.Phases = append(rep.Phases, report.Phase{Name: "teardown", Effects: eff})
-		errs = append(errs, rec.src.Close(ctx))
+		if rec.src != nil {
+			errs = append(errs, rec.src.Close(ctx))
+		}
 		rec.pn.fill(rep)
 		if rec.pn != nil {
 			started, dropped, agentErrs := ctr.events.status()

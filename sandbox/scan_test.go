@@ -72,10 +72,12 @@ func toolByName(r *report.Report, name string) *report.Tool {
 	return nil
 }
 
+// callsOf returns the calls of a tool, leaving out the automatic repeats
+// of idempotent tools.
 func callsOf(r *report.Report, tool string) []report.Call {
 	var out []report.Call
 	for _, c := range r.Calls {
-		if c.Tool == tool {
+		if c.Tool == tool && c.Source != "repeat" {
 			out = append(out, c)
 		}
 	}

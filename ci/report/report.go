@@ -144,8 +144,10 @@ type Call struct {
 	Seq       int             `json:"seq"`
 	Tool      string          `json:"tool"`
 	Arguments json.RawMessage `json:"arguments"`
-	// Source says where the arguments came from: "probe" (the probes file)
-	// or "empty" (the tool requires nothing and was called with {}).
+	// Source says where the arguments came from: "probe" (the probes file),
+	// "synth" (made from the input schema and validated against it),
+	// "empty" ({}: the schema requires nothing), "repeat" (the previous
+	// call again, to check idempotentHint).
 	Source string `json:"source"`
 	// IsError is the result's isError flag.
 	IsError bool `json:"isError"`
@@ -224,6 +226,9 @@ type NetEvent struct {
 	Path   string `json:"path,omitempty"`
 	// Loopback is set when the address is the container's own.
 	Loopback bool `json:"loopback,omitempty"`
+	// Secrets names the honeytokens planted for this run that this attempt
+	// carried (in a DNS name, an HTTP request, or a payload).
+	Secrets []string `json:"secrets,omitempty"`
 }
 
 // NotCalled is a listed tool that was not called, with the reason.

@@ -120,6 +120,15 @@ func Evaluate(r *report.Report, p Policy) {
 			}
 			e.add("closed-world-network", c, "openWorldHint: false", ev, nil, "declares openWorldHint: false, but call %d made %d network attempt(s) beyond the sandbox")
 		}
+		var leaked []string
+		for _, ef := range effs {
+			for _, n := range ef.Network {
+				for _, sec := range n.Secrets {
+					leaked = append(leaked, fmt.Sprintf("%s in %s", sec, describeNet(n)))
+				}
+			}
+		}
+		e.add("secret-exfiltration", c, "", leaked, nil, "call %d sent %d planted secret(s) out of the sandbox")
 		e.files("writes-outside-workspace", c, effs, "", func(f report.FileChange) bool { return f.Scope == "outside" },
 			"call %d changed %d file(s) outside the workspace")
 	}
@@ -217,6 +226,18 @@ func (e *evaluator) outward(n report.NetEvent) (string, bool) {
 		return "tls " + n.Host, true
 	}
 	return "", false
+}
+
+func describeNet(n report.NetEvent) string {
+	switch n.Kind {
+	case "dns":
+		return "dns query " + n.Host
+	case "http":
+		return fmt.Sprintf("http %s %s%s", n.Method, n.Host, n.Path)
+	case "tls":
+		return "tls " + n.Host
+	}
+	return fmt.Sprintf("%s %s:%d/%s", n.Kind, n.Address, n.Port, n.Protocol)
 }
 
 func hostOnly(h string) string {

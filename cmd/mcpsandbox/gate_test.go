@@ -71,7 +71,7 @@ func TestEachRuleFiresExactlyWhereItShould(t *testing.T) {
 		"readonly-background":      {"background"},
 		"nondestructive-deletes":   {"tidy"},
 		"idempotent-repeats":       {"counter"},
-		"closed-world-network":     {"lookup", "upload"},
+		"closed-world-network":     {"exfiltrate", "lookup", "upload"},
 		"writes-outside-workspace": {"background", "lying_read", "run_tests"},
 	}
 	if !reflect.DeepEqual(got, want) {

@@ -3,9 +3,11 @@ package agent
 import (
 	"bufio"
 	"encoding/binary"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -131,10 +133,18 @@ func serveTCP(c net.Conn, port int, out *writer) {
 	}
 	req, err := http.ReadRequest(br)
 	if err != nil {
-		out.emit(&Event{Kind: KindHTTP, Port: port, Protocol: "tcp", Result: "not http"})
+		raw := make([]byte, 4096)
+		n, _ := br.Read(raw)
+		out.emit(&Event{Kind: KindHTTP, Port: port, Protocol: "tcp", Result: "not http", Payload: raw[:n]})
 		return
 	}
-	out.emit(&Event{Kind: KindHTTP, Port: port, Protocol: "tcp", Method: req.Method, Host: req.Host, Path: req.URL.RequestURI()})
+	// What was sent, bounded: headers and the start of the body, for the
+	// runner to look for its honeytokens.
+	var head strings.Builder
+	req.Header.Write(&head)
+	body, _ := io.ReadAll(io.LimitReader(req.Body, 16<<10))
+	out.emit(&Event{Kind: KindHTTP, Port: port, Protocol: "tcp", Method: req.Method, Host: req.Host, Path: req.URL.RequestURI(),
+		Payload: append([]byte(head.String()), body...)})
 	c.Write([]byte("HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"))
 }
 

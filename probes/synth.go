@@ -1,0 +1,509 @@
+package probes
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Canary paths the synthesizer points path-like properties at; the runner
+// seeds them in the sandbox (never on the host).
+const (
+	CanaryDir    = "/workspace/mcpsandbox-canary"
+	CanaryText   = CanaryDir + "/notes.txt"
+	CanaryJSON   = CanaryDir + "/data.json"
+	CanaryNested = CanaryDir + "/nested/deep"
+	CanaryNew    = CanaryDir + "/created-by-probe.txt"
+)
+
+// maxDepth bounds recursion through nested schemas and $refs.
+const maxDepth = 12
+
+// Synthesize returns minimal arguments that the tool's input schema
+// accepts, checked with a JSON Schema validator. Properties that name a
+// path, file or directory point at the canary files. When no valid input
+// can be made, the error says why.
+func Synthesize(schema json.RawMessage) (json.RawMessage, error) {
+	root, err := decodeSchema(schema)
+	if err != nil {
+		return nil, err
+	}
+	v, err := compile(schema)
+	if err != nil {
+		return nil, err
+	}
+	s := &synth{root: root}
+	var lastErr error
+	for _, mode := range []int{modeMinimal, modeAllProps} {
+		s.mode = mode
+		val, ok := s.value(root, "", 0)
+		if !ok {
+			continue
+		}
+		if _, isObj := val.(map[string]any); !isObj {
+			val = map[string]any{} // tool arguments are always an object
+		}
+		b, err := json.Marshal(val)
+		if err != nil {
+			return nil, err
+		}
+		if err := validate(v, b); err != nil {
+			lastErr = err
+			continue
+		}
+		return b, nil
+	}
+	if lastErr == nil {
+		lastErr = fmt.Errorf("no value satisfies the schema")
+	}
+	return nil, fmt.Errorf("no valid arguments could be made: %s", oneLine(lastErr.Error()))
+}
+
+// Validate checks arguments against a tool's input schema.
+func Validate(schema, args json.RawMessage) error {
+	v, err := compile(schema)
+	if err != nil {
+		return err
+	}
+	return validate(v, args)
+}
+
+func decodeSchema(schema json.RawMessage) (map[string]any, error) {
+	if len(bytes.TrimSpace(schema)) == 0 || string(schema) == "null" {
+		return map[string]any{"type": "object"}, nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(schema, &m); err != nil {
+		return nil, fmt.Errorf("input schema is not an object: %v", err)
+	}
+	return m, nil
+}
+
+func compile(schema json.RawMessage) (*jsonschema.Schema, error) {
+	if len(bytes.TrimSpace(schema)) == 0 || string(schema) == "null" {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	if err != nil {
+		return nil, fmt.Errorf("input schema: %v", err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	const url = "mcp://tool/input-schema.json"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("input schema: %v", err)
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("input schema does not compile: %s", oneLine(err.Error()))
+	}
+	return s, nil
+}
+
+func validate(s *jsonschema.Schema, args []byte) error {
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	if err != nil {
+		return err
+	}
+	return s.Validate(v)
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+const (
+	modeMinimal  = iota // required properties only
+	modeAllProps        // every declared property (some servers need more than they require)
+)
+
+type synth struct {
+	root map[string]any
+	mode int
+}
+
+// value makes a value for schema s; name is the property it is for.
+func (y *synth) value(s map[string]any, name string, depth int) (any, bool) {
+	if depth > maxDepth || s == nil {
+		return nil, false
+	}
+	if ref, ok := s["$ref"].(string); ok {
+		t, ok := y.resolve(ref)
+		if !ok {
+			return nil, false
+		}
+		merged := merge(t, without(s, "$ref"))
+		return y.value(merged, name, depth+1)
+	}
+	if c, ok := s["const"]; ok {
+		return c, true
+	}
+	if e, ok := s["enum"].([]any); ok && len(e) > 0 {
+		return e[0], true
+	}
+	if all, ok := s["allOf"].([]any); ok {
+		m := without(s, "allOf")
+		for _, a := range all {
+			if am, ok := a.(map[string]any); ok {
+				m = merge(m, y.deref(am, depth))
+			}
+		}
+		return y.value(m, name, depth+1)
+	}
+	for _, key := range []string{"oneOf", "anyOf"} {
+		if alts, ok := s[key].([]any); ok && len(alts) > 0 {
+			base := without(s, key)
+			for _, a := range alts {
+				if am, ok := a.(map[string]any); ok {
+					if v, ok := y.value(merge(base, y.deref(am, depth)), name, depth+1); ok {
+						return v, true
+					}
+				}
+			}
+			return nil, false
+		}
+	}
+	if d, ok := s["default"]; ok {
+		return d, true
+	}
+	if ex, ok := s["examples"].([]any); ok && len(ex) > 0 {
+		return ex[0], true
+	}
+	switch t := typeOf(s); t {
+	case "object":
+		return y.object(s, depth)
+	case "array":
+		return y.array(s, name, depth)
+	case "string":
+		return y.str(s, name), true
+	case "integer", "number":
+		return number(s, t == "integer"), true
+	case "boolean":
+		return false, true
+	case "null":
+		return nil, true
+	case "":
+		if _, not := s["not"]; !not {
+			return y.str(s, name), true // no type at all: any string is allowed
+		}
+	}
+	return nil, false
+}
+
+func (y *synth) deref(s map[string]any, depth int) map[string]any {
+	if ref, ok := s["$ref"].(string); ok && depth < maxDepth {
+		if t, ok := y.resolve(ref); ok {
+			return merge(y.deref(t, depth+1), without(s, "$ref"))
+		}
+	}
+	return s
+}
+
+// resolve follows a local JSON pointer ("#/$defs/x", "#/definitions/x").
+func (y *synth) resolve(ref string) (map[string]any, bool) {
+	if ref == "#" {
+		return y.root, true
+	}
+	if !strings.HasPrefix(ref, "#/") {
+		return nil, false
+	}
+	var cur any = y.root
+	for _, part := range strings.Split(ref[2:], "/") {
+		part = strings.ReplaceAll(strings.ReplaceAll(part, "~1", "/"), "~0", "~")
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		cur = m[part]
+	}
+	m, ok := cur.(map[string]any)
+	return m, ok
+}
+
+func typeOf(s map[string]any) string {
+	switch t := s["type"].(type) {
+	case string:
+		return t
+	case []any:
+		for _, pref := range []string{"object", "string", "integer", "number", "boolean", "array", "null"} {
+			for _, x := range t {
+				if x == pref {
+					return pref
+				}
+			}
+		}
+	}
+	switch {
+	case s["properties"] != nil || s["required"] != nil:
+		return "object"
+	case s["items"] != nil:
+		return "array"
+	case s["minLength"] != nil || s["pattern"] != nil || s["format"] != nil:
+		return "string"
+	case s["minimum"] != nil || s["maximum"] != nil:
+		return "number"
+	}
+	return ""
+}
+
+func (y *synth) object(s map[string]any, depth int) (any, bool) {
+	out := map[string]any{}
+	props, _ := s["properties"].(map[string]any)
+	var names []string
+	switch y.mode {
+	case modeMinimal:
+		if req, ok := s["required"].([]any); ok {
+			for _, r := range req {
+				if n, ok := r.(string); ok {
+					names = append(names, n)
+				}
+			}
+		}
+	case modeAllProps:
+		for n := range props {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+	}
+	for _, n := range names {
+		ps, _ := props[n].(map[string]any)
+		if ps == nil {
+			ps = map[string]any{}
+			if ap, ok := s["additionalProperties"].(map[string]any); ok {
+				ps = ap
+			}
+		}
+		v, ok := y.value(ps, n, depth+1)
+		if !ok {
+			if y.mode == modeAllProps && !isRequired(s, n) {
+				continue
+			}
+			return nil, false
+		}
+		out[n] = v
+	}
+	if mp, ok := num(s["minProperties"]); ok {
+		for i := 0; len(out) < int(mp) && i < 64; i++ {
+			out[fmt.Sprintf("p%d", i)] = "canary"
+		}
+	}
+	return out, true
+}
+
+func isRequired(s map[string]any, n string) bool {
+	req, _ := s["required"].([]any)
+	for _, r := range req {
+		if r == n {
+			return true
+		}
+	}
+	return false
+}
+
+func (y *synth) array(s map[string]any, name string, depth int) (any, bool) {
+	n := 0
+	if mi, ok := num(s["minItems"]); ok {
+		n = int(math.Min(mi, 64))
+	}
+	if n == 0 && pathLike(name) {
+		n = 1 // a list of paths with nothing in it probes nothing
+	}
+	items, _ := s["items"].(map[string]any)
+	if items == nil {
+		items = map[string]any{}
+	}
+	out := []any{}
+	unique := s["uniqueItems"] == true
+	for i := 0; i < n; i++ {
+		v, ok := y.value(items, singular(name), depth+1)
+		if !ok {
+			return nil, false
+		}
+		if unique {
+			v = uniquify(v, i)
+		}
+		out = append(out, v)
+	}
+	return out, true
+}
+
+func uniquify(v any, i int) any {
+	switch x := v.(type) {
+	case string:
+		if i > 0 {
+			return fmt.Sprintf("%s-%d", x, i)
+		}
+	case float64:
+		return x + float64(i)
+	}
+	return v
+}
+
+func singular(name string) string { return strings.TrimSuffix(name, "s") }
+
+var pathWords = regexp.MustCompile(`(?i)(path|file|dir|directory|folder|root|cwd|source|src|destination|dest|target)`)
+
+func pathLike(name string) bool { return pathWords.MatchString(name) }
+
+func (y *synth) str(s map[string]any, name string) string {
+	minLen, _ := num(s["minLength"])
+	maxLen, hasMax := num(s["maxLength"])
+	var cand []string
+	if f, ok := s["format"].(string); ok {
+		if v, ok := formatExample(f); ok {
+			cand = append(cand, v)
+		}
+	}
+	lname := strings.ToLower(name)
+	switch {
+	case strings.Contains(lname, "dest") || strings.Contains(lname, "target") || strings.Contains(lname, "new"):
+		cand = append(cand, CanaryNew)
+	case strings.Contains(lname, "dir") || strings.Contains(lname, "folder") || strings.Contains(lname, "root") || lname == "cwd":
+		cand = append(cand, CanaryDir)
+	case pathLike(lname):
+		cand = append(cand, CanaryText)
+	case strings.Contains(lname, "url") || strings.Contains(lname, "uri"):
+		cand = append(cand, "http://canary.invalid/")
+	case strings.Contains(lname, "email"):
+		cand = append(cand, "canary@example.com")
+	}
+	if p, ok := s["pattern"].(string); ok {
+		cand = append(cand, patternExamples(p)...)
+	}
+	cand = append(cand, "canary", "a", "0", "canary-canary-canary")
+	re := (*regexp.Regexp)(nil)
+	if p, ok := s["pattern"].(string); ok {
+		re, _ = regexp.Compile(p)
+	}
+	for _, c := range cand {
+		n := len([]rune(c))
+		if float64(n) < minLen {
+			c += strings.Repeat("x", int(minLen)-n)
+			n = int(minLen)
+		}
+		if hasMax && float64(n) > maxLen {
+			continue
+		}
+		if re != nil && !re.MatchString(c) {
+			continue
+		}
+		return c
+	}
+	return strings.Repeat("x", int(math.Max(minLen, 1)))
+}
+
+func formatExample(f string) (string, bool) {
+	v, ok := map[string]string{
+		"date": "2026-01-01", "date-time": "2026-01-01T00:00:00Z", "time": "00:00:00Z", "uri": "http://canary.invalid/",
+		"url": "http://canary.invalid/", "uri-reference": "/canary", "iri": "http://canary.invalid/", "email": "canary@example.com",
+		"uuid": "00000000-0000-4000-8000-000000000000", "hostname": "canary.invalid", "ipv4": "192.0.2.1", "ipv6": "2001:db8::1",
+		"duration": "P1D", "regex": "canary", "json-pointer": "/canary",
+	}[f]
+	return v, ok
+}
+
+// patternExamples offers strings for common simple patterns.
+func patternExamples(p string) []string {
+	out := []string{"canary", "CANARY", "canary1", "1", "123", "a-b", "a_b", "A1", "abc123", "2026-01-01", "x.y"}
+	// A literal prefix before the first metacharacter often makes a match.
+	lit := strings.TrimPrefix(p, "^")
+	if i := strings.IndexAny(lit, `\[(.*+?{|$`); i > 0 {
+		out = append([]string{lit[:i] + "canary", lit[:i] + "1", lit[:i]}, out...)
+	}
+	return out
+}
+
+func number(s map[string]any, integer bool) any {
+	lo, hasLo := num(s["minimum"])
+	hi, hasHi := num(s["maximum"])
+	if x, ok := num(s["exclusiveMinimum"]); ok {
+		lo, hasLo = x+1e-9, true
+		if integer {
+			lo = math.Floor(x) + 1
+		}
+	}
+	if x, ok := num(s["exclusiveMaximum"]); ok {
+		hi, hasHi = x-1e-9, true
+		if integer {
+			hi = math.Ceil(x) - 1
+		}
+	}
+	v := 1.0
+	switch {
+	case hasLo && v < lo:
+		v = lo
+	case hasHi && v > hi:
+		v = hi
+	}
+	if integer {
+		v = math.Ceil(v)
+		if hasHi && v > hi {
+			v = math.Floor(hi)
+		}
+	}
+	if m, ok := num(s["multipleOf"]); ok && m > 0 {
+		v = math.Ceil(v/m) * m
+		if hasHi && v > hi {
+			v -= m
+		}
+	}
+	if integer {
+		return int64(v)
+	}
+	return v
+}
+
+func num(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case int:
+		return float64(x), true
+	}
+	return 0, false
+}
+
+func merge(a, b map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		if k == "required" {
+			ra, _ := out[k].([]any)
+			rb, _ := v.([]any)
+			out[k] = append(append([]any{}, ra...), rb...)
+			continue
+		}
+		if k == "properties" {
+			pa, _ := out[k].(map[string]any)
+			pb, _ := v.(map[string]any)
+			m := map[string]any{}
+			for kk, vv := range pa {
+				m[kk] = vv
+			}
+			for kk, vv := range pb {
+				m[kk] = vv
+			}
+			out[k] = m
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+func without(s map[string]any, key string) map[string]any {
+	out := make(map[string]any, len(s))
+	for k, v := range s {
+		if k != key {
+			out[k] = v
+		}
+	}
+	return out
+}

@@ -1,0 +1,102 @@
+package probes
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSynthesizeValidArguments(t *testing.T) {
+	for name, c := range map[string]struct {
+		schema string
+		check  func(map[string]any) bool
+	}{
+		"empty":    {`{"type":"object"}`, func(m map[string]any) bool { return len(m) == 0 }},
+		"null":     {``, func(m map[string]any) bool { return len(m) == 0 }},
+		"path":     {`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`, func(m map[string]any) bool { return m["path"] == CanaryText }},
+		"dir":      {`{"type":"object","properties":{"directory":{"type":"string"}},"required":["directory"]}`, func(m map[string]any) bool { return m["directory"] == CanaryDir }},
+		"move":     {`{"type":"object","properties":{"source":{"type":"string"},"destination":{"type":"string"}},"required":["source","destination"]}`, func(m map[string]any) bool { return m["source"] == CanaryText && m["destination"] == CanaryNew }},
+		"paths":    {`{"type":"object","properties":{"paths":{"type":"array","items":{"type":"string"}}},"required":["paths"]}`, func(m map[string]any) bool { return len(m["paths"].([]any)) == 1 }},
+		"enum":     {`{"type":"object","properties":{"mode":{"enum":["fast","slow"]}},"required":["mode"]}`, func(m map[string]any) bool { return m["mode"] == "fast" }},
+		"const":    {`{"type":"object","properties":{"v":{"const":3}},"required":["v"]}`, func(m map[string]any) bool { return m["v"] == 3.0 }},
+		"default":  {`{"type":"object","properties":{"n":{"type":"integer","default":7}},"required":["n"]}`, func(m map[string]any) bool { return m["n"] == 7.0 }},
+		"bounds":   {`{"type":"object","properties":{"n":{"type":"integer","minimum":10,"maximum":20,"multipleOf":5}},"required":["n"]}`, nil},
+		"exclmax":  {`{"type":"object","properties":{"x":{"type":"number","exclusiveMaximum":0}},"required":["x"]}`, nil},
+		"strlen":   {`{"type":"object","properties":{"s":{"type":"string","minLength":12,"maxLength":12}},"required":["s"]}`, nil},
+		"pattern":  {`{"type":"object","properties":{"id":{"type":"string","pattern":"^[0-9]+$"}},"required":["id"]}`, nil},
+		"prefix":   {`{"type":"object","properties":{"id":{"type":"string","pattern":"^ISSUE-[0-9]+$"}},"required":["id"]}`, nil},
+		"formats":  {`{"type":"object","properties":{"d":{"type":"string","format":"date"},"t":{"type":"string","format":"date-time"},"u":{"type":"string","format":"uri"},"e":{"type":"string","format":"email"},"id":{"type":"string","format":"uuid"}},"required":["d","t","u","e","id"]}`, nil},
+		"minItems": {`{"type":"object","properties":{"a":{"type":"array","minItems":3,"uniqueItems":true,"items":{"type":"string"}}},"required":["a"]}`, func(m map[string]any) bool { return len(m["a"].([]any)) == 3 }},
+		"nested":   {`{"type":"object","properties":{"o":{"type":"object","properties":{"k":{"type":"boolean"}},"required":["k"]}},"required":["o"]}`, nil},
+		"ref":      {`{"type":"object","$defs":{"P":{"type":"object","properties":{"x":{"type":"integer","minimum":3}},"required":["x"]}},"properties":{"p":{"$ref":"#/$defs/P"}},"required":["p"]}`, nil},
+		"defs07":   {`{"$schema":"http://json-schema.org/draft-07/schema#","definitions":{"S":{"type":"string","minLength":2}},"type":"object","properties":{"s":{"$ref":"#/definitions/S"}},"required":["s"],"additionalProperties":false}`, nil},
+		"oneOf":    {`{"type":"object","properties":{"v":{"oneOf":[{"type":"string","pattern":"^zz$"},{"type":"integer","minimum":5}]}},"required":["v"]}`, nil},
+		"anyOf":    {`{"type":"object","properties":{"v":{"anyOf":[{"type":"null"},{"type":"string"}]}},"required":["v"]}`, nil},
+		"allOf":    {`{"allOf":[{"type":"object","properties":{"a":{"type":"string"}},"required":["a"]},{"properties":{"b":{"type":"integer"}},"required":["b"]}]}`, func(m map[string]any) bool { return m["a"] != nil && m["b"] != nil }},
+		"typelist": {`{"type":"object","properties":{"v":{"type":["null","integer"]}},"required":["v"]}`, nil},
+		"needsall": {`{"type":"object","properties":{"a":{"type":"string"}},"minProperties":1,"additionalProperties":false}`, func(m map[string]any) bool { return m["a"] != nil }},
+	} {
+		t.Run(name, func(t *testing.T) {
+			args, err := Synthesize(json.RawMessage(c.schema))
+			if err != nil {
+				t.Fatalf("Synthesize: %v", err)
+			}
+			if err := Validate(json.RawMessage(c.schema), args); err != nil {
+				t.Fatalf("%s does not validate: %v", args, err)
+			}
+			var m map[string]any
+			json.Unmarshal(args, &m)
+			if c.check != nil && !c.check(m) {
+				t.Errorf("arguments %s", args)
+			}
+		})
+	}
+}
+
+func TestSynthesizeSaysWhyItCannot(t *testing.T) {
+	for _, schema := range []string{
+		`{"type":"object","properties":{"x":{"type":"string","minLength":5,"maxLength":2}},"required":["x"]}`,
+		`{"type":"object","properties":{"x":{"not":{}}},"required":["x"]}`,
+		`{"type":"object","properties":{"p":{"$ref":"#/$defs/missing"}},"required":["p"]}`,
+		`[1,2]`,
+	} {
+		if args, err := Synthesize(json.RawMessage(schema)); err == nil {
+			t.Errorf("%s: made %s", schema, args)
+		} else if err.Error() == "" {
+			t.Errorf("%s: empty reason", schema)
+		}
+	}
+}
+
+// FuzzSynthesize: over random schemas the synthesizer never panics, ends
+// within a bound, and what it returns validates.
+func FuzzSynthesize(f *testing.F) {
+	for _, s := range []string{`{"type":"object"}`, `{"type":"object","properties":{"a":{"type":"array","minItems":2,"items":{"$ref":"#"}}},"required":["a"]}`,
+		`{"oneOf":[{"type":"object","required":["x"],"properties":{"x":{"enum":[1]}}}]}`, `{"$defs":{"a":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}`,
+		`{"type":"object","properties":{"s":{"type":"string","pattern":"^[a-f]{3}$"}},"required":["s"]}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, schema string) {
+		done := make(chan struct{})
+		var args json.RawMessage
+		var err error
+		go func() {
+			defer close(done)
+			args, err = Synthesize(json.RawMessage(schema))
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("Synthesize(%q) did not end within 5s", schema)
+		}
+		if err == nil {
+			if verr := Validate(json.RawMessage(schema), args); verr != nil {
+				t.Fatalf("Synthesize(%q) = %s, which does not validate: %v", schema, args, verr)
+			}
+			if !strings.HasPrefix(string(args), "{") {
+				t.Fatalf("arguments %s are not an object", args)
+			}
+		}
+	})
+}

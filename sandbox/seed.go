@@ -1,0 +1,66 @@
+package sandbox
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+
+	"github.com/mcpsandbox/mcpsandbox/probes"
+)
+
+// seed copies files into a created container, owned by the sandbox user,
+// making the directories they need (0700 under the home directory). Files
+// in /workspace that the host workspace already has are left alone: the
+// server sees the user's file, not ours.
+func seed(ctx context.Context, cli Engine, id string, files []probes.SeedFile, hostWorkspace string) error {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	dirs := map[string]bool{}
+	mtime := time.Unix(1_700_000_000, 0)
+	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
+	for _, f := range files {
+		if hostWorkspace != "" && strings.HasPrefix(f.Path, "/workspace/") {
+			if _, err := os.Lstat(filepath.Join(hostWorkspace, strings.TrimPrefix(f.Path, "/workspace/"))); err == nil {
+				continue
+			}
+		}
+		var parents []string
+		for d := path.Dir(f.Path); d != "/" && d != "/workspace" && d != "/home/sandbox" && !dirs[d]; d = path.Dir(d) {
+			parents = append([]string{d}, parents...)
+			dirs[d] = true
+		}
+		for _, d := range parents {
+			mode := int64(0o755)
+			if strings.HasPrefix(d, "/home/sandbox/") {
+				mode = 0o700
+			}
+			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(d, "/") + "/", Mode: mode,
+				Uid: 10001, Gid: 10001, ModTime: mtime, Format: tar.FormatPAX}); err != nil {
+				return err
+			}
+		}
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(f.Path, "/"), Mode: f.Mode,
+			Size: int64(len(f.Content)), Uid: 10001, Gid: 10001, ModTime: mtime, Format: tar.FormatPAX}); err != nil {
+			return err
+		}
+		if _, err := tw.Write([]byte(f.Content)); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	if err := cli.CopyToContainer(ctx, id, "/", &buf, container.CopyToContainerOptions{}); err != nil {
+		return fmt.Errorf("seeding the canary files: %w", err)
+	}
+	return nil
+}
