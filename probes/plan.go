@@ -2,6 +2,7 @@ package probes
 
 import (
 	"encoding/json"
+	"sort"
 )
 
 // Tool is what planning needs to know of a listed tool.
@@ -11,6 +12,9 @@ type Tool struct {
 	// Idempotent is a declared idempotentHint: true; such a tool is called
 	// a second time with the same arguments, to check the claim.
 	Idempotent bool
+	// ReadOnly and NonDestructive are declared readOnlyHint: true and
+	// destructiveHint: false: they order the calls.
+	ReadOnly, NonDestructive bool
 }
 
 // Call is one planned tools/call.
@@ -31,7 +35,8 @@ type Skip struct {
 }
 
 // Plan orders the calls of a scan: the probe steps in file order, then each
-// listed tool without a probe, in listing order, with arguments synthesized
+// listed tool without a probe (read-only ones first, then additive, then
+// the rest, each in listing order), with arguments synthesized
 // from its input schema ({} when it requires nothing). Steps naming
 // unlisted tools are returned apart.
 func Plan(tools []Tool, steps []Step) (calls []Call, skips []Skip, unknown []string) {
@@ -51,11 +56,25 @@ func Plan(tools []Tool, steps []Step) (calls []Call, skips []Skip, unknown []str
 			calls = append(calls, Call{Tool: s.Tool, Arguments: s.Arguments, Source: "repeat", ExpectError: s.ExpectError})
 		}
 	}
-	for _, t := range tools {
+	// Tools without probes run read-only first, then additive, then the
+	// rest, so that a tool that moves or deletes the canaries comes after
+	// the tools that read them.
+	order := append([]Tool(nil), tools...)
+	rank := func(t Tool) int {
+		switch {
+		case t.ReadOnly:
+			return 0
+		case t.NonDestructive:
+			return 1
+		}
+		return 2
+	}
+	sort.SliceStable(order, func(i, j int) bool { return rank(order[i]) < rank(order[j]) })
+	for _, t := range order {
 		if probed[t.Name] {
 			continue
 		}
-		args, err := Synthesize(t.InputSchema)
+		args, err := SynthesizeFor(t.Name, t.InputSchema)
 		if err != nil {
 			skips = append(skips, Skip{Tool: t.Name, Reason: "no probe, and " + err.Error()})
 			continue

@@ -30,6 +30,18 @@ const maxDepth = 12
 // path, file or directory point at the canary files. When no valid input
 // can be made, the error says why.
 func Synthesize(schema json.RawMessage) (json.RawMessage, error) {
+	return SynthesizeFor("", schema)
+}
+
+// dirTool and createTool read a tool's name: a "path" of a directory tool
+// names a directory, and of a creating tool a path that does not exist.
+var (
+	dirTool    = regexp.MustCompile(`(?i)(dir|folder|tree|list|search|find|glob)`)
+	createTool = regexp.MustCompile(`(?i)(create|mkdir|new)`)
+)
+
+// SynthesizeFor is Synthesize with the tool's name as a hint for paths.
+func SynthesizeFor(tool string, schema json.RawMessage) (json.RawMessage, error) {
 	root, err := decodeSchema(schema)
 	if err != nil {
 		return nil, err
@@ -38,7 +50,7 @@ func Synthesize(schema json.RawMessage) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &synth{root: root}
+	s := &synth{root: root, dirs: dirTool.MatchString(tool), create: createTool.MatchString(tool)}
 	var lastErr error
 	for _, mode := range []int{modeMinimal, modeAllProps} {
 		s.mode = mode
@@ -123,8 +135,9 @@ const (
 )
 
 type synth struct {
-	root map[string]any
-	mode int
+	root         map[string]any
+	mode         int
+	dirs, create bool // the tool's name speaks of directories, or of making something
 }
 
 // value makes a value for schema s; name is the property it is for.
@@ -363,7 +376,12 @@ func (y *synth) str(s map[string]any, name string) string {
 	switch {
 	case strings.Contains(lname, "dest") || strings.Contains(lname, "target") || strings.Contains(lname, "new"):
 		cand = append(cand, CanaryNew)
-	case strings.Contains(lname, "dir") || strings.Contains(lname, "folder") || strings.Contains(lname, "root") || lname == "cwd":
+	case pathLike(lname) && y.create && y.dirs:
+		cand = append(cand, CanaryDir+"/created-by-probe")
+	case pathLike(lname) && y.create:
+		cand = append(cand, CanaryNew)
+	case strings.Contains(lname, "dir") || strings.Contains(lname, "folder") || strings.Contains(lname, "root") || lname == "cwd",
+		pathLike(lname) && y.dirs:
 		cand = append(cand, CanaryDir)
 	case pathLike(lname):
 		cand = append(cand, CanaryText)

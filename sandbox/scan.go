@@ -286,7 +286,9 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 
 	ptools := make([]probes.Tool, len(rep.Tools))
 	for i, t := range rep.Tools {
-		ptools[i] = probes.Tool{Name: t.Name, InputSchema: t.InputSchema, Idempotent: t.Hints.Idempotent != nil && *t.Hints.Idempotent}
+		isTrue := func(b *bool) bool { return b != nil && *b }
+		ptools[i] = probes.Tool{Name: t.Name, InputSchema: t.InputSchema, Idempotent: isTrue(t.Hints.Idempotent),
+			ReadOnly: isTrue(t.Hints.ReadOnly), NonDestructive: t.Hints.Destructive != nil && !*t.Hints.Destructive}
 	}
 	plan, skips, unknown := probes.Plan(ptools, opts.Probes)
 	for _, s := range skips {

@@ -395,3 +395,45 @@ func TestRealNPMServers(t *testing.T) {
 		t.Errorf("server-memory: %d tools, %d calls", len(mem.Report.Tools), len(mem.Report.Calls))
 	}
 }
+
+// TestEveryToolOfRealServersIsCalled: on server-filesystem and
+// server-everything every tool is called with arguments its schema
+// accepts, or listed as not called with a reason.
+func TestEveryToolOfRealServersIsCalled(t *testing.T) {
+	cli := sandboxtest.Docker(t)
+	npm := sandboxtest.NPM(t)
+	for _, srv := range [][]string{
+		{"node", sandboxtest.NPMMount + "/@modelcontextprotocol/server-filesystem/dist/index.js", "/workspace"},
+		{"node", sandboxtest.NPMMount + "/@modelcontextprotocol/server-everything/dist/index.js"},
+	} {
+		t.Run(filepath.Base(filepath.Dir(filepath.Dir(srv[1]))), func(t *testing.T) {
+			res, err := scan(t, cli, sandbox.ScanOptions{Argv: srv, Mounts: []sandbox.Mount{npm}})
+			if err != nil {
+				t.Fatalf("scan: %v", err)
+			}
+			r := res.Report
+			reason := map[string]string{}
+			for _, n := range r.NotCalled {
+				reason[n.Tool] = n.Reason
+			}
+			for _, tool := range r.Tools {
+				calls := callsOf(r, tool.Name)
+				if len(calls) == 0 {
+					if reason[tool.Name] == "" {
+						t.Errorf("%s: neither called nor given a reason", tool.Name)
+					}
+					continue
+				}
+				for _, c := range calls {
+					if err := probes.Validate(tool.InputSchema, c.Arguments); err != nil {
+						t.Errorf("%s called with %s, which its schema rejects: %v", tool.Name, c.Arguments, err)
+					}
+					if c.ErrorKind == "transport" || c.ErrorKind == "client" {
+						t.Errorf("%s: %s", tool.Name, c.Error)
+					}
+				}
+			}
+			t.Logf("%d tools, %d calls, %d not called", len(r.Tools), len(r.Calls), len(r.NotCalled))
+		})
+	}
+}
