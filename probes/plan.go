@@ -26,6 +26,30 @@ type Call struct {
 	// call made again with the same arguments.
 	Source      string
 	ExpectError bool
+	// Negative names the schema rule the arguments break (Source
+	// "negative").
+	Negative string
+}
+
+// WithNegatives appends, for each tool's first call, calls whose inputs
+// each break one rule of its schema (see Negatives).
+func WithNegatives(tools []Tool, calls []Call) []Call {
+	schema := map[string]json.RawMessage{}
+	for _, t := range tools {
+		schema[t.Name] = t.InputSchema
+	}
+	out := append([]Call(nil), calls...)
+	done := map[string]bool{}
+	for _, c := range calls {
+		if done[c.Tool] || c.Source == "repeat" {
+			continue
+		}
+		done[c.Tool] = true
+		for _, n := range Negatives(schema[c.Tool], c.Arguments) {
+			out = append(out, Call{Tool: c.Tool, Arguments: n.Arguments, Source: "negative", ExpectError: true, Negative: n.Violation})
+		}
+	}
+	return out
 }
 
 // Skip is a listed tool that will not be called, and why.

@@ -58,6 +58,9 @@ type ScanOptions struct {
 	MaxEvents int
 	// NoSeed leaves out the canary workspace and the honeytokens.
 	NoSeed bool
+	// Negatives also calls each tool with inputs that break its schema,
+	// one rule at a time.
+	Negatives bool
 }
 
 // Result is what a scan returns besides the report.
@@ -291,6 +294,9 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 			ReadOnly: isTrue(t.Hints.ReadOnly), NonDestructive: t.Hints.Destructive != nil && !*t.Hints.Destructive}
 	}
 	plan, skips, unknown := probes.Plan(ptools, opts.Probes)
+	if opts.Negatives {
+		plan = probes.WithNegatives(ptools, plan)
+	}
 	for _, s := range skips {
 		rep.NotCalled = append(rep.NotCalled, report.NotCalled{Tool: s.Tool, Reason: s.Reason})
 	}
@@ -309,6 +315,7 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 		phase("between", seq-1)
 		logf("call %d: %s %s", seq, step.Tool, step.Arguments)
 		call := callTool(ctx, cs, seq, step, opts.CallTimeout)
+		call.Negative = step.Negative
 		eff, err := rec.mark(context.WithoutCancel(ctx), true)
 		if err != nil {
 			rep.Problems = append(rep.Problems, report.Problem{Kind: "effects", Call: seq, Message: "reading file effects: " + oneLine(err.Error())})
@@ -324,7 +331,7 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 			}
 		}
 		rep.Calls = append(rep.Calls, call)
-		if step.ExpectError && call.ErrorKind == "" && !call.IsError {
+		if step.ExpectError && step.Negative == "" && call.ErrorKind == "" && !call.IsError {
 			rep.Problems = append(rep.Problems, report.Problem{Kind: "probe", Call: seq, Message: fmt.Sprintf("call %d to %s was expected to fail and succeeded", seq, step.Tool)})
 		}
 		if call.ErrorKind == "interrupted" {

@@ -147,8 +147,12 @@ type Call struct {
 	// Source says where the arguments came from: "probe" (the probes file),
 	// "synth" (made from the input schema and validated against it),
 	// "empty" ({}: the schema requires nothing), "repeat" (the previous
-	// call again, to check idempotentHint).
+	// call again, to check idempotentHint), "negative" (see Negative).
 	Source string `json:"source"`
+	// Negative names the input-schema rule the arguments break, for the
+	// calls --negatives makes (source "negative"): the tool should refuse
+	// them and do nothing.
+	Negative string `json:"negative,omitempty"`
 	// IsError is the result's isError flag.
 	IsError bool `json:"isError"`
 	// Error is set when the call got no result: a JSON-RPC error, a timeout,

@@ -41,6 +41,7 @@ func All() []Rule {
 		{ID: "writes-outside-workspace", Severity: "warning", Rationale: "Whatever its hints, a tool that changes files outside the workspace reaches beyond what it was given."},
 		{ID: "secret-exfiltration", Severity: "critical", Rationale: "A honeytoken planted for this run left the tool in a network payload, DNS name or HTTP request."},
 		{ID: "schema-violation-accepted", Severity: "warning", Rationale: "The tool accepted input its own inputSchema forbids."},
+		{ID: "schema-violation-effects", Severity: "error", Rationale: "Input its own inputSchema forbids made the tool change something."},
 		{ID: "contract-tool-added", Severity: "warning", Rationale: "The server lists a tool the contract does not have."},
 		{ID: "contract-tool-removed", Severity: "warning", Rationale: "The contract has a tool the server no longer lists."},
 		{ID: "contract-schema-changed", Severity: "warning", Rationale: "A tool's inputSchema differs from the contract."},
@@ -119,6 +120,24 @@ func Evaluate(r *report.Report, p Policy) {
 				}
 			}
 			e.add("closed-world-network", c, "openWorldHint: false", ev, nil, "declares openWorldHint: false, but call %d made %d network attempt(s) beyond the sandbox")
+		}
+		if c.Negative != "" {
+			args := "arguments " + string(c.Arguments)
+			if c.ErrorKind == "" && !c.IsError {
+				e.add("schema-violation-accepted", c, "", []string{c.Negative, args}, nil, "call %d accepted input that breaks its own input schema (%d evidence items: the rule broken, the arguments)")
+			}
+			var ev []string
+			for _, ef := range effs {
+				for _, f := range ef.Files {
+					ev = append(ev, f.Change+" "+f.Path)
+				}
+				for _, p := range ef.Processes {
+					ev = append(ev, "ran "+argv(p))
+				}
+			}
+			if len(ev) > 0 {
+				e.add("schema-violation-effects", c, "", append([]string{c.Negative}, ev...), nil, "call %d: input that breaks its own input schema changed things (%d evidence items)")
+			}
 		}
 		var leaked []string
 		for _, ef := range effs {

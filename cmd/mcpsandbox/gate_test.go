@@ -210,3 +210,41 @@ func TestStaleBaselineFailsTheGate(t *testing.T) {
 		t.Errorf("fixed server against the old baseline: exit %d, %d stale", code, stale)
 	}
 }
+
+// TestNegativesFindTheToolThatDoesNotValidate: --negatives lists each
+// violation the lax twin accepts, and none for the validating twin.
+func TestNegativesFindTheToolThatDoesNotValidate(t *testing.T) {
+	code, b, stderr := scanFixture(t, []string{"--negatives", "--fail-on", "never"}, "schema")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	r := decode(t, b)
+	negatives := map[string]int{}
+	for _, c := range r.Calls {
+		if c.Source == "negative" {
+			negatives[c.Tool]++
+			if c.Tool == "strict_set" && c.ErrorKind == "" && !c.IsError {
+				t.Errorf("strict_set accepted %s (%s)", c.Arguments, c.Negative)
+			}
+		}
+	}
+	accepted := map[string][]string{}
+	for _, f := range r.Findings {
+		if f.Rule == "schema-violation-accepted" {
+			accepted[f.Tool] = append(accepted[f.Tool], f.Evidence[0])
+		}
+	}
+	if negatives["lax_set"] < 8 || len(accepted["lax_set"]) != negatives["lax_set"] || len(accepted["strict_set"]) != 0 {
+		t.Errorf("negatives %v; accepted %v", negatives, accepted)
+	}
+	for _, want := range []string{`required property "key" dropped`, `property "count" above its maximum 10`, `property "mode" outside its enum`,
+		`property "key" longer than its maxLength 8`, `an extra property where additionalProperties is false`} {
+		found := false
+		for _, v := range accepted["lax_set"] {
+			found = found || v == want
+		}
+		if !found {
+			t.Errorf("lax_set: %q not reported", want)
+		}
+	}
+}

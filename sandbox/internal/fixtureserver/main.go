@@ -11,6 +11,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"fmt"
 	"log"
 	"net"
@@ -22,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -66,6 +68,9 @@ func main() {
 	addBad(s, func(tool string) bool { return sets["bad"] || sets[tool] })
 	if sets["hostile"] {
 		addHostile(s)
+	}
+	if sets["schema"] {
+		addSchemaTwins(s)
 	}
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
@@ -446,4 +451,36 @@ func workload(args []string) int {
 		}
 	}
 	return 0
+}
+
+// setSchema is the input schema of the twins below: they differ only in
+// whether they enforce it.
+const setSchema = `{"type":"object","properties":{
+	"key":{"type":"string","maxLength":8},
+	"count":{"type":"integer","minimum":1,"maximum":10},
+	"mode":{"type":"string","enum":["a","b"]}},
+	"required":["key","count"],"additionalProperties":false}`
+
+type setArgs struct {
+	Key   string `json:"key"`
+	Count int    `json:"count"`
+	Mode  string `json:"mode,omitempty"`
+}
+
+// addSchemaTwins adds strict_set, which go-sdk validates against its
+// schema, and lax_set, registered raw, which takes whatever it is given.
+func addSchemaTwins(s *mcp.Server) {
+	var schema jsonschema.Schema
+	if err := json.Unmarshal([]byte(setSchema), &schema); err != nil {
+		panic(err)
+	}
+	ann := &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: false, OpenWorldHint: no()}
+	mcp.AddTool(s, &mcp.Tool{Name: "strict_set", Description: "Validates its input.", InputSchema: &schema, Annotations: ann},
+		func(ctx context.Context, req *mcp.CallToolRequest, in setArgs) (*mcp.CallToolResult, any, error) {
+			return text("set %s=%d", in.Key, in.Count), nil, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "lax_set", Description: "Takes any input.", InputSchema: &schema, Annotations: ann},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text("set %s", req.Params.Arguments), nil
+		})
 }
