@@ -61,6 +61,16 @@ type ScanOptions struct {
 	// Negatives also calls each tool with inputs that break its schema,
 	// one rule at a time.
 	Negatives bool
+	// Isolation is "session" (default: one container, calls in order) or
+	// "call" (a fresh container from the same starting state for each call,
+	// so that one tool's deletions cannot hide another's effects).
+	Isolation string
+
+	// For call isolation: stop after planning, run this plan instead, and
+	// plant these tokens.
+	listOnly bool
+	plan     []probes.Call
+	tokens   *probes.Honeytokens
 }
 
 // Result is what a scan returns besides the report.
@@ -68,6 +78,8 @@ type Result struct {
 	Report      *report.Report
 	Transcript  *Transcript
 	ContainerID string // set when Keep left a container behind
+
+	plan []probes.Call // with listOnly: the calls planned
 }
 
 // ProtocolVersion is the MCP version the scan asks for; servers may answer
@@ -86,6 +98,13 @@ var ErrIncomplete = errors.New("scan incomplete")
 func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err error) {
 	if opts.RunID == "" {
 		opts.RunID = label.NewRunID()
+	}
+	switch opts.Isolation {
+	case "", "session":
+	case "call":
+		return scanPerCall(ctx, cli, opts)
+	default:
+		return Result{Report: report.New()}, &InfraError{Cause: fmt.Sprintf("unknown isolation %q", opts.Isolation), Fix: "use session or call"}
 	}
 	if opts.Limits == (Limits{}) {
 		opts.Limits = DefaultLimits()
@@ -166,6 +185,9 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 	env := append([]string{}, opts.Env...)
 	if !opts.NoSeed {
 		tokens = probes.NewHoneytokens()
+		if opts.tokens != nil {
+			tokens = *opts.tokens
+		}
 		env = append(tokens.Env(), env...)
 	}
 	if opts.MaxListed <= 0 {
@@ -296,6 +318,13 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 	plan, skips, unknown := probes.Plan(ptools, opts.Probes)
 	if opts.Negatives {
 		plan = probes.WithNegatives(ptools, plan)
+	}
+	if opts.plan != nil {
+		plan, skips, unknown = opts.plan, nil, nil
+	}
+	if opts.listOnly {
+		res.plan = plan
+		plan = nil
 	}
 	for _, s := range skips {
 		rep.NotCalled = append(rep.NotCalled, report.NotCalled{Tool: s.Tool, Reason: s.Reason})

@@ -437,3 +437,39 @@ func TestEveryToolOfRealServersIsCalled(t *testing.T) {
 		})
 	}
 }
+
+// TestCallIsolation: with --isolation call every call starts from the same
+// state, so a second add_note makes note-1 again; the report says which
+// mode ran.
+func TestCallIsolation(t *testing.T) {
+	cli := sandboxtest.Docker(t)
+	opts := fixtureOpts(t, "honest")
+	opts.Isolation = "call"
+	opts.Probes = steps(t, `[{"tool":"add_note","arguments":{"text":"a"}},{"tool":"add_note","arguments":{"text":"b"}},{"tool":"echo","arguments":{"text":"x"}}]`)
+	res, err := scan(t, cli, opts)
+	if err != nil {
+		t.Fatalf("scan: %v", err)
+	}
+	r := res.Report
+	if r.Sandbox.Isolation != "call" || !r.Complete {
+		t.Fatalf("isolation %q complete %v problems %+v", r.Sandbox.Isolation, r.Complete, r.Problems)
+	}
+	notes := callsOf(r, "add_note")
+	if len(notes) != 2 {
+		t.Fatalf("add_note calls = %d", len(notes))
+	}
+	for _, c := range notes {
+		if c.Result != "wrote /workspace/notes/note-1.txt" {
+			t.Errorf("call %d: %q; each call should start from the same state", c.Seq, c.Result)
+		}
+	}
+	seqs := []int{}
+	for _, c := range r.Calls {
+		seqs = append(seqs, c.Seq)
+	}
+	for i, s := range seqs {
+		if s != i+1 {
+			t.Fatalf("calls numbered %v", seqs)
+		}
+	}
+}

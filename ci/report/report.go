@@ -266,6 +266,8 @@ type Finding struct {
 	// Baselined is set when a baseline accepts the finding: it is reported
 	// but does not fail the gate.
 	Baselined bool `json:"baselined,omitempty"`
+	// Isolation is the mode that produced the evidence: session or call.
+	Isolation string `json:"isolation,omitempty"`
 }
 
 // Problem is a failure of the run or the server.

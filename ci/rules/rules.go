@@ -215,7 +215,7 @@ func (e *evaluator) add(rule string, c report.Call, hint string, evidence, paths
 		text += "; the specification: " + rl.Rationale
 	}
 	e.r.Findings = append(e.r.Findings, report.Finding{Rule: rule, Severity: sev, Tool: c.Tool, Call: c.Seq, Hint: hint,
-		Message: text, Evidence: kept})
+		Message: text, Evidence: kept, Isolation: e.r.Sandbox.Isolation})
 }
 
 // outward describes a network event that leaves the sandbox (or tries
