@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
@@ -42,6 +43,9 @@ func (p *procNet) collect(ctx context.Context, eff *report.Effects, call bool) {
 	for _, e := range p.events.take(m) {
 		switch e.Kind {
 		case agent.KindExec:
+			if e.Result != "ok" && p.failed(eff, e) {
+				continue
+			}
 			pr := report.Process{PID: e.PID, PPID: e.PPID, Argv: e.Argv, Cwd: e.Cwd}
 			if pr.Argv == nil {
 				pr.Argv = []string{}
@@ -90,6 +94,22 @@ func (p *procNet) collect(ctx context.Context, eff *report.Effects, call bool) {
 			}
 		}
 	}
+}
+
+// failed marks the exec the agent reported before it ran as failed, when
+// it is in this stretch; it says whether it found it.
+func (p *procNet) failed(eff *report.Effects, e agent.Event) bool {
+	for i := len(eff.Processes) - 1; i >= 0; i-- {
+		pr := &eff.Processes[i]
+		if pr.PID == e.PID && pr.ExecError == "" && strings.Join(pr.Argv, "\x00") == strings.Join(e.Argv, "\x00") {
+			pr.ExecError = e.Result
+			if p.main == e.PID && e.PPID == 1 {
+				p.main = 0
+			}
+			return true
+		}
+	}
+	return false
 }
 
 // background lists the processes the last call started that still live.

@@ -227,14 +227,9 @@ func (t *tracer) event(tid int, tk *task, cause int) {
 			delete(t.tasks, int(former))
 		}
 		tk.tgid = tid
-		p := t.proc(tid)
+		t.proc(tid).execed = true
 		if tk.exit != nil && tk.exit.ev.Kind == KindExec {
-			ev := tk.exit.ev
-			ev.Result = "ok"
-			ev.PID, ev.PPID = tid, p.ppid
-			t.out.emit(ev)
-			p.execed = true
-			tk.exit = nil
+			tk.exit = nil // it worked: reported at the seccomp stop
 		}
 		unix.PtraceCont(tid, 0)
 		return
@@ -269,6 +264,12 @@ func (t *tracer) seccomp(tid int, tk *task) bool {
 			argv = []string{readString(tid, pathArg, 4096)}
 		}
 		cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", tid))
+		// Sent now, before the exec: the parent of a fork-exec learns of its
+		// success (its close-on-exec pipe) before PTRACE_EVENT_EXEC, and may
+		// answer its caller at once. A failure is sent at the syscall's exit.
+		ev := &Event{Kind: KindExec, PID: tk.tgid, PPID: p.ppid, Argv: argv, Cwd: cwd, Result: "ok"}
+		t.out.emit(ev)
+		p.execed = true
 		tk.exit = &pending{ev: &Event{Kind: KindExec, PID: tk.tgid, PPID: p.ppid, Argv: argv, Cwd: cwd}}
 		return true
 	case sysConnect:
