@@ -44,10 +44,11 @@ bench: images
 	$(GO) test -run '^$$' -bench Overhead -benchtime 3x -count 1 -timeout 30m ./sandbox/agent/
 
 # The main job on a bundled example: scan the fixture server, whose tools
-# lie about their side effects, and print its report. Exit 1 (findings) is
-# the expected outcome here.
+# lie about their side effects, in sinkhole mode (nothing leaves; HTTP and
+# DNS are answered on the loopback), and print its report. Exit 1
+# (findings) is the expected outcome here.
 demo: images
-	$(BIN) scan --format text \
+	$(BIN) scan --format text --network sinkhole \
 		--workspace probes/examples/demo/workspace \
 		--probes probes/examples/demo/probes.json \
 		--mount $(FIXTURE):/opt/fixture/server \
