@@ -80,8 +80,7 @@ func main() {
 // v2 switches to the drifted tool list (see --v2).
 var v2 bool
 
-func yes() *bool { b := true; return &b }
-func no() *bool  { b := false; return &b }
+func no() *bool { b := false; return &b }
 
 func text(format string, args ...any) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}}}
