@@ -7,12 +7,11 @@ package baseline
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
+	"github.com/mcpsandbox/mcpsandbox/ci/jsonfile"
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 )
 
@@ -73,31 +72,13 @@ func FromReport(r *report.Report) File {
 }
 
 // Write writes a baseline file.
-func Write(path string, f File) error {
-	b, err := json.MarshalIndent(f, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("writing baseline: %w", err)
-	}
-	return nil
-}
+func Write(path string, f File) error { return jsonfile.Write(path, "baseline", f) }
 
 // Load reads a baseline file.
 func Load(path string) (File, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return File{}, fmt.Errorf("reading baseline: %w", err)
-	}
 	var f File
-	if err := json.Unmarshal(b, &f); err != nil {
-		return File{}, fmt.Errorf("baseline %s: %w", path, err)
-	}
-	if f.Version != Version {
-		return File{}, fmt.Errorf("baseline %s: version %q, want %q", path, f.Version, Version)
-	}
-	return f, nil
+	err := jsonfile.Read(path, "baseline", &f, func() string { return f.Version }, Version)
+	return f, err
 }
 
 // Apply marks the report's findings the baseline accepts and adds a

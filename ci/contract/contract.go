@@ -8,10 +8,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
+	"github.com/mcpsandbox/mcpsandbox/ci/jsonfile"
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 )
 
@@ -43,31 +43,13 @@ func FromReport(r *report.Report) File {
 }
 
 // Write writes a contract file.
-func Write(path string, f File) error {
-	b, err := json.MarshalIndent(f, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("writing contract: %w", err)
-	}
-	return nil
-}
+func Write(path string, f File) error { return jsonfile.Write(path, "contract", f) }
 
 // Load reads a contract file.
 func Load(path string) (File, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return File{}, fmt.Errorf("reading contract: %w", err)
-	}
 	var f File
-	if err := json.Unmarshal(b, &f); err != nil {
-		return File{}, fmt.Errorf("contract %s: %w", path, err)
-	}
-	if f.Version != Version {
-		return File{}, fmt.Errorf("contract %s: version %q, want %q", path, f.Version, Version)
-	}
-	return f, nil
+	err := jsonfile.Read(path, "contract", &f, func() string { return f.Version }, Version)
+	return f, err
 }
 
 // safetyHints are the hints whose change alters what a client lets a tool

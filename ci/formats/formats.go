@@ -69,8 +69,8 @@ func WriteMarkdown(w io.Writer, r *report.Report) error {
 		if finds > 0 {
 			mark = " ❌"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %d | %d | %d | %d | %d%s |\n", md(t.Name), hint(t.Hints.ReadOnly), hint(t.Hints.Destructive),
-			hint(t.Hints.Idempotent), hint(t.Hints.OpenWorld), calls, files, procs, nets, finds, mark)
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %d | %d | %d | %d | %d%s |\n", md(t.Name), report.Hint(t.Hints.ReadOnly), report.Hint(t.Hints.Destructive),
+			report.Hint(t.Hints.Idempotent), report.Hint(t.Hints.OpenWorld), calls, files, procs, nets, finds, mark)
 	}
 	if len(r.Findings) > 0 {
 		b.WriteString("\n### Findings\n\n")
@@ -109,16 +109,6 @@ func callRef(seq int) string {
 		return ""
 	}
 	return fmt.Sprintf(" (call %d)", seq)
-}
-
-func hint(b *bool) string {
-	switch {
-	case b == nil:
-		return "·"
-	case *b:
-		return "true"
-	}
-	return "false"
 }
 
 // md keeps text from breaking a table or inline code.

@@ -59,7 +59,7 @@ func WriteText(w io.Writer, r *Report) error {
 			result = "not called"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%d\t%d\n", t.Name,
-			hint(t.Hints.ReadOnly), hint(t.Hints.Destructive), hint(t.Hints.Idempotent), hint(t.Hints.OpenWorld),
+			Hint(t.Hints.ReadOnly), Hint(t.Hints.Destructive), Hint(t.Hints.Idempotent), Hint(t.Hints.OpenWorld),
 			calls, result, files, procs, nets)
 	}
 	tw.Flush()
@@ -102,7 +102,8 @@ func WriteText(w io.Writer, r *Report) error {
 	return err
 }
 
-func hint(b *bool) string {
+// Hint renders a declared hint: true, false, or "·" when not declared.
+func Hint(b *bool) string {
 	switch {
 	case b == nil:
 		return "·"
