@@ -234,6 +234,11 @@ func (e *evaluator) outward(n report.NetEvent) (string, bool) {
 		}
 		return fmt.Sprintf("connect %s:%d/%s %s", n.Address, n.Port, n.Protocol, n.Result), true
 	case "http":
+		if n.Method == "" {
+			// The sinkhole took a connection that sent no HTTP request; the
+			// connect event names its destination.
+			return "", false
+		}
 		if e.p.allowedHost(hostOnly(n.Host)) {
 			return "", false
 		}
