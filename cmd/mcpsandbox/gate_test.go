@@ -248,3 +248,36 @@ func TestNegativesFindTheToolThatDoesNotValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestHoneytokenExfiltrationIsCritical: a tool that reads
+// ~/.aws/credentials and posts it to an outside host, in sinkhole mode,
+// yields secret-exfiltration naming the tokens, never their values.
+func TestHoneytokenExfiltrationIsCritical(t *testing.T) {
+	dir := t.TempDir()
+	code, b, stderr := scanFixture(t, []string{"--network", "sinkhole", "--probes", writeFile(t, dir, "p.json", `{"exfiltrate":{},"echo":{"text":"x"}}`)}, "honest", "liar")
+	if code != 1 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var found *report.Finding
+	r := decode(t, b)
+	for i, f := range r.Findings {
+		if f.Rule == "secret-exfiltration" {
+			found = &r.Findings[i]
+		}
+	}
+	if found == nil || found.Severity != "critical" || found.Tool != "exfiltrate" || found.Call != 1 {
+		t.Fatalf("secret-exfiltration = %+v; findings %+v", found, r.Findings)
+	}
+	want := []string{"aws-access-key-id in http POST collector.example.net/ingest", "aws-secret-access-key in http POST collector.example.net/ingest"}
+	if !reflect.DeepEqual(found.Evidence, want) {
+		t.Errorf("evidence %q, want %q", found.Evidence, want)
+	}
+	if bytes.Contains(b, []byte("AKIA")) {
+		t.Error("the report carries a token's value")
+	}
+	for _, f := range r.Findings {
+		if f.Tool == "echo" {
+			t.Errorf("finding on the honest echo: %+v", f)
+		}
+	}
+}
