@@ -1,3 +1,5 @@
+//go:build linux && amd64
+
 package agent
 
 import (
@@ -18,15 +20,6 @@ import (
 // childArg makes the agent binary the traced child that installs the
 // seccomp filter and execs the server.
 const childArg = "__mcpsandbox_child"
-
-// Modes of the network: none (loopback only, DNS answered NXDOMAIN),
-// sinkhole (DNS answered with loopback, outbound TCP redirected to the
-// agent's listeners), open (the container's own network; only observed).
-const (
-	ModeNone     = "none"
-	ModeSinkhole = "sinkhole"
-	ModeOpen     = "open"
-)
 
 // Main runs the agent with its command line and returns the exit code.
 func Main(args []string) int {
@@ -111,13 +104,6 @@ func (w *writer) reportDropped() {
 		encode(w.w, &Event{T: Now(), Kind: KindDropped, Data: fmt.Sprint(d)})
 		w.reported = w.dropped
 	}
-}
-
-// Now is CLOCK_MONOTONIC in nanoseconds.
-func Now() int64 {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return ts.Nano()
 }
 
 // trace starts the server under ptrace and follows it and every

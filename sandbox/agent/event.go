@@ -12,7 +12,25 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+
+	"golang.org/x/sys/unix"
 )
+
+// Modes of the network: none (loopback only, DNS answered NXDOMAIN),
+// sinkhole (DNS answered with loopback, outbound TCP redirected to the
+// agent's listeners), open (the container's own network; only observed).
+const (
+	ModeNone     = "none"
+	ModeSinkhole = "sinkhole"
+	ModeOpen     = "open"
+)
+
+// Now is CLOCK_MONOTONIC in nanoseconds.
+func Now() int64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return ts.Nano()
+}
 
 // Event is one thing the agent saw. T is CLOCK_MONOTONIC in nanoseconds,
 // the same clock as the runner's (containers share the kernel's).
