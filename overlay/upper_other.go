@@ -1,0 +1,16 @@
+//go:build !linux
+
+package overlay
+
+import (
+	"context"
+	"errors"
+)
+
+type hashed struct{}
+
+// Snapshot is only available on Linux, where overlayfs upper dirs are;
+// elsewhere the runner reads changes through the Engine API.
+func (u *UpperDir) Snapshot(ctx context.Context) (Snapshot, error) {
+	return Snapshot{}, errors.New("reading an overlayfs upper dir needs Linux")
+}
