@@ -136,6 +136,16 @@ func Delta(prev, cur Snapshot) []Change {
 			out = append(out, change(p, "deleted", e.Before, e), change(p, "created", &e, e))
 			continue
 		}
+		if e.Kind != Removed && ((had && o.Kind != Removed && o.Type != e.Type) || (!had && e.Before != nil && e.Before.Type != e.Type)) {
+			// Replaced by something of another type (a file by a symlink, a
+			// directory by a file): the old one is gone.
+			old := o
+			if !had {
+				old = *e.Before
+			}
+			out = append(out, change(p, "deleted", &old, old), change(p, "created", &e, e))
+			continue
+		}
 		var c string
 		switch {
 		case e.Kind == Removed:

@@ -348,3 +348,13 @@ func TestAppendIsToldFromOverwrite(t *testing.T) {
 type applyFunc func(string) error
 
 func (f applyFunc) Apply(root string) error { return f(root) }
+
+func TestReplacedByAnotherTypeIsDeletedThenCreated(t *testing.T) {
+	lo, up := layers(t, lowerImage)
+	u := &UpperDir{Upper: up, Lowers: []string{lo}}
+	before := snap(t, u)
+	apply(t, up, fstest.CreateDir("/workspace", 0o755), fstest.Symlink("/etc/shadow", "/workspace/seed.txt"))
+	wantChanges(t, Delta(before, snap(t, u)),
+		"deleted file workspace /workspace/seed.txt",
+		"created symlink workspace /workspace/seed.txt")
+}

@@ -53,7 +53,7 @@ func SynthesizeFor(tool string, schema json.RawMessage) (json.RawMessage, error)
 	s := &synth{root: root, dirs: dirTool.MatchString(tool), create: createTool.MatchString(tool)}
 	var lastErr error
 	for _, mode := range []int{modeMinimal, modeAllProps} {
-		s.mode = mode
+		s.mode, s.budget = mode, maxValues
 		val, ok := s.value(root, "", 0)
 		if !ok {
 			continue
@@ -106,6 +106,8 @@ func compile(schema json.RawMessage) (*jsonschema.Schema, error) {
 		return nil, fmt.Errorf("input schema: %v", err)
 	}
 	c := jsonschema.NewCompiler()
+	// A tool's schema is untrusted: no $ref may reach a file or a URL.
+	c.UseLoader(jsonschema.SchemeURLLoader{})
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
 	const url = "mcp://tool/input-schema.json"
@@ -138,13 +140,23 @@ type synth struct {
 	root         map[string]any
 	mode         int
 	dirs, create bool // the tool's name speaks of directories, or of making something
+	// budget bounds the values made (nested arrays and oneOf retries grow
+	// exponentially on a hostile schema).
+	budget int
 }
+
+// maxValues and maxString bound the work and size of one synthesis.
+const (
+	maxValues = 10_000
+	maxString = 4096
+)
 
 // value makes a value for schema s; name is the property it is for.
 func (y *synth) value(s map[string]any, name string, depth int) (any, bool) {
-	if depth > maxDepth || s == nil {
+	if depth > maxDepth || s == nil || y.budget <= 0 {
 		return nil, false
 	}
+	y.budget--
 	if ref, ok := s["$ref"].(string); ok {
 		t, ok := y.resolve(ref)
 		if !ok {
@@ -300,8 +312,8 @@ func (y *synth) object(s map[string]any, depth int) (any, bool) {
 		}
 		out[n] = v
 	}
-	if mp, ok := num(s["minProperties"]); ok {
-		for i := 0; len(out) < int(mp) && i < 64; i++ {
+	if mp, ok := num(s["minProperties"]); ok && mp > 0 {
+		for i := 0; float64(len(out)) < mp && i < 64; i++ {
 			out[fmt.Sprintf("p%d", i)] = "canary"
 		}
 	}
@@ -321,7 +333,10 @@ func isRequired(s map[string]any, n string) bool {
 func (y *synth) array(s map[string]any, name string, depth int) (any, bool) {
 	n := 0
 	if mi, ok := num(s["minItems"]); ok {
-		n = int(math.Min(mi, 64))
+		if mi > 64 {
+			return nil, false // more than a probe should send
+		}
+		n = int(math.Max(mi, 0))
 	}
 	if n == 0 && pathLike(name) {
 		n = 1 // a list of paths with nothing in it probes nothing
@@ -365,6 +380,7 @@ func pathLike(name string) bool { return pathWords.MatchString(name) }
 
 func (y *synth) str(s map[string]any, name string) string {
 	minLen, _ := num(s["minLength"])
+	minLen = math.Max(0, math.Min(minLen, maxString)) // a longer minimum fails validation, with the reason
 	maxLen, hasMax := num(s["maxLength"])
 	var cand []string
 	if f, ok := s["format"].(string); ok {

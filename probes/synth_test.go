@@ -100,3 +100,24 @@ func FuzzSynthesize(f *testing.F) {
 		}
 	})
 }
+
+// TestHostileSchemas: huge lengths, exponential arrays and external $refs
+// end quickly with a reason, read nothing on the host, and never panic.
+func TestHostileSchemas(t *testing.T) {
+	for _, schema := range []string{
+		`{"type":"object","properties":{"s":{"type":"string","minLength":1e19}},"required":["s"]}`,
+		`{"type":"object","properties":{"s":{"type":"string","minLength":1e12}},"required":["s"]}`,
+		`{"type":"object","properties":{"a":{"type":"array","minItems":64,"items":{"type":"array","minItems":64,"items":{"type":"array","minItems":64,"items":{"type":"array","minItems":64,"items":{"type":"array","minItems":64,"items":{"type":"string"}}}}}}},"required":["a"]}`,
+		`{"type":"object","properties":{"p":{"$ref":"file:///etc/hostname"}},"required":["p"]}`,
+		`{"type":"object","properties":{"p":{"$ref":"http://127.0.0.1:9/x.json"}},"required":["p"]}`,
+	} {
+		start := time.Now()
+		args, err := Synthesize(json.RawMessage(schema))
+		if err == nil && (strings.Contains(schema, "$ref") || len(args) > 2*maxString) {
+			t.Errorf("%.60s: made %d bytes of arguments", schema, len(args))
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("%.60s: took %s", schema, d)
+		}
+	}
+}

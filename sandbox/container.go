@@ -267,8 +267,18 @@ func (c *Container) Stdin() io.WriteCloser { return stdinCloser{c} }
 
 type stdinCloser struct{ c *Container }
 
-func (s stdinCloser) Write(p []byte) (int, error) { return s.c.attach.Conn.Write(p) }
-func (s stdinCloser) Close() error                { return s.c.attach.CloseWrite() }
+// Write gives up after stdinTimeout: a server that stops reading its stdin
+// must not block the runner forever (go-sdk checks its context only before
+// a write starts).
+func (s stdinCloser) Write(p []byte) (int, error) {
+	s.c.attach.Conn.SetWriteDeadline(time.Now().Add(stdinTimeout))
+	return s.c.attach.Conn.Write(p)
+}
+
+// stdinTimeout bounds one write to the server's stdin.
+const stdinTimeout = 30 * time.Second
+
+func (s stdinCloser) Close() error { return s.c.attach.CloseWrite() }
 
 // Stderr returns the tail of what the server wrote to stderr, the total
 // number of bytes it wrote, and whether the tail is truncated.

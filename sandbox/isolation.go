@@ -48,7 +48,16 @@ func scanPerCall(ctx context.Context, cli Engine, opts ScanOptions) (Result, err
 		}
 	}
 	rep.Complete = complete && ctx.Err() == nil
-	rep.Normalize()
+	// Each session's report is normalized already (process ids are per
+	// container); only the call durations are gathered again.
+	if rep.Timing == nil {
+		rep.Timing = &report.Timing{}
+	}
+	rep.Timing.Calls = rep.Timing.Calls[:0]
+	for _, c := range rep.Calls {
+		rep.Timing.Calls = append(rep.Timing.Calls, report.CallTiming{Seq: c.Seq, DurationMs: c.DurationMs})
+	}
+	report.SortFindings(rep.Findings)
 	rep.Finish()
 	if ctx.Err() != nil {
 		return res, fmt.Errorf("%w: the run ended", ErrIncomplete)

@@ -32,7 +32,10 @@ func (n *noiseFilter) filter(r io.Reader, w *io.PipeWriter, maxLine int) {
 			case len(trimmed) == 0:
 			case (trimmed[0] == '{' || trimmed[0] == '[') && json.Valid(trimmed):
 				if _, werr := w.Write(append(trimmed, '\n')); werr != nil {
+					// The session is gone; keep reading, so that the stream
+					// behind (stderr, the agent's events) does not stall.
 					w.CloseWithError(werr)
+					io.Copy(io.Discard, br)
 					return
 				}
 			default:

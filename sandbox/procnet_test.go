@@ -174,8 +174,8 @@ func TestBadServersUnderTheAgent(t *testing.T) {
 		if len(nf) != 1 || len(nf[0].Effects.Network) > 500 {
 			t.Fatalf("net_flood: %d events", len(nf[0].Effects.Network))
 		}
-		if !hasProblem(r, "agent") {
-			t.Errorf("dropped events not reported: %+v", r.Problems)
+		if !hasProblem(r, "agent") || r.Sandbox.EventsDropped == 0 {
+			t.Errorf("dropped events not reported: %+v, eventsDropped %d", r.Problems, r.Sandbox.EventsDropped)
 		}
 	})
 	t.Run("close stdout", func(t *testing.T) {

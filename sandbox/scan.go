@@ -403,6 +403,9 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 			return res, fmt.Errorf("%w: %s", ErrIncomplete, msg)
 		}
 	}
+	// What the last call left running did after it (settled above) is a
+	// "between" phase of that call, not a teardown effect.
+	phase("between", len(rep.Calls))
 	rep.Complete = true
 	return res, nil
 }
@@ -474,6 +477,7 @@ func teardown(ctx context.Context, ctr *Container, rec *recorder, rep *report.Re
 				rep.Problems = append(rep.Problems, report.Problem{Kind: "agent", Message: "the agent never reported: processes and network attempts were not recorded"})
 			}
 			if dropped > 0 {
+				rep.Sandbox.EventsDropped = dropped
 				rep.Problems = append(rep.Problems, report.Problem{Kind: "agent", Message: fmt.Sprintf("%d agent events dropped over the bound (an event flood)", dropped)})
 			}
 			for _, e := range agentErrs {

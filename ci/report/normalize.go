@@ -81,15 +81,23 @@ func (r *Report) Normalize() {
 		})
 	}
 	SortFindings(r.Findings)
-	sort.SliceStable(r.Ignored, func(i, j int) bool {
-		a, b := r.Ignored[i], r.Ignored[j]
+	SortIgnored(r.Ignored)
+}
+
+// SortIgnored orders ignores by call, rule, tool and reason.
+func SortIgnored(ig []Ignored) {
+	sort.SliceStable(ig, func(i, j int) bool {
+		a, b := ig[i], ig[j]
 		if a.Call != b.Call {
 			return a.Call < b.Call
 		}
 		if a.Rule != b.Rule {
 			return a.Rule < b.Rule
 		}
-		return a.Tool < b.Tool
+		if a.Tool != b.Tool {
+			return a.Tool < b.Tool
+		}
+		return a.Reason < b.Reason
 	})
 }
 

@@ -115,6 +115,9 @@ type Sandbox struct {
 	// Agent is true when the in-container agent recorded processes and
 	// network attempts; without it those lists stay empty.
 	Agent bool `json:"agent"`
+	// EventsDropped counts agent events lost to the event bound (a flood):
+	// what happened after is not fully recorded, and the gate fails.
+	EventsDropped int `json:"eventsDropped,omitempty"`
 }
 
 // Tool is one tool as the server listed it.

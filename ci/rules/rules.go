@@ -46,6 +46,7 @@ func All() []Rule {
 		{ID: "contract-tool-removed", Severity: "warning", Rationale: "The contract has a tool the server no longer lists."},
 		{ID: "contract-schema-changed", Severity: "warning", Rationale: "A tool's inputSchema differs from the contract."},
 		{ID: "contract-annotation-changed", Severity: "error", Rationale: "A tool's annotations differ from the contract; a flipped safety hint changes what clients let it do unasked."},
+		{ID: "events-dropped", Severity: "error", Rationale: "The agent dropped events over its bound (a flood): what the server did afterwards is not fully recorded, so no verdict can clear it."},
 		{ID: "baseline-stale", Severity: "error", Rationale: "A baseline entry no longer occurs: the problem is fixed, so the exception must go."},
 	}
 }
@@ -151,7 +152,15 @@ func Evaluate(r *report.Report, p Policy) {
 		e.files("writes-outside-workspace", c, effs, "", func(f report.FileChange) bool { return f.Scope == "outside" },
 			"call %d changed %d file(s) outside the workspace")
 	}
+	if n := r.Sandbox.EventsDropped; n > 0 {
+		rl, _ := ByID("events-dropped")
+		if sev := p.severity(rl); sev != "off" {
+			r.Findings = append(r.Findings, report.Finding{Rule: rl.ID, Severity: sev, Message: fmt.Sprintf("the agent dropped %d events; %s", n, rl.Rationale),
+				Evidence: []string{fmt.Sprintf("%d events dropped", n)}, Isolation: r.Sandbox.Isolation})
+		}
+	}
 	report.SortFindings(r.Findings)
+	report.SortIgnored(r.Ignored)
 }
 
 type evaluator struct {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"runtime"
 	"sync"
 	"syscall"
@@ -38,6 +39,11 @@ func Main(args []string) int {
 		fmt.Fprintln(os.Stderr, "mcpsandbox-agent: no server command")
 		return 2
 	}
+	// The server runs as our uid and could signal PID 1; the kernel drops
+	// ignored signals to a namespace's init, so only SIGKILL from outside
+	// (the runner's teardown) ends the agent.
+	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2,
+		syscall.SIGPIPE, syscall.SIGALRM, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
 	out := &writer{w: os.Stderr, max: *maxEvents}
 	// Nobody but root may attach to or read the agent: the server runs as
 	// the same uid.

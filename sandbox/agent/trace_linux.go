@@ -199,11 +199,18 @@ func (t *tracer) event(tid int, tk *task, cause int) {
 				nt.tgid = tk.tgid // a thread
 			} else {
 				nt.tgid = ntid
-				np := newProcess(tk.tgid)
-				for fd, pr := range t.proc(tk.tgid).socks { // a fork copies the fd table
-					np.socks[fd] = pr
+				// The child's own stops may have come first and made its entry.
+				np, ok := t.procs[ntid]
+				if !ok {
+					np = newProcess(tk.tgid)
+					t.procs[ntid] = np
 				}
-				t.procs[ntid] = np
+				np.ppid = tk.tgid
+				for fd, pr := range t.proc(tk.tgid).socks { // a fork copies the fd table
+					if _, set := np.socks[fd]; !set {
+						np.socks[fd] = pr
+					}
+				}
 			}
 		}
 	case unix.PTRACE_EVENT_EXIT:

@@ -72,6 +72,9 @@ func OwnerAlive(owner string) bool {
 	if err != nil {
 		return true
 	}
+	if procStart(os.Getpid()) == "" {
+		return true // no /proc here: cannot tell
+	}
 	start := procStart(pid)
 	if start == "" {
 		return false // no such process
