@@ -64,6 +64,8 @@ type Entry struct {
 	GID     int
 	Size    int64
 	ModTime int64 // nanoseconds
+	// Ctime catches a rewrite whose mtime was put back (upper dir only).
+	Ctime int64
 	// SHA256 is the content hash of a regular file up to the size bound;
 	// PrefixSHA256 the hash of its first bytes, as many as it had when last
 	// seen (see Change.Appended).
@@ -86,7 +88,7 @@ func same(a, b Entry) bool {
 	if a.Type == Dir {
 		return true
 	}
-	return a.Size == b.Size && a.ModTime == b.ModTime && a.SHA256 == b.SHA256 && a.Link == b.Link
+	return a.Size == b.Size && a.ModTime == b.ModTime && a.Ctime == b.Ctime && a.SHA256 == b.SHA256 && a.Link == b.Link
 }
 
 // Snapshot is every changed path at one moment, bounded.

@@ -358,3 +358,30 @@ func TestReplacedByAnotherTypeIsDeletedThenCreated(t *testing.T) {
 		"deleted file workspace /workspace/seed.txt",
 		"created symlink workspace /workspace/seed.txt")
 }
+
+// TestWalkNeverListsThroughASwappedDirectory: a directory replaced by a
+// link to a host directory while the walk runs is not descended.
+func TestWalkNeverListsThroughASwappedDirectory(t *testing.T) {
+	root, host := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(host, "host-secret"), []byte("x"), 0o600)
+	os.WriteFile(filepath.Join(root, "a"), nil, 0o644)
+	os.MkdirAll(filepath.Join(root, "b"), 0o755)
+	os.WriteFile(filepath.Join(root, "b", "inside"), nil, 0o644)
+	var seen []string
+	err := walkBeneath(root, func(n node) error {
+		seen = append(seen, n.rel)
+		if n.rel == "/a" { // after b was listed, before it is opened
+			os.Rename(filepath.Join(root, "b"), filepath.Join(root, "b.old"))
+			os.Symlink(host, filepath.Join(root, "b"))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range seen {
+		if strings.Contains(s, "host-secret") {
+			t.Fatalf("the walk went through the link: %q", seen)
+		}
+	}
+}

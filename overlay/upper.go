@@ -35,44 +35,26 @@ func (u *UpperDir) Snapshot(ctx context.Context) (Snapshot, error) {
 	snap := Snapshot{Entries: map[string]Entry{}}
 	seen := map[string]bool{}
 	var opaque []string // opaque directories of the upper dir, seen so far
-	err := filepath.WalkDir(u.Upper, func(hp string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if hp != u.Upper && errors.Is(err, fs.ErrNotExist) {
-				return nil // removed while we walked: the next snapshot tells
-			}
-			return fmt.Errorf("reading upper dir %s: %w", u.Upper, err)
-		}
-		if hp == u.Upper {
-			return nil
-		}
+	err := walkBeneath(u.Upper, func(n node) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		snap.Count++
 		if snap.Count > lim.MaxEntries {
 			snap.Truncated = true
-			return filepath.SkipAll
+			return errSkipAll
 		}
-		rel := hp[len(u.Upper):]
-		info, err := d.Info()
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return fmt.Errorf("reading upper dir entry %s: %w", rel, err)
-		}
-		st, _ := info.Sys().(*syscall.Stat_t)
-		e := Entry{Type: TypeOf(info.Mode()), Mode: info.Mode(), Size: info.Size(), ModTime: info.ModTime().UnixNano()}
-		if st != nil {
-			e.UID, e.GID = int(st.Uid), int(st.Gid)
-		}
+		rel := n.rel
+		info := statInfo{name: rel, st: n.st}
+		e := Entry{Type: TypeOf(info.Mode()), Mode: info.Mode(), Size: info.Size(), ModTime: n.st.Mtim.Nano(),
+			UID: int(n.st.Uid), GID: int(n.st.Gid), Ctime: n.st.Ctim.Nano()}
 		hidden := underAny(rel, opaque)
 		if !hidden {
 			e.Before = u.lookupLower(rel, lim)
 		}
 		switch {
-		case isWhiteout(info):
-			e = Entry{Kind: Removed, Type: Other, Before: e.Before}
+		case n.st.Mode&unix.S_IFMT == unix.S_IFCHR && n.st.Rdev == 0:
+			e = Entry{Kind: Removed, Type: Other, Before: e.Before} // a whiteout
 			if e.Before != nil {
 				e.Type = e.Before.Type
 			}
@@ -83,18 +65,18 @@ func (u *UpperDir) Snapshot(ctx context.Context) (Snapshot, error) {
 		}
 		switch e.Type {
 		case Dir:
-			if e.Kind != Removed && isOpaque(hp) {
+			if e.Kind != Removed && n.opaque {
 				e.Opaque = true
 				opaque = append(opaque, rel)
 			}
 		case Symlink:
 			if e.Kind != Removed {
-				e.Link, _ = os.Readlink(hp) // readlink does not follow
+				e.Link = n.link
 			}
 		case File:
 			if e.Kind != Removed {
 				snap.Bytes += e.Size
-				e.SHA256, e.PrefixSHA256 = u.hash(rel, info, st, lim, e.Before)
+				e.SHA256, e.PrefixSHA256 = u.hash(rel, n.st, lim, e.Before)
 			}
 		}
 		seen[rel] = true
@@ -147,11 +129,11 @@ func isOpaque(p string) bool {
 // an earlier snapshot, or in the image): equal to the old hash, the file
 // was only appended to. Hashes are reused while inode, size and times are
 // unchanged.
-func (u *UpperDir) hash(rel string, info fs.FileInfo, st *syscall.Stat_t, lim Limits, before *Entry) (string, string) {
-	if info.Size() > lim.MaxHashBytes || st == nil {
+func (u *UpperDir) hash(rel string, st unix.Stat_t, lim Limits, before *Entry) (string, string) {
+	if st.Size > lim.MaxHashBytes {
 		return "", ""
 	}
-	key := hashed{ino: int64(st.Ino), size: info.Size(), mtime: info.ModTime().UnixNano(), ctime: st.Ctim.Nano()}
+	key := hashed{ino: int64(st.Ino), size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
 	h, seen := u.hashes[rel]
 	if seen && h.ino == key.ino && h.size == key.size && h.mtime == key.mtime && h.ctime == key.ctime {
 		return h.sum, h.prefix
