@@ -69,10 +69,12 @@ func (r *Report) Normalize() {
 		for i := range e.Processes {
 			e.Processes[i].PPID = id(e.Processes[i].PPID)
 		}
+		// Sorted before ids are given (ids follow first appearance), and
+		// the pid left out of the key: its kernel value is arbitrary.
+		sort.SliceStable(e.Network, func(i, j int) bool { return netKey(e.Network[i]) < netKey(e.Network[j]) })
 		for i := range e.Network {
 			e.Network[i].PID = id(e.Network[i].PID)
 		}
-		sort.SliceStable(e.Network, func(i, j int) bool { return netKey(e.Network[i]) < netKey(e.Network[j]) })
 		sort.SliceStable(e.Files, func(i, j int) bool {
 			if e.Files[i].Path != e.Files[j].Path {
 				return e.Files[i].Path < e.Files[j].Path
@@ -119,7 +121,7 @@ func SortFindings(fs []Finding) {
 }
 
 func netKey(n NetEvent) string {
-	return strings.Join([]string{n.Kind, n.Host, n.Address, itoa(n.Port), n.Protocol, n.Result, n.Method, n.Path, itoa(n.PID)}, "\x00")
+	return strings.Join([]string{n.Kind, n.Host, n.Address, itoa(n.Port), n.Protocol, n.Result, n.Method, n.Path, strings.Join(n.Secrets, ",")}, "\x00")
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
