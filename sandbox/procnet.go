@@ -40,12 +40,17 @@ func (p *procNet) collect(ctx context.Context, eff *report.Effects, call bool) {
 	}
 	m := agent.Now()
 	p.events.sync(ctx, m, p.sync)
+	forked := map[int]int{} // pid -> ppid, forked in this stretch and not exec'd yet
 	for _, e := range p.events.take(m) {
 		switch e.Kind {
+		case agent.KindFork:
+			p.live[e.PID] = true
+			forked[e.PID] = e.PPID
 		case agent.KindExec:
 			if e.Result != "ok" && p.failed(eff, e) {
 				continue
 			}
+			delete(forked, e.PID)
 			pr := report.Process{PID: e.PID, PPID: e.PPID, Argv: e.Argv, Cwd: e.Cwd}
 			if pr.Argv == nil {
 				pr.Argv = []string{}
@@ -61,6 +66,7 @@ func (p *procNet) collect(ctx context.Context, eff *report.Effects, call bool) {
 			eff.Processes = append(eff.Processes, pr)
 		case agent.KindExit:
 			delete(p.live, e.PID)
+			delete(forked, e.PID)
 			if e.ExitCode != nil {
 				p.exits[e.PID] = *e.ExitCode
 			}
@@ -87,6 +93,18 @@ func (p *procNet) collect(ctx context.Context, eff *report.Effects, call bool) {
 	}
 	p.started = p.started[:0]
 	if call {
+		// A forked child that never ran a program and outlives the call is
+		// listed too: it can act later like any other.
+		pids := make([]int, 0, len(forked))
+		for pid := range forked {
+			pids = append(pids, pid)
+		}
+		sort.Ints(pids)
+		for _, pid := range pids {
+			if p.live[pid] {
+				eff.Processes = append(eff.Processes, report.Process{PID: pid, PPID: forked[pid], Argv: []string{"(forked, no exec)"}})
+			}
+		}
 		for i := range eff.Processes {
 			if pr := &eff.Processes[i]; p.live[pr.PID] && pr.PID != p.main {
 				pr.Background = true

@@ -66,6 +66,7 @@ const (
 	KindTick    = "tick"    // heartbeat: every event before it has been sent
 	KindStart   = "start"   // the agent runs; Data holds its mode
 	KindExec    = "exec"    // a process ran a program (Result: ok or errno)
+	KindFork    = "fork"    // a process was forked (it may exec next, or not)
 	KindExit    = "exit"    // a process ended
 	KindConnect = "connect" // connect, or sendto/sendmsg with an address
 	KindListen  = "listen"  // listen, or bind of a UDP port

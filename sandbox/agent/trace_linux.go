@@ -206,6 +206,12 @@ func (t *tracer) event(tid int, tk *task, cause int) {
 					t.procs[ntid] = np
 				}
 				np.ppid = tk.tgid
+				if !np.execed {
+					// A child that never execs can still outlive the call:
+					// the runner must know it exists, and when it exits.
+					np.execed = true
+					t.out.emit(&Event{Kind: KindFork, PID: ntid, PPID: tk.tgid})
+				}
 				for fd, pr := range t.proc(tk.tgid).socks { // a fork copies the fd table
 					if _, set := np.socks[fd]; !set {
 						np.socks[fd] = pr
