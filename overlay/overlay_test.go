@@ -45,6 +45,22 @@ func apply(t *testing.T, dir string, a ...fstest.Applier) {
 	}
 }
 
+// stepper returns a function that applies changes to a fresh upper dir
+// over lowerImage and returns the delta since the previous step: one
+// phase of a run each.
+func stepper(t *testing.T) func(a ...fstest.Applier) []Change {
+	lo, up := layers(t, lowerImage)
+	u := &UpperDir{Upper: up, Lowers: []string{lo}}
+	prev := snap(t, u)
+	return func(a ...fstest.Applier) []Change {
+		apply(t, up, a...)
+		cur := snap(t, u)
+		d := Delta(prev, cur)
+		prev = cur
+		return d
+	}
+}
+
 func snap(t *testing.T, u *UpperDir) Snapshot {
 	t.Helper()
 	s, err := u.Snapshot(context.Background())
@@ -142,16 +158,7 @@ func TestClassifiesEveryKindOfChange(t *testing.T) {
 }
 
 func TestAttributesEachWriteToItsPhase(t *testing.T) {
-	lo, up := layers(t, lowerImage)
-	u := &UpperDir{Upper: up, Lowers: []string{lo}}
-	prev := snap(t, u)
-	step := func(a ...fstest.Applier) []Change {
-		apply(t, up, a...)
-		cur := snap(t, u)
-		d := Delta(prev, cur)
-		prev = cur
-		return d
-	}
+	step := stepper(t)
 	wantChanges(t, step(fstest.CreateDir("/tmp", 0o1777), fstest.CreateFile("/tmp/x", []byte("one"), 0o644)),
 		"created file outside/tmp /tmp/x")
 	wantChanges(t, step(fstest.CreateFile("/tmp/x", []byte("two"), 0o644)),
@@ -311,16 +318,7 @@ func TestScopeAndArea(t *testing.T) {
 }
 
 func TestAppendIsToldFromOverwrite(t *testing.T) {
-	lo, up := layers(t, lowerImage)
-	u := &UpperDir{Upper: up, Lowers: []string{lo}}
-	prev := snap(t, u)
-	step := func(a ...fstest.Applier) []Change {
-		apply(t, up, a...)
-		cur := snap(t, u)
-		d := Delta(prev, cur)
-		prev = cur
-		return d
-	}
+	step := stepper(t)
 	appendTo := func(name, data string) fstest.Applier {
 		return applyFunc(func(root string) error {
 			f, err := os.OpenFile(filepath.Join(root, name), os.O_APPEND|os.O_WRONLY, 0)
