@@ -10,6 +10,7 @@ import (
 // Syscall numbers on amd64.
 const (
 	sysSocket          = 41
+	sysExit            = 60
 	sysExecve          = 59
 	sysExecveat        = 322
 	sysConnect         = 42

@@ -220,7 +220,7 @@ func (t *tracer) event(tid int, tk *task, cause int) {
 			}
 		}
 	case unix.PTRACE_EVENT_EXIT:
-		if tid == tk.tgid {
+		if tid == tk.tgid && !leaderThreadExit(tid) {
 			if p := t.procs[tid]; p != nil && p.execed && !p.exitSent {
 				msg, err := unix.PtraceGetEventMsg(tid)
 				if err == nil {
@@ -587,6 +587,16 @@ func procNetHas(path, inode string) bool {
 		}
 	}
 	return false
+}
+
+// leaderThreadExit tells a group leader that ends only its own thread
+// (SYS_exit while other threads run on) from the end of the process.
+func leaderThreadExit(tid int) bool {
+	r, err := getRegs(tid)
+	if err != nil || r.nr != sysExit {
+		return false
+	}
+	return statusField(tid, "Threads:", 1) > 1
 }
 
 func tgidOf(tid int) int { return statusField(tid, "Tgid:", tid) }
