@@ -39,6 +39,7 @@ type Engine interface {
 	ContainerList(ctx context.Context, options container.ListOptions) ([]container.Summary, error)
 	CopyToContainer(ctx context.Context, containerID, dstPath string, content io.Reader, options container.CopyToContainerOptions) error
 	ContainerCommit(ctx context.Context, containerID string, options container.CommitOptions) (container.CommitResponse, error)
+	ImageLoad(ctx context.Context, input io.Reader, opts ...client.ImageLoadOption) (image.LoadResponse, error)
 	// For the API change source.
 	ContainerDiff(ctx context.Context, containerID string) ([]container.FilesystemChange, error)
 	ContainerStatPath(ctx context.Context, containerID, path string) (container.PathStat, error)

@@ -11,6 +11,8 @@ import (
 const (
 	sysSocket          = 41
 	sysExit            = 60
+	sysClone           = 56
+	sysClone3          = 435
 	sysExecve          = 59
 	sysExecveat        = 322
 	sysConnect         = 42

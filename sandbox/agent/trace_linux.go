@@ -195,7 +195,7 @@ func (t *tracer) event(tid int, tk *task, cause int) {
 				nt = &task{}
 				t.tasks[ntid] = nt
 			}
-			if cause == unix.PTRACE_EVENT_CLONE && tgidOf(ntid) == tk.tgid {
+			if cause == unix.PTRACE_EVENT_CLONE && cloneThread(tid) {
 				nt.tgid = tk.tgid // a thread
 			} else {
 				nt.tgid = ntid
@@ -587,6 +587,30 @@ func procNetHas(path, inode string) bool {
 		}
 	}
 	return false
+}
+
+// cloneThread reports whether the clone the stopped task made is a thread
+// (CLONE_THREAD), from the syscall's own flags: clone's first argument, or
+// the first field of clone3's struct.
+func cloneThread(tid int) bool {
+	r, err := getRegs(tid)
+	if err != nil {
+		return false
+	}
+	var flags uint64
+	switch r.nr {
+	case sysClone:
+		flags = r.args[0]
+	case sysClone3:
+		b := readBytes(tid, r.args[0], 8)
+		if len(b) < 8 {
+			return false
+		}
+		flags = binary.LittleEndian.Uint64(b)
+	default:
+		return false
+	}
+	return flags&unix.CLONE_THREAD != 0
 }
 
 // leaderThreadExit tells a group leader that ends only its own thread
