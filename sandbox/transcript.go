@@ -54,6 +54,16 @@ func (t *Transcript) Results(method string) []json.RawMessage {
 
 func idKey(id jsonrpc.ID) string { return fmt.Sprintf("%T:%v", id.Raw(), id.Raw()) }
 
+// expect notes the method of a request about to be sent, so that its
+// answer's raw result can be found by method.
+func (t *Transcript) expect(msg jsonrpc.Message) {
+	if m, ok := msg.(*jsonrpc.Request); ok && m.ID.IsValid() {
+		t.mu.Lock()
+		t.methods[idKey(m.ID)] = m.Method
+		t.mu.Unlock()
+	}
+}
+
 func (t *Transcript) record(dir string, msg jsonrpc.Message) {
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
@@ -62,10 +72,6 @@ func (t *Transcript) record(dir string, msg jsonrpc.Message) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch m := msg.(type) {
-	case *jsonrpc.Request:
-		if dir == "send" && m.ID.IsValid() {
-			t.methods[idKey(m.ID)] = m.Method
-		}
 	case *jsonrpc.Response:
 		if dir == "recv" {
 			if method, ok := t.methods[idKey(m.ID)]; ok && m.Error == nil {
@@ -112,6 +118,9 @@ func (c *recordingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 func (c *recordingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	// The request's method is noted before it is sent: the answer can be
+	// read (and recorded) before Write returns.
+	c.t.expect(msg)
 	err := c.Connection.Write(ctx, msg)
 	if err == nil {
 		c.t.record("send", msg)
