@@ -310,8 +310,8 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (res Result, err er
 	phase("tools/list", 0)
 
 	ptools := make([]probes.Tool, len(rep.Tools))
+	isTrue := func(b *bool) bool { return b != nil && *b }
 	for i, t := range rep.Tools {
-		isTrue := func(b *bool) bool { return b != nil && *b }
 		ptools[i] = probes.Tool{Name: t.Name, InputSchema: t.InputSchema, Idempotent: isTrue(t.Hints.Idempotent),
 			ReadOnly: isTrue(t.Hints.ReadOnly), NonDestructive: t.Hints.Destructive != nil && !*t.Hints.Destructive}
 	}

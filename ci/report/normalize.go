@@ -89,35 +89,29 @@ func (r *Report) Normalize() {
 // SortIgnored orders ignores by call, rule, tool and reason.
 func SortIgnored(ig []Ignored) {
 	sort.SliceStable(ig, func(i, j int) bool {
-		a, b := ig[i], ig[j]
-		if a.Call != b.Call {
-			return a.Call < b.Call
-		}
-		if a.Rule != b.Rule {
-			return a.Rule < b.Rule
-		}
-		if a.Tool != b.Tool {
-			return a.Tool < b.Tool
-		}
-		return a.Reason < b.Reason
+		return less(ig[i].Call, ig[j].Call, ig[i].Rule, ig[j].Rule, ig[i].Tool, ig[j].Tool, ig[i].Reason, ig[j].Reason)
 	})
 }
 
 // SortFindings orders findings by call, rule, tool and evidence.
 func SortFindings(fs []Finding) {
 	sort.SliceStable(fs, func(i, j int) bool {
-		a, b := fs[i], fs[j]
-		if a.Call != b.Call {
-			return a.Call < b.Call
-		}
-		if a.Rule != b.Rule {
-			return a.Rule < b.Rule
-		}
-		if a.Tool != b.Tool {
-			return a.Tool < b.Tool
-		}
-		return strings.Join(a.Evidence, "\n") < strings.Join(b.Evidence, "\n")
+		return less(fs[i].Call, fs[j].Call, fs[i].Rule, fs[j].Rule, fs[i].Tool, fs[j].Tool,
+			strings.Join(fs[i].Evidence, "\n"), strings.Join(fs[j].Evidence, "\n"))
 	})
+}
+
+// less orders by call, then by each pair of strings in turn.
+func less(callA, callB int, pairs ...string) bool {
+	if callA != callB {
+		return callA < callB
+	}
+	for k := 0; k+1 < len(pairs); k += 2 {
+		if pairs[k] != pairs[k+1] {
+			return pairs[k] < pairs[k+1]
+		}
+	}
+	return false
 }
 
 func netKey(n NetEvent) string {
