@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -33,9 +34,15 @@ type Client interface {
 // Repo is the repository every runtime image is tagged in: mcpsandbox/<name>.
 const Repo = "mcpsandbox/"
 
-// User is the unprivileged user of every image, and the default user of
-// every sandbox.
-const User = "10001:10001"
+// UID and GID are the unprivileged user of every image (named sandbox),
+// and the default user of every sandbox.
+const (
+	UID = 10001
+	GID = 10001
+)
+
+// User is UID:GID as Docker takes it.
+func User() string { return strconv.Itoa(UID) + ":" + strconv.Itoa(GID) }
 
 // BuildOptions configures Build.
 type BuildOptions struct {
@@ -139,7 +146,7 @@ func Build(ctx context.Context, cli Client, name string, opts BuildOptions) (Res
 func imageChanges(name string) []string {
 	return []string{
 		"ENV PATH=/usr/local/bin:/usr/bin:/bin",
-		"USER " + User,
+		"USER " + User(),
 		"WORKDIR /workspace",
 		`CMD ["/bin/sh"]`,
 		fmt.Sprintf("LABEL %s=true", label.Managed),

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
 )
 
 // Canary paths the synthesizer points path-like properties at; the runner
@@ -74,7 +76,7 @@ func SynthesizeFor(tool string, schema json.RawMessage) (json.RawMessage, error)
 	if lastErr == nil {
 		lastErr = fmt.Errorf("no value satisfies the schema")
 	}
-	return nil, fmt.Errorf("no valid arguments could be made: %s", oneLine(lastErr.Error()))
+	return nil, fmt.Errorf("no valid arguments could be made: %s", report.OneLine(lastErr.Error()))
 }
 
 // Validate checks arguments against a tool's input schema.
@@ -116,7 +118,7 @@ func compile(schema json.RawMessage) (*jsonschema.Schema, error) {
 	}
 	s, err := c.Compile(url)
 	if err != nil {
-		return nil, fmt.Errorf("input schema does not compile: %s", oneLine(err.Error()))
+		return nil, fmt.Errorf("input schema does not compile: %s", report.OneLine(err.Error()))
 	}
 	return s, nil
 }
@@ -128,8 +130,6 @@ func validate(s *jsonschema.Schema, args []byte) error {
 	}
 	return s.Validate(v)
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 const (
 	modeMinimal  = iota // required properties only

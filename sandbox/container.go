@@ -23,6 +23,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/mcpsandbox/mcpsandbox/images"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/agent"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 )
@@ -65,10 +66,10 @@ func DefaultLimits() Limits { return Limits{Pids: 256, MemoryMB: 1024, CPUs: 1} 
 // ContainerOptions configures a sandbox container.
 type ContainerOptions struct {
 	Image   string
-	Argv    []string // no shell: argv[0] is run as is
-	Env     []string // KEY=VAL
-	User    string   // default 10001:10001
-	Network string   // default "none"
+	Argv    []string    // no shell: argv[0] is run as is
+	Env     []string    // KEY=VAL
+	User    string      // default images.User()
+	Network NetworkMode // default NetworkNone
 	Mounts  []Mount
 	Limits  Limits
 	RunID   string
@@ -76,7 +77,7 @@ type ContainerOptions struct {
 	StderrLimit int
 	// Agent is the host path of a static mcpsandbox-agent binary. When set,
 	// it runs as PID 1 and the server under it; its events are read from
-	// stderr. Network is then one of none, sinkhole, bridge, host.
+	// stderr.
 	Agent string
 	// MaxEvents bounds the agent events held before they are taken.
 	MaxEvents int
@@ -94,7 +95,7 @@ type Container struct {
 
 	cli    Engine
 	attach types.HijackedResponse
-	stdout *io.PipeReader
+	stdout *elasticPipe
 	stderr *tailBuffer
 	events *eventStore
 	demux  chan error // the demultiplexer's end
@@ -107,20 +108,20 @@ type Container struct {
 // left behind: the container is removed before Start returns.
 func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container, err error) {
 	if opts.User == "" {
-		opts.User = "10001:10001"
+		opts.User = images.User()
 	}
-	if opts.Network == "" {
-		opts.Network = "none"
+	if opts.Network == 0 {
+		opts.Network = NetworkNone
 	}
 	if opts.MaxEvents == 0 {
 		opts.MaxEvents = 100_000
 	}
-	dockerNet, agentMode := opts.Network, agent.ModeOpen
+	dockerNet, agentMode := opts.Network.String(), agent.ModeOpen
 	switch opts.Network {
-	case "none":
+	case NetworkNone:
 		agentMode = agent.ModeNone
-	case "sinkhole":
-		dockerNet, agentMode = "none", agent.ModeSinkhole
+	case NetworkSinkhole:
+		dockerNet, agentMode = NetworkNone.String(), agent.ModeSinkhole
 	}
 	if opts.Limits == (Limits{}) {
 		opts.Limits = DefaultLimits()
@@ -182,7 +183,7 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 		// only; its output goes to stderr, never into the upper layer.
 		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: opts.Agent, Target: AgentPath, ReadOnly: true})
 		cfg.Entrypoint = []string{AgentPath, "--network", agentMode, "--max-events", fmt.Sprint(opts.MaxEvents), "--"}
-		if dockerNet == "none" {
+		if dockerNet == NetworkNone.String() {
 			// DNS goes to the agent's sink on the loopback, which may bind
 			// port 53 without a capability.
 			host.DNS = []string{"127.0.0.1"}
@@ -206,8 +207,7 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 	if err != nil {
 		return nil, &InfraError{Cause: fmt.Sprintf("attaching to the container: %v", err), Err: err}
 	}
-	pr, pw := io.Pipe()
-	c.stdout = pr
+	c.stdout = newElasticPipe(stdoutBuffer)
 	er, ew := io.Pipe()
 	decoded := make(chan struct{})
 	go func() {
@@ -225,8 +225,8 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 		close(decoded)
 	}()
 	go func() {
-		_, err := stdcopy.StdCopy(pw, ew, c.attach.Reader)
-		pw.CloseWithError(err) // nil: EOF for the reader
+		_, err := stdcopy.StdCopy(c.stdout, ew, c.attach.Reader)
+		c.stdout.CloseWithError(err) // nil: EOF for the reader
 		ew.Close()
 		<-decoded
 		c.demux <- err
@@ -252,10 +252,14 @@ func startError(opts ContainerOptions, err error) error {
 	}
 	if strings.Contains(msg, "permission denied") {
 		return &InfraError{Cause: fmt.Sprintf("the server command %q cannot be executed in image %s", opts.Argv[0], opts.Image),
-			Fix: "check that it is executable by uid 10001", Err: err}
+			Fix: "check that it is executable by the sandbox user " + images.User(), Err: err}
 	}
 	return &InfraError{Cause: fmt.Sprintf("starting the container: %v", err), Err: err}
 }
+
+// stdoutBuffer bounds the server's stdout held before the runner reads it
+// (see elasticPipe).
+const stdoutBuffer = 16 << 20
 
 // AgentPath is where the agent is mounted in every sandbox.
 const AgentPath = "/.mcpsandbox/agent"

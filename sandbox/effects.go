@@ -20,13 +20,6 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 )
 
-// Change sources: where file effects are read from.
-const (
-	ChangesAuto     = "auto"     // the upper dir when readable, else the API
-	ChangesUpperDir = "upperdir" // the container's overlayfs upper dir, read on the host
-	ChangesAPI      = "api"      // the Engine API's changes, stat and archive calls
-)
-
 // changeSource takes cumulative snapshots of a container's changes.
 type changeSource interface {
 	Snapshot(ctx context.Context) (overlay.Snapshot, error)
@@ -37,14 +30,14 @@ type changeSource interface {
 // when the engine is local and the dir readable (cost in proportion to what
 // changed, no API calls), else the API (remote engines, rootless, Docker
 // Desktop).
-func newChangeSource(ctx context.Context, cli Engine, id, image, mode, runID string, lim overlay.Limits) (changeSource, string, error) {
-	if mode == "" {
+func newChangeSource(ctx context.Context, cli Engine, id, image string, mode ChangesMode, runID string, lim overlay.Limits) (changeSource, ChangesMode, error) {
+	if mode == 0 {
 		mode = ChangesAuto
 	}
 	if mode != ChangesAPI {
 		in, err := cli.ContainerInspect(ctx, id)
 		if err != nil {
-			return nil, "", fmt.Errorf("inspecting container %.12s: %w", id, err)
+			return nil, 0, fmt.Errorf("inspecting container %.12s: %w", id, err)
 		}
 		upper, lower := in.GraphDriver.Data["UpperDir"], in.GraphDriver.Data["LowerDir"]
 		fi, err := os.Stat(upper)
@@ -56,13 +49,13 @@ func newChangeSource(ctx context.Context, cli Engine, id, image, mode, runID str
 			}
 			return &upperSource{overlay.UpperDir{Upper: upper, Lowers: lowers, Limits: lim}}, ChangesUpperDir, nil
 		case mode == ChangesUpperDir:
-			return nil, "", &InfraError{Cause: fmt.Sprintf("the container's upper dir is not readable here (driver %s, upper %q: %v)", in.GraphDriver.Name, upper, err),
+			return nil, 0, &InfraError{Cause: fmt.Sprintf("the container's upper dir is not readable here (driver %s, upper %q: %v)", in.GraphDriver.Name, upper, err),
 				Fix: "run as root next to a local overlay2 engine, or use --changes api"}
 		}
 	}
 	src, err := newAPISource(ctx, cli, id, image, runID, lim)
 	if err != nil {
-		return nil, "", err
+		return nil, 0, err
 	}
 	return src, ChangesAPI, nil
 }

@@ -52,9 +52,9 @@ func TestFileEffectsOnTheLyingFixture(t *testing.T) {
 			"created file workspace /workspace/notes/note-1.txt",
 		},
 	}
-	got := map[string][][]string{}
-	for _, mode := range []string{sandbox.ChangesUpperDir, sandbox.ChangesAPI} {
-		t.Run(mode, func(t *testing.T) {
+	got := map[sandbox.ChangesMode][][]string{}
+	for _, mode := range []sandbox.ChangesMode{sandbox.ChangesUpperDir, sandbox.ChangesAPI} {
+		t.Run(mode.String(), func(t *testing.T) {
 			opts := fixtureOpts(t, "honest", "liar")
 			opts.Workspace = seedWorkspace(t)
 			opts.Changes = mode
@@ -66,7 +66,7 @@ func TestFileEffectsOnTheLyingFixture(t *testing.T) {
 				t.Fatalf("scan: %v", err)
 			}
 			r := res.Report
-			if r.Sandbox.Changes != mode {
+			if r.Sandbox.Changes != mode.String() {
 				t.Fatalf("changes read by %q, want %q", r.Sandbox.Changes, mode)
 			}
 			var all [][]string
@@ -120,8 +120,8 @@ func TestFileEffectsOnTheLyingFixture(t *testing.T) {
 // and counted.
 func TestHostileFilesystem(t *testing.T) {
 	cli := sandboxtest.Docker(t)
-	for _, mode := range []string{sandbox.ChangesUpperDir, sandbox.ChangesAPI} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []sandbox.ChangesMode{sandbox.ChangesUpperDir, sandbox.ChangesAPI} {
+		t.Run(mode.String(), func(t *testing.T) {
 			opts := fixtureOpts(t, "hostile")
 			opts.Changes = mode
 			opts.MaxListed = 50

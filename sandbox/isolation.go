@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -9,63 +8,86 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/probes"
 )
 
-// scanPerCall runs each planned call in a fresh container from the same
+// scanPerCall runs each planned call in a fresh session from the same
 // starting state (image, workspace, canaries, honeytokens). A first
 // session lists the tools and plans; then each call (with its repeats,
 // which need the state the call left) gets its own session. What a
 // session does after its call, until teardown, is a "between" phase of
 // that call. Process ids are per container.
-func scanPerCall(ctx context.Context, cli Engine, opts ScanOptions) (Result, error) {
-	tokens := probes.NewHoneytokens()
-	disc := opts
-	disc.Isolation, disc.listOnly, disc.tokens = "session", true, &tokens
-	res, err := Scan(ctx, cli, disc)
-	rep := res.Report
-	rep.Sandbox.Isolation = "call"
-	if err != nil {
-		return res, err
+func (sc *scanner) scanPerCall() (res Result, err error) {
+	disc, derr := sc.open()
+	rep := disc.rep
+	res = Result{Report: rep, Transcript: disc.transcript}
+	rep.Sandbox.Isolation = IsolationCall.String()
+	var plan []probes.Call
+	func() {
+		defer sc.close(disc, &derr)
+		if derr != nil {
+			derr = sc.startError(derr)
+			return
+		}
+		rep.Tools, derr = sc.list(disc)
+		if derr == nil {
+			plan = sc.plan(rep)
+		}
+	}()
+	if derr != nil {
+		return res, derr
 	}
 	complete := true
 	var errs []error
-	for _, group := range groupRepeats(res.plan) {
-		if ctx.Err() != nil {
+	for _, group := range groupRepeats(plan) {
+		if sc.ctx.Err() != nil {
 			for _, c := range group {
-				rep.NotCalled = append(rep.NotCalled, report.NotCalled{Tool: c.Tool, Reason: "not reached: the run ended"})
+				rep.NotCalled = append(rep.NotCalled, report.NotCalled{Tool: c.Tool, Reason: "not reached: " + sc.why().Message})
 			}
 			complete = false
 			continue
 		}
-		sub := opts
-		sub.Isolation, sub.plan, sub.tokens = "session", group, &tokens
-		sr, serr := Scan(ctx, cli, sub)
-		mergeCall(rep, sr.Report)
+		serr := sc.callSession(rep, group)
 		if serr != nil {
 			complete = false
 			if !errors.Is(serr, ErrIncomplete) {
-				rep.Problems = append(rep.Problems, report.Problem{Kind: "infra", Call: len(rep.Calls), Message: oneLine(serr.Error())})
+				rep.Problems = append(rep.Problems, report.Problem{Kind: "infra", Call: len(rep.Calls), Message: report.OneLine(serr.Error())})
 				errs = append(errs, serr)
 			}
 		}
 	}
-	rep.Complete = complete && ctx.Err() == nil
-	// Each session's report is normalized already (process ids are per
-	// container); only the call durations are gathered again.
-	if rep.Timing == nil {
-		rep.Timing = &report.Timing{}
-	}
-	rep.Timing.Calls = rep.Timing.Calls[:0]
-	for _, c := range rep.Calls {
-		rep.Timing.Calls = append(rep.Timing.Calls, report.CallTiming{Seq: c.Seq, DurationMs: c.DurationMs})
-	}
-	report.SortFindings(rep.Findings)
-	rep.Finish()
-	if ctx.Err() != nil {
-		return res, fmt.Errorf("%w: the run ended", ErrIncomplete)
+	rep.Complete = complete && sc.ctx.Err() == nil
+	if sc.ctx.Err() != nil {
+		rep.Problems = append(rep.Problems, sc.why())
+		return res, fmt.Errorf("%w: %s", ErrIncomplete, sc.why().Message)
 	}
 	if len(errs) > 0 {
-		return res, fmt.Errorf("%w: %d call session(s) failed: %v", ErrIncomplete, len(errs), errors.Join(errs...))
+		return res, fmt.Errorf("%w: %d call session(s) failed: %w", ErrIncomplete, len(errs), errors.Join(errs...))
+	}
+	if !rep.Complete {
+		return res, fmt.Errorf("%w: a call session did not run every step", ErrIncomplete)
 	}
 	return res, nil
+}
+
+// callSession runs one group of calls in a fresh session and moves its
+// calls, phases after them, problems and skips into rep.
+func (sc *scanner) callSession(rep *report.Report, group []probes.Call) (err error) {
+	first := len(rep.Calls)
+	s, err := sc.open()
+	defer func() {
+		sc.close(s, &err)
+		mergeCall(rep, s.rep, first)
+	}()
+	if err != nil {
+		for _, c := range group {
+			s.rep.NotCalled = append(s.rep.NotCalled, report.NotCalled{Tool: c.Tool, Reason: "not reached: the call's session did not start"})
+		}
+		return sc.startError(err)
+	}
+	// Listed as in the first session, so that the client knows the same
+	// tools (output schemas) whichever mode runs.
+	if _, err := sc.list(s); err != nil {
+		return err
+	}
+	return sc.runCalls(s, group, first)
 }
 
 // groupRepeats keeps each call together with the repeats that follow it.
@@ -81,34 +103,34 @@ func groupRepeats(plan []probes.Call) [][]probes.Call {
 	return out
 }
 
-// mergeCall moves one session's calls into the report, numbered on, with
-// what happened after them (between phases and teardown) as "between"
-// phases of the call, and the session's problems and skips.
-func mergeCall(rep, sub *report.Report) {
-	first := len(rep.Calls)
-	for _, c := range sub.Calls {
-		c.Seq += first
-		rep.Calls = append(rep.Calls, c)
-	}
+// mergeCall moves one call session's calls into rep (they are numbered
+// already), with what happened after them (between phases and teardown)
+// as "between" phases of its last call, and the session's problems and
+// skips. Its start-up phases repeat the first session's and are dropped.
+func mergeCall(rep, sub *report.Report, first int) {
+	rep.Calls = append(rep.Calls, sub.Calls...)
 	last := len(rep.Calls)
 	for _, p := range sub.Phases {
 		switch p.Name {
 		case "between":
-			p.After += first
+			if p.After <= first {
+				continue // before its call: the same start-up
+			}
 		case "teardown":
 			p.Name, p.After = "between", last
 		default:
-			continue // the session's start-up repeats the first session's
+			continue
 		}
-		if len(p.Effects.Files)+len(p.Effects.Processes)+len(p.Effects.Network) > 0 {
+		if !empty(p.Effects) {
 			rep.Phases = append(rep.Phases, p)
 		}
 	}
-	for _, p := range sub.Problems {
-		if p.Call > 0 {
-			p.Call += first
-		}
-		rep.Problems = append(rep.Problems, p)
-	}
+	rep.Problems = append(rep.Problems, sub.Problems...)
 	rep.NotCalled = append(rep.NotCalled, sub.NotCalled...)
+	if rep.Timing == nil {
+		rep.Timing = &report.Timing{}
+	}
+	if sub.Timing != nil {
+		rep.Timing.Calls = append(rep.Timing.Calls, sub.Timing.Calls...)
+	}
 }

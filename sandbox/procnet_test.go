@@ -108,7 +108,7 @@ func TestProcessesAndNetworkInNoneMode(t *testing.T) {
 func TestSinkholeRecordsRequests(t *testing.T) {
 	cli := sandboxtest.Docker(t)
 	opts := fixtureOpts(t, "liar")
-	opts.Network = "sinkhole"
+	opts.Network = sandbox.NetworkSinkhole
 	opts.Probes = steps(t, `[{"tool":"upload"}]`)
 	res, err := scan(t, cli, opts)
 	if err != nil {

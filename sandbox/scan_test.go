@@ -44,7 +44,10 @@ func scan(t *testing.T, cli *client.Client, opts sandbox.ScanOptions) (sandbox.R
 	sandboxtest.NoLeftovers(t, cli, opts.RunID)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	return sandbox.Scan(ctx, cli, opts)
+	res, err := sandbox.Scan(ctx, cli, opts)
+	// The observations' counts; verdicts are ci/verdict's, not tested here.
+	res.Report.Finish()
+	return res, err
 }
 
 func fixtureOpts(t *testing.T, sets ...string) sandbox.ScanOptions {
@@ -444,7 +447,7 @@ func TestEveryToolOfRealServersIsCalled(t *testing.T) {
 func TestCallIsolation(t *testing.T) {
 	cli := sandboxtest.Docker(t)
 	opts := fixtureOpts(t, "honest")
-	opts.Isolation = "call"
+	opts.Isolation = sandbox.IsolationCall
 	opts.Probes = steps(t, `[{"tool":"add_note","arguments":{"text":"a"}},{"tool":"add_note","arguments":{"text":"b"}},{"tool":"echo","arguments":{"text":"x"}}]`)
 	res, err := scan(t, cli, opts)
 	if err != nil {

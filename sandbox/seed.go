@@ -14,6 +14,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 
+	"github.com/mcpsandbox/mcpsandbox/images"
 	"github.com/mcpsandbox/mcpsandbox/probes"
 )
 
@@ -44,12 +45,12 @@ func seed(ctx context.Context, cli Engine, id string, files []probes.SeedFile, h
 				mode = 0o700
 			}
 			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(d, "/") + "/", Mode: mode,
-				Uid: 10001, Gid: 10001, ModTime: mtime, Format: tar.FormatPAX}); err != nil {
+				Uid: images.UID, Gid: images.GID, ModTime: mtime, Format: tar.FormatPAX}); err != nil {
 				return err
 			}
 		}
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(f.Path, "/"), Mode: f.Mode,
-			Size: int64(len(f.Content)), Uid: 10001, Gid: 10001, ModTime: mtime, Format: tar.FormatPAX}); err != nil {
+			Size: int64(len(f.Content)), Uid: images.UID, Gid: images.GID, ModTime: mtime, Format: tar.FormatPAX}); err != nil {
 			return err
 		}
 		if _, err := tw.Write([]byte(f.Content)); err != nil {

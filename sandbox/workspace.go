@@ -21,6 +21,8 @@ import (
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/images"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 )
 
@@ -128,7 +130,7 @@ func writeWorkspaceTar(w io.Writer, dir string) (skipped []string, err error) {
 		if info.IsDir() {
 			hdr.Name += "/"
 		}
-		hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname = 10001, 10001, "", ""
+		hdr.Uid, hdr.Gid, hdr.Uname, hdr.Gname = images.UID, images.GID, "", ""
 		hdr.ModTime = info.ModTime().Truncate(1e9)
 		hdr.AccessTime, hdr.ChangeTime = hdr.ModTime, hdr.ModTime
 		hdr.Format = tar.FormatPAX
@@ -244,7 +246,7 @@ func loadWorkspaceImage(ctx context.Context, cli Engine, base image.InspectRespo
 		return fmt.Errorf("loading the workspace image: %w", err)
 	}
 	if bytes.Contains(body, []byte(`"error"`)) {
-		return fmt.Errorf("loading the workspace image: %s", oneLine(string(body)))
+		return fmt.Errorf("loading the workspace image: %s", report.OneLine(string(body)))
 	}
 	if _, err := cli.ImageInspect(ctx, ref); err != nil {
 		return fmt.Errorf("the loaded workspace image is not there: %w", err)

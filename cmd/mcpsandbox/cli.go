@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
-	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 )
 
@@ -97,14 +97,12 @@ func exitCode(err error, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpsandbox: %s (see 'mcpsandbox --help')\n", ue.msg)
 		return 2
 	case errors.As(err, &ie):
-		fmt.Fprintf(stderr, "mcpsandbox: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(stderr, "mcpsandbox: %s\n", report.OneLine(err.Error()))
 		return 2
 	}
-	fmt.Fprintf(stderr, "mcpsandbox: %s\n", oneLine(err.Error()))
+	fmt.Fprintf(stderr, "mcpsandbox: %s\n", report.OneLine(err.Error()))
 	return 2
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func version() string {
 	if bi, ok := debug.ReadBuildInfo(); ok {

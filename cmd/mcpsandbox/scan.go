@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcpsandbox/mcpsandbox/ci/baseline"
 	"github.com/mcpsandbox/mcpsandbox/ci/contract"
 	"github.com/mcpsandbox/mcpsandbox/ci/formats"
@@ -23,7 +25,7 @@ import (
 func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("scan", "scan [flags] -- COMMAND [ARG...]", stderr)
 	limits := sandbox.DefaultLimits()
-	var opts sandbox.ScanOptions
+	opts := sandbox.ScanOptions{Changes: sandbox.ChangesAuto, Network: sandbox.NetworkNone, Isolation: sandbox.IsolationSession}
 	fs.StringVar(&opts.Image, "image", "mcpsandbox/node:latest", "image to run the server in (must be in the local engine; never pulled)")
 	fs.StringVar(&opts.Workspace, "workspace", "", "host directory the server sees at /workspace, read-write, never modified (default: empty)")
 	probeFile := fs.String("probes", "", "probe file: JSON object of tool name to arguments, called in file order")
@@ -45,12 +47,12 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	failOn := fs.String("fail-on", "error", "exit 1 on findings at or above: critical, error, warning, note; never to only report")
 	out := fs.String("out", "", "write the report to this file instead of stdout")
 	transcript := fs.String("transcript", "", "write every JSON-RPC frame, with timestamps, to this file (JSON Lines)")
-	fs.StringVar(&opts.Changes, "changes", "auto", "how file effects are read: auto, upperdir (the overlay upper dir, needs a local engine and root) or api (the Engine API)")
+	fs.Var(&opts.Changes, "changes", "how file effects are read: auto, upperdir (the overlay upper dir, needs a local engine and root) or api (the Engine API)")
 	agentPath := fs.String("agent", "", "the static in-container agent binary (default: mcpsandbox-agent next to mcpsandbox)")
 	noAgent := fs.Bool("no-agent", false, "run without the agent: processes and network attempts are not recorded")
-	fs.StringVar(&opts.Network, "network", "none", "none (loopback only), sinkhole (DNS and common TCP ports answered on the loopback; nothing leaves), bridge or host (the server can reach other machines)")
+	fs.Var(&opts.Network, "network", "none (loopback only), sinkhole (DNS and common TCP ports answered on the loopback; nothing leaves), bridge or host (the server can reach other machines)")
 	fs.DurationVar(&opts.Settle, "settle", 0, "after a call, wait up to this long while processes it left behind run (default 2s)")
-	fs.StringVar(&opts.Isolation, "isolation", "session", "session (one container, calls in order) or call (a fresh container from the same starting state for each call)")
+	fs.Var(&opts.Isolation, "isolation", "session (one container, calls in order) or call (a fresh container from the same starting state for each call)")
 	fs.BoolVar(&opts.Negatives, "negatives", false, "also call each tool with inputs that break its input schema, one rule at a time; accepting one is a finding")
 	fs.BoolVar(&opts.NoSeed, "no-seed", false, "do not seed the canary workspace and honeytokens")
 	fs.BoolVar(&opts.Keep, "keep", false, "leave the container (stopped) for debugging and print its id")
@@ -102,16 +104,6 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			*format = "text"
 		}
 	}
-	switch opts.Changes {
-	case sandbox.ChangesAuto, sandbox.ChangesUpperDir, sandbox.ChangesAPI:
-	default:
-		return usageError{fmt.Sprintf("--changes %q: want auto, upperdir or api", opts.Changes)}
-	}
-	switch opts.Network {
-	case "none", "sinkhole", "bridge", "host":
-	default:
-		return usageError{fmt.Sprintf("--network %q: want none, sinkhole, bridge or host", opts.Network)}
-	}
 	if !slices.Contains(formats.Names(), *format) {
 		return usageError{fmt.Sprintf("--format %q: want one of %s", *format, strings.Join(formats.Names(), ", "))}
 	}
@@ -161,7 +153,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		opts.Agent = a
 	}
-	opts.ClientVersion = version()
+	opts.ClientInfo = mcp.Implementation{Name: "mcpsandbox", Version: version()}
 
 	cli, err := sandbox.Connect(ctx)
 	if err != nil {
@@ -172,7 +164,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	res, scanErr := sandbox.Scan(ctx, cli, opts)
 	rep := res.Report
 	if scanErr != nil && !errors.Is(scanErr, sandbox.ErrIncomplete) {
-		rep.Problems = append(rep.Problems, report.Problem{Kind: "infra", Message: oneLine(scanErr.Error())})
+		rep.Problems = append(rep.Problems, report.Problem{Kind: "infra", Message: report.OneLine(scanErr.Error())})
 	}
 	// Verdicts: the rules under the policy, contract drift, the baseline.
 	rules.Evaluate(rep, policy)

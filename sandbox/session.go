@@ -1,0 +1,527 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/images"
+	"github.com/mcpsandbox/mcpsandbox/overlay"
+	"github.com/mcpsandbox/mcpsandbox/probes"
+)
+
+// SessionOptions configures one server in one sandbox.
+type SessionOptions struct {
+	Image  string
+	Argv   []string
+	Env    []string
+	Mounts []Mount
+	// Workspace is a host directory the server sees at /workspace; it is
+	// never modified. Empty means a fresh empty workspace.
+	Workspace string
+	Limits    Limits
+	RunID     string
+	// Keep leaves the container in place (stopped) at Close.
+	Keep bool
+	// Log, if set, receives progress lines.
+	Log io.Writer
+	// Changes picks how file effects are read (default ChangesAuto).
+	Changes ChangesMode
+	// FileLimits bound each snapshot of the changes; MaxListed bounds the
+	// files listed per call or phase (default 1000; the rest are counted).
+	FileLimits overlay.Limits
+	MaxListed  int
+	// Agent is the host path of the static agent binary that records
+	// processes and network attempts; empty runs without it.
+	Agent string
+	// Network is the server's network (default NetworkNone).
+	Network NetworkMode
+	// MaxEvents bounds the agent's events (default 100,000).
+	MaxEvents int
+	// Seeds are copied into the container before the server starts; the
+	// baseline every effect is measured from is taken after them.
+	Seeds []probes.SeedFile
+	// Secrets names the planted values found in data (nil: none planted).
+	Secrets func(data string) []string
+	// StartTimeout bounds the start and initialize (default 60s);
+	// CallTimeout each request after it (default 30s).
+	StartTimeout, CallTimeout time.Duration
+	// ClientInfo is what the client calls itself in initialize.
+	ClientInfo mcp.Implementation
+}
+
+// Session is one MCP server running in one sandbox, seen from a client:
+// the container, the MCP session over its stdio, and the recorder that
+// turns what happened into effects. Requests return as soon as the server
+// answers; effects are collected after, by Mark, so that a caller that is
+// not a batch scan (a proxy, a client test) waits for nothing more than
+// the server.
+//
+// The session keeps its observations in a report (Report): the server, the
+// sandbox, the phases, the problems. Calls are the caller's to place.
+type Session struct {
+	opts SessionOptions
+	cli  Engine
+	rep  *report.Report
+
+	ctr        *Container
+	rec        *recorder
+	cs         *mcp.ClientSession
+	transcript *Transcript
+	noise      *noiseFilter
+	image      string // the image the container runs (the workspace image, when there is one)
+
+	closeOnce sync.Once
+	closeErr  error
+	kept      string
+}
+
+// ErrServerStart marks a server that did not start or answer initialize.
+var ErrServerStart = errors.New("the server did not start")
+
+// Open starts the server in a new sandbox and initializes it: seeds, the
+// baseline snapshot, the startup phase (everything up to the server's own
+// exec), initialize and its phase. It always returns a session, even with
+// an error, so that the caller registers Close before checking the error:
+// Close tears down whatever was started and fills in the server's last
+// words.
+func Open(ctx context.Context, cli Engine, opts SessionOptions) (*Session, error) {
+	s := newSession(cli, opts)
+	return s, s.open(ctx)
+}
+
+func newSession(cli Engine, opts SessionOptions) *Session {
+	if opts.Limits == (Limits{}) {
+		opts.Limits = DefaultLimits()
+	}
+	setDefault(&opts.StartTimeout, 60*time.Second)
+	setDefault(&opts.CallTimeout, 30*time.Second)
+	if opts.Network == 0 {
+		opts.Network = NetworkNone
+	}
+	if opts.Changes == 0 {
+		opts.Changes = ChangesAuto
+	}
+	if opts.MaxListed <= 0 {
+		opts.MaxListed = 1000
+	}
+	if opts.ClientInfo.Name == "" {
+		opts.ClientInfo = mcp.Implementation{Name: "mcpsandbox", Version: "dev"}
+	}
+	rep := report.New()
+	rep.Server.Command = append([]string{}, opts.Argv...)
+	rep.Server.Image = opts.Image
+	rep.Sandbox = report.Sandbox{Network: opts.Network.String(), Agent: opts.Agent != "", User: images.User(),
+		Isolation: IsolationSession.String(), PidsLimit: opts.Limits.Pids, MemoryMB: opts.Limits.MemoryMB,
+		CPUs: opts.Limits.CPUs, Workspace: "empty"}
+	return &Session{opts: opts, cli: cli, rep: rep, transcript: NewTranscript(32 << 20), noise: &noiseFilter{maxKeep: 5}, image: opts.Image}
+}
+
+func (s *Session) logf(format string, args ...any) {
+	if s.opts.Log != nil {
+		fmt.Fprintf(s.opts.Log, format+"\n", args...)
+	}
+}
+
+// problem records a failure of the run or the server.
+func (s *Session) problem(kind string, call int, format string, args ...any) {
+	s.rep.Problems = append(s.rep.Problems, report.Problem{Kind: kind, Call: call, Message: fmt.Sprintf(format, args...)})
+}
+
+func (s *Session) open(ctx context.Context) error {
+	o := s.opts
+	if len(o.Argv) == 0 {
+		return &InfraError{Cause: "no server command given"}
+	}
+	switch o.Network {
+	case NetworkNone, NetworkSinkhole:
+	case NetworkBridge, NetworkHost:
+		s.problem("network", 0, "--network %s: the server could reach other machines; nothing in this report proves it did not leave", o.Network)
+	default:
+		return &InfraError{Cause: fmt.Sprintf("unknown network mode %v", o.Network), Fix: "use none, sinkhole, bridge or host"}
+	}
+	if o.Network == NetworkSinkhole && o.Agent == "" {
+		return &InfraError{Cause: "--network sinkhole needs the agent", Fix: "build it with `make build` or pass --agent"}
+	}
+	if o.Workspace != "" {
+		s.rep.Sandbox.Workspace = "host"
+		s.logf("preparing workspace image from %s", o.Workspace)
+		ref, skipped, err := WorkspaceImage(ctx, s.cli, o.Image, o.Workspace, o.RunID)
+		for _, sk := range skipped {
+			s.problem("workspace", 0, "special file not copied into the workspace: %s", sk)
+		}
+		if err != nil {
+			return asInfra(err, "preparing the workspace")
+		}
+		s.image = ref
+	}
+
+	startCtx, cancel := context.WithTimeout(ctx, o.StartTimeout)
+	defer cancel()
+	s.rec = &recorder{maxListed: o.MaxListed, ignore: mountPoints(append(o.Mounts, Mount{Target: AgentPath}))}
+	// Before the server starts: the seeds go in, and the state with them is
+	// the baseline every effect is measured from.
+	beforeStart := func(ctx context.Context, id string) error {
+		if len(o.Seeds) > 0 {
+			if err := seed(ctx, s.cli, id, o.Seeds, o.Workspace); err != nil {
+				return err
+			}
+		}
+		src, how, err := newChangeSource(ctx, s.cli, id, s.image, o.Changes, o.RunID, o.FileLimits)
+		if err != nil {
+			return asInfra(err, "reading the container's changes")
+		}
+		s.rec.src, s.rep.Sandbox.Changes = src, how.String()
+		base, err := src.Snapshot(ctx)
+		if err != nil {
+			return asInfra(err, "reading the container's changes")
+		}
+		s.rec.prev = base
+		return nil
+	}
+	s.logf("starting %s in %s", strings.Join(o.Argv, " "), s.image)
+	ctr, err := Start(startCtx, s.cli, ContainerOptions{Image: s.image, Argv: o.Argv, Env: o.Env,
+		Mounts: o.Mounts, Limits: o.Limits, RunID: o.RunID, keep: o.Keep,
+		Agent: o.Agent, Network: o.Network, MaxEvents: o.MaxEvents, BeforeStart: beforeStart})
+	if err != nil {
+		return err
+	}
+	s.ctr = ctr
+	if o.Agent != "" {
+		s.rec.pn = newProcNet(ctr.events, o.Network.Confined())
+		s.rec.pn.secrets = o.Secrets
+		// Startup ends once the server runs, so that its own exec is always
+		// a startup effect.
+		ctr.events.waitExec(ctx, o.StartTimeout)
+	}
+	s.Phase(ctx, "startup", 0)
+
+	pr, pw := io.Pipe()
+	go s.noise.filter(ctr.Stdout(), pw, mcp.DefaultMaxLineLength)
+	transport := recordingTransport{Transport: &mcp.IOTransport{Reader: pr, Writer: ctr.Stdin()}, t: s.transcript}
+	info := o.ClientInfo
+	client := mcp.NewClient(&info, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+	cs, err := client.Connect(startCtx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	if err != nil {
+		// Under the agent a command that is not there is the child's exit
+		// 127 (126: not executable), not a start error from the engine.
+		if st, serr := ctr.State(context.WithoutCancel(ctx)); serr == nil && !st.Running && o.Agent != "" && (st.ExitCode == 127 || st.ExitCode == 126) {
+			tail, _, _ := ctr.Stderr()
+			return &InfraError{Cause: fmt.Sprintf("the server command %q is not found or not executable in image %s (%s)", o.Argv[0], s.image, report.OneLine(lastLine(tail))),
+				Fix: "check the command, or mount it with --mount", Err: err}
+		}
+		switch {
+		case ctx.Err() != nil:
+			// The caller says why its context ended.
+		case startCtx.Err() != nil:
+			s.problem("timeout", 0, "the server did not answer initialize within %s", o.StartTimeout)
+		default:
+			s.problem("protocol", 0, "initialize failed: %s", err)
+		}
+		return fmt.Errorf("%w: %w", ErrServerStart, err)
+	}
+	s.cs = cs
+	s.Phase(ctx, "initialize", 0)
+
+	s.rep.Server.ProtocolVersion = cs.InitializeResult().ProtocolVersion
+	if raw := s.transcript.Results("initialize"); len(raw) > 0 {
+		var ir struct {
+			ServerInfo   json.RawMessage `json:"serverInfo"`
+			Capabilities json.RawMessage `json:"capabilities"`
+			Instructions string          `json:"instructions"`
+		}
+		if json.Unmarshal(raw[0], &ir) == nil {
+			s.rep.Server.ServerInfo, s.rep.Server.Capabilities, s.rep.Server.Instructions = ir.ServerInfo, ir.Capabilities, ir.Instructions
+		}
+	}
+	s.logf("initialized %s (protocol %s)", s.rep.Server.ServerInfo, s.rep.Server.ProtocolVersion)
+	return nil
+}
+
+// Report is the session's observations so far; Close completes them.
+func (s *Session) Report() *report.Report { return s.rep }
+
+// Transcript is every JSON-RPC frame of the session.
+func (s *Session) Transcript() *Transcript { return s.transcript }
+
+// Mark collects the effects since the last mark; call says whether the
+// stretch was a tool call (processes it left running are then marked
+// background). An error reading the files is recorded as a problem (on
+// call seq, if any) and the effects read so far are returned.
+func (s *Session) Mark(ctx context.Context, call bool, seq int) report.Effects {
+	eff, err := s.rec.mark(context.WithoutCancel(ctx), call)
+	if err != nil {
+		s.problem("effects", seq, "reading file effects: %s", report.OneLine(err.Error()))
+	}
+	return eff
+}
+
+// Phase closes a stretch of the run that is not a call and records it; a
+// "between" phase is kept only when something happened in it.
+func (s *Session) Phase(ctx context.Context, name string, after int) {
+	eff := s.Mark(ctx, false, after)
+	if name == "between" && empty(eff) {
+		return
+	}
+	s.rep.Phases = append(s.rep.Phases, report.Phase{Name: name, After: after, Effects: eff})
+}
+
+// ListTools follows nextCursor through every page of tools/list and returns
+// the tools from the raw results, so that annotations are kept exactly as
+// sent. Tools that do not decode, or are listed twice, are problems.
+func (s *Session) ListTools(ctx context.Context) ([]report.Tool, error) {
+	if s.cs == nil {
+		return nil, ErrServerStart
+	}
+	before := len(s.transcript.Results("tools/list"))
+	seen := map[string]bool{}
+	cursor := ""
+	for page := 0; ; page++ {
+		if page >= maxToolPages {
+			return nil, fmt.Errorf("more than %d pages of tools", maxToolPages)
+		}
+		lctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
+		res, err := s.cs.ListTools(lctx, &mcp.ListToolsParams{Cursor: cursor})
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		if res.NextCursor == "" {
+			break
+		}
+		if seen[res.NextCursor] {
+			return nil, fmt.Errorf("the server repeats cursor %q", res.NextCursor)
+		}
+		seen[res.NextCursor] = true
+		cursor = res.NextCursor
+	}
+	var tools []report.Tool
+	names := map[string]bool{}
+	for _, raw := range s.transcript.Results("tools/list")[before:] {
+		var page struct {
+			Tools []json.RawMessage `json:"tools"`
+		}
+		if err := json.Unmarshal(raw, &page); err != nil {
+			return nil, fmt.Errorf("decoding tools/list result: %w", err)
+		}
+		for _, rt := range page.Tools {
+			tool, err := decodeTool(rt)
+			if err != nil {
+				s.problem("protocol", 0, "%s", err)
+				continue
+			}
+			if names[tool.Name] {
+				s.problem("protocol", 0, "tool %q is listed twice; the first is kept", tool.Name)
+				continue
+			}
+			names[tool.Name] = true
+			tools = append(tools, tool)
+		}
+	}
+	return tools, nil
+}
+
+// maxToolPages bounds the pages of one tools/list.
+const maxToolPages = 1000
+
+// CallRequest is one tools/call to make.
+type CallRequest struct {
+	Seq       int
+	Tool      string
+	Arguments json.RawMessage
+	Source    string
+	Negative  string
+}
+
+// Call makes one tools/call and returns as soon as the server answers (or
+// the call times out); its effects are the caller's to collect with Mark.
+func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
+	call := report.Call{Seq: req.Seq, Tool: req.Tool, Arguments: req.Arguments, Source: req.Source, Negative: req.Negative, Effects: report.NewEffects()}
+	if s.cs == nil {
+		call.Error, call.ErrorKind = ErrServerStart.Error(), "transport"
+		return call
+	}
+	timeout := s.opts.CallTimeout
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	res, err := s.cs.CallTool(cctx, &mcp.CallToolParams{Name: req.Tool, Arguments: req.Arguments})
+	call.DurationMs = time.Since(start).Milliseconds()
+	var rpcErr *jsonrpc.Error
+	switch {
+	case err == nil:
+		call.IsError = res.IsError
+		call.Result = resultText(res)
+	case errors.As(err, &rpcErr):
+		call.Error, call.ErrorKind = fmt.Sprintf("JSON-RPC error %d: %s", rpcErr.Code, rpcErr.Message), "rpc"
+	case cctx.Err() != nil && ctx.Err() == nil:
+		call.Error, call.ErrorKind = fmt.Sprintf("no result within --call-timeout %s", timeout), "timeout"
+	case ctx.Err() != nil:
+		call.Error, call.ErrorKind = "the run ended during the call: "+context.Cause(ctx).Error(), "interrupted"
+	case errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe):
+		call.Error, call.ErrorKind = err.Error(), "transport"
+	default:
+		// The SDK may reject a result (for example one that does not match
+		// the tool's output schema); the server still answered.
+		call.Error, call.ErrorKind = err.Error(), "client"
+	}
+	return call
+}
+
+// Background lists the processes the last call left running.
+func (s *Session) Background() []int { return s.rec.pn.background() }
+
+// Settle waits, up to d, while the processes the last call left running
+// live, and returns those still alive.
+func (s *Session) Settle(ctx context.Context, d time.Duration) []int { return s.rec.pn.settle(ctx, d) }
+
+// Ping asks the server for a ping within d.
+func (s *Session) Ping(ctx context.Context, d time.Duration) error {
+	if s.cs == nil {
+		return ErrServerStart
+	}
+	pctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return s.cs.Ping(pctx, nil)
+}
+
+// Exited says how the server ended, if it has.
+func (s *Session) Exited(ctx context.Context) (State, bool) {
+	if s.ctr == nil {
+		return State{}, false
+	}
+	st, err := s.ctr.State(context.WithoutCancel(ctx))
+	if err != nil || st.Running {
+		return st, false
+	}
+	return st, true
+}
+
+// Close ends the session: it closes the MCP session (stdin at EOF), lets
+// the server exit on its own for a moment, kills what is left, records
+// the teardown phase, the server's exit and last words, and removes the
+// container (unless kept). It is idempotent and safe on a session that
+// never started.
+func (s *Session) Close(ctx context.Context) error {
+	s.closeOnce.Do(func() { s.closeErr = s.teardown(context.WithoutCancel(ctx)) })
+	return s.closeErr
+}
+
+// Kept is the id of the container Keep left behind, after Close.
+func (s *Session) Kept() string { return s.kept }
+
+func (s *Session) teardown(ctx context.Context) error {
+	if s.cs != nil {
+		closeSession(s.cs)
+	}
+	var errs []error
+	if s.ctr == nil {
+		if s.rec != nil && s.rec.src != nil {
+			errs = append(errs, s.rec.src.Close(ctx))
+		}
+		return s.teardownErr(errs)
+	}
+	ctr := s.ctr
+	if st, err := ctr.State(ctx); err != nil {
+		errs = append(errs, err)
+	} else if !st.Running {
+		code := st.ExitCode
+		s.rep.Server.ExitCode, s.rep.Server.OOMKilled = &code, st.OOMKilled
+	}
+	// The session is closed (stdin at EOF): give the server a moment to
+	// exit on its own, so its exit status is its own, not our kill's.
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if st, err := ctr.State(ctx); err != nil || !st.Running {
+			break
+		}
+	}
+	errs = append(errs, ctr.Stop(ctx))
+	// What the server (or what it left running) did since the last mark,
+	// read before the container and its upper dir go away.
+	eff, err := s.rec.mark(ctx, false)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("reading file effects at teardown: %w", err))
+	}
+	s.rep.Phases = append(s.rep.Phases, report.Phase{Name: "teardown", Effects: eff})
+	if s.rec.src != nil {
+		errs = append(errs, s.rec.src.Close(ctx))
+	}
+	s.rec.pn.fill(s.rep)
+	if s.rec.pn != nil {
+		started, dropped, agentErrs := ctr.events.status()
+		if !started {
+			s.problem("agent", 0, "the agent never reported: processes and network attempts were not recorded")
+		}
+		if dropped > 0 {
+			s.rep.Sandbox.EventsDropped = dropped
+			s.problem("agent", 0, "%d agent events dropped over the bound (an event flood)", dropped)
+		}
+		for _, e := range agentErrs {
+			s.problem("agent", 0, "%s", e)
+		}
+	}
+	s.rep.Server.StderrTail, s.rep.Server.StderrBytes, s.rep.Server.StderrTruncated = ctr.Stderr()
+	s.rep.Server.StdoutNoise, s.rep.Server.StdoutNoiseSample = s.noise.snapshot()
+	if s.rep.Server.StdoutNoise > 0 {
+		s.problem("stdout-noise", 0, "the server wrote %d line(s) to stdout that are not JSON-RPC; they were dropped (first: %s)", s.rep.Server.StdoutNoise, s.rep.Server.StdoutNoiseSample[0])
+	}
+	if s.opts.Keep {
+		s.kept = ctr.ID
+		ctr.release()
+	} else {
+		errs = append(errs, ctr.Close(ctx))
+	}
+	return s.teardownErr(errs)
+}
+
+func (s *Session) teardownErr(errs []error) error {
+	err := errors.Join(errs...)
+	if err != nil {
+		s.problem("teardown", 0, "%s", report.OneLine(err.Error()))
+	}
+	return err
+}
+
+func empty(e report.Effects) bool {
+	return len(e.Files) == 0 && len(e.Processes) == 0 && len(e.Network) == 0 && e.FilesOmitted == 0 && !e.FilesTruncated
+}
+
+func setDefault(d *time.Duration, v time.Duration) {
+	if *d <= 0 {
+		*d = v
+	}
+}
+
+// asInfra keeps an *InfraError as it is and wraps anything else as one.
+func asInfra(err error, doing string) error {
+	var ie *InfraError
+	if errors.As(err, &ie) {
+		return err
+	}
+	return &InfraError{Cause: doing + ": " + err.Error(), Err: err}
+}
+
+// closeSession closes the MCP session without waiting forever on a server
+// that ignores stdin's end.
+func closeSession(cs *mcp.ClientSession) {
+	done := make(chan struct{})
+	go func() { cs.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+	}
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
