@@ -420,22 +420,27 @@ func (s *Session) Close(ctx context.Context) error {
 func (s *Session) Kept() string { return s.kept }
 
 func (s *Session) teardown(ctx context.Context) error {
-	if s.cs != nil {
-		closeSession(s.cs)
-	}
 	var errs []error
 	if s.ctr == nil {
+		if s.cs != nil {
+			closeSession(s.cs)
+		}
 		if s.rec != nil && s.rec.src != nil {
 			errs = append(errs, s.rec.src.Close(ctx))
 		}
 		return s.teardownErr(errs)
 	}
 	ctr := s.ctr
+	// Whether the server ended on its own is read before its stdin is
+	// closed: after, whether it has exited yet is a matter of timing.
 	if st, err := ctr.State(ctx); err != nil {
 		errs = append(errs, err)
 	} else if !st.Running {
 		code := st.ExitCode
 		s.rep.Server.ExitCode, s.rep.Server.OOMKilled = &code, st.OOMKilled
+	}
+	if s.cs != nil {
+		closeSession(s.cs)
 	}
 	// The session is closed (stdin at EOF): give the server a moment to
 	// exit on its own, so its exit status is its own, not our kill's.

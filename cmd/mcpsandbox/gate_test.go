@@ -22,13 +22,8 @@ import (
 // report.
 func scanFixture(t *testing.T, flags []string, serverArgs ...string) (int, []byte, string) {
 	t.Helper()
-	cli := sandboxtest.Docker(t)
-	sandboxtest.NodeImage(t, cli)
-	fx := sandboxtest.Fixture(t)
 	out := filepath.Join(t.TempDir(), "report.json")
-	args := []string{"scan", "--format", "json", "--out", out, "--agent", sandboxtest.Agent(t), "--mount", fx.Source + ":" + fx.Target}
-	args = append(args, flags...)
-	args = append(append(args, "--", fx.Target), serverArgs...)
+	args := fixtureArgs(t, out, flags, serverArgs...)
 	var stdout, stderr bytes.Buffer
 	code := exitCode(run(context.Background(), args, &stdout, &stderr), &stderr)
 	b, err := os.ReadFile(out)
@@ -36,6 +31,18 @@ func scanFixture(t *testing.T, flags []string, serverArgs ...string) (int, []byt
 		t.Fatalf("no report: %v; stderr %s", err, stderr.String())
 	}
 	return code, b, stderr.String()
+}
+
+// fixtureArgs is the command line of a scan of the fixture server that
+// writes its JSON report to out.
+func fixtureArgs(t *testing.T, out string, flags []string, serverArgs ...string) []string {
+	t.Helper()
+	cli := sandboxtest.Docker(t)
+	sandboxtest.NodeImage(t, cli)
+	fx := sandboxtest.Fixture(t)
+	args := []string{"scan", "--format", "json", "--out", out, "--agent", sandboxtest.Agent(t), "--mount", fx.Source + ":" + fx.Target}
+	args = append(args, flags...)
+	return append(append(args, "--", fx.Target), serverArgs...)
 }
 
 func decode(t *testing.T, b []byte) report.Report {
