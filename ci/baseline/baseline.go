@@ -110,7 +110,7 @@ func Apply(r *report.Report, f File) {
 			continue
 		}
 		e := byFP[fp]
-		r.Findings = append(r.Findings, report.Finding{Rule: "baseline-stale", Severity: "error", Tool: e.Tool,
+		r.Findings = append(r.Findings, report.Finding{Rule: "baseline-stale", Severity: report.SeverityError, Tool: e.Tool,
 			Message:  fmt.Sprintf("the baseline accepts a %s finding on %q (%s) that no longer occurs: remove it from the baseline", e.Rule, e.Tool, fp),
 			Evidence: append([]string{"fingerprint " + fp}, e.Evidence...)})
 	}

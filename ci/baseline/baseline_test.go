@@ -10,8 +10,8 @@ import (
 func TestBaselineAcceptsKnownAndFailsOnStale(t *testing.T) {
 	r := report.New()
 	r.Findings = []report.Finding{
-		{Rule: "readonly-writes", Severity: "error", Tool: "a", Call: 1, Evidence: []string{"created /x", "created /y"}},
-		{Rule: "closed-world-network", Severity: "error", Tool: "b", Call: 2, Evidence: []string{"dns e.com"}},
+		{Rule: "readonly-writes", Severity: report.SeverityError, Tool: "a", Call: 1, Evidence: []string{"created /x", "created /y"}},
+		{Rule: "closed-world-network", Severity: report.SeverityError, Tool: "b", Call: 2, Evidence: []string{"dns e.com"}},
 	}
 	path := filepath.Join(t.TempDir(), "baseline.json")
 	if err := Write(path, FromReport(r)); err != nil {
@@ -25,8 +25,8 @@ func TestBaselineAcceptsKnownAndFailsOnStale(t *testing.T) {
 	// b's fixed, a new one on c.
 	next := report.New()
 	next.Findings = []report.Finding{
-		{Rule: "readonly-writes", Severity: "error", Tool: "a", Call: 5, Evidence: []string{"created /y", "created /x"}},
-		{Rule: "readonly-writes", Severity: "error", Tool: "c", Call: 6, Evidence: []string{"created /z"}},
+		{Rule: "readonly-writes", Severity: report.SeverityError, Tool: "a", Call: 5, Evidence: []string{"created /y", "created /x"}},
+		{Rule: "readonly-writes", Severity: report.SeverityError, Tool: "c", Call: 6, Evidence: []string{"created /z"}},
 	}
 	Apply(next, f)
 	var baselined, fresh, stale int
@@ -36,7 +36,7 @@ func TestBaselineAcceptsKnownAndFailsOnStale(t *testing.T) {
 			baselined++
 		case fd.Rule == "baseline-stale":
 			stale++
-			if fd.Tool != "b" || fd.Severity != "error" {
+			if fd.Tool != "b" || fd.Severity != report.SeverityError {
 				t.Errorf("stale finding = %+v", fd)
 			}
 		default:

@@ -72,18 +72,18 @@ func Compare(want File, r *report.Report) []report.Finding {
 	for _, t := range got.Tools {
 		o, ok := old[t.Name]
 		if !ok {
-			out = append(out, report.Finding{Rule: "contract-tool-added", Severity: "warning", Tool: t.Name,
+			out = append(out, report.Finding{Rule: "contract-tool-added", Severity: report.SeverityWarning, Tool: t.Name,
 				Message: fmt.Sprintf("tool %q is not in the contract", t.Name), Evidence: []string{"annotations: " + compact(t.Annotations)}})
 			continue
 		}
 		if ev := schemaDiff(o.InputSchema, t.InputSchema); len(ev) > 0 {
-			out = append(out, report.Finding{Rule: "contract-schema-changed", Severity: "warning", Tool: t.Name,
+			out = append(out, report.Finding{Rule: "contract-schema-changed", Severity: report.SeverityWarning, Tool: t.Name,
 				Message: fmt.Sprintf("tool %q changed its inputSchema", t.Name), Evidence: ev})
 		}
 		if ev, flipped := annotationDiff(o.Annotations, t.Annotations); len(ev) > 0 {
-			sev := "note"
+			sev := report.SeverityNote
 			if flipped {
-				sev = "error"
+				sev = report.SeverityError
 			}
 			out = append(out, report.Finding{Rule: "contract-annotation-changed", Severity: sev, Tool: t.Name,
 				Message: fmt.Sprintf("tool %q changed its annotations", t.Name), Evidence: ev})
@@ -91,7 +91,7 @@ func Compare(want File, r *report.Report) []report.Finding {
 	}
 	for _, t := range want.Tools {
 		if _, ok := cur[t.Name]; !ok {
-			out = append(out, report.Finding{Rule: "contract-tool-removed", Severity: "warning", Tool: t.Name,
+			out = append(out, report.Finding{Rule: "contract-tool-removed", Severity: report.SeverityWarning, Tool: t.Name,
 				Message: fmt.Sprintf("tool %q is in the contract but no longer listed", t.Name), Evidence: []string{}})
 		}
 	}

@@ -194,11 +194,12 @@ type sarifLogical struct {
 	Kind               string `json:"kind"`
 }
 
-func sarifLevel(sev string) string {
-	switch sev {
-	case "critical", "error":
+// sarifLevel maps a severity to a SARIF level, which has no "critical".
+func sarifLevel(sev report.Severity) string {
+	switch {
+	case sev >= report.SeverityError:
 		return "error"
-	case "warning":
+	case sev == report.SeverityWarning:
 		return "warning"
 	}
 	return "note"
@@ -306,7 +307,7 @@ func WriteJUnit(w io.Writer, r *report.Report) error {
 			if f.Tool != t.Name || f.Baselined {
 				continue
 			}
-			tc.Failures = append(tc.Failures, junitFailure{Message: f.Message, Type: f.Rule + " (" + f.Severity + ")",
+			tc.Failures = append(tc.Failures, junitFailure{Message: f.Message, Type: f.Rule + " (" + f.Severity.String() + ")",
 				Text: strings.Join(f.Evidence, "\n")})
 		}
 		if reason, ok := notCalled[t.Name]; ok && len(tc.Failures) == 0 {
@@ -327,7 +328,7 @@ func WriteJUnit(w io.Writer, r *report.Report) error {
 	for _, f := range r.Findings {
 		if !listed[f.Tool] && !f.Baselined {
 			suite.Cases = append(suite.Cases, junitCase{Name: f.Tool, Classname: "mcp.contract",
-				Failures: []junitFailure{{Message: f.Message, Type: f.Rule + " (" + f.Severity + ")", Text: strings.Join(f.Evidence, "\n")}}})
+				Failures: []junitFailure{{Message: f.Message, Type: f.Rule + " (" + f.Severity.String() + ")", Text: strings.Join(f.Evidence, "\n")}}})
 			suite.Tests++
 			suite.Fails++
 		}

@@ -9,19 +9,68 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
 )
 
 // Policy is what a team decides on top of the rules.
 type Policy struct {
 	// Rules maps a rule id to a severity (critical, error, warning, note)
 	// or "off".
-	Rules map[string]string `json:"rules,omitempty" yaml:"rules"`
+	Rules map[string]Override `json:"rules,omitempty" yaml:"rules"`
 	// Ignore drops findings or evidence; every drop is counted in the
 	// report's ignored list.
 	Ignore Ignore `json:"ignore,omitempty" yaml:"ignore"`
 	// AllowedHosts are names or addresses (globs) a closed-world tool may
 	// reach without a finding.
 	AllowedHosts []string `json:"allowedHosts,omitempty" yaml:"allowedHosts"`
+}
+
+// Override is what a policy sets a rule to: a severity, or off.
+type Override struct {
+	Severity report.Severity
+	Off      bool
+}
+
+// off is the policy's word for a rule that raises nothing.
+const off = "off"
+
+// ParseOverride reads a severity's name or "off".
+func ParseOverride(s string) (Override, error) {
+	if s == off {
+		return Override{Off: true}, nil
+	}
+	sev, err := report.ParseSeverity(s)
+	if err != nil {
+		return Override{}, fmt.Errorf("%w, or %s", err, off)
+	}
+	return Override{Severity: sev}, nil
+}
+
+// String is the override as a policy file writes it.
+func (o Override) String() string {
+	if o.Off {
+		return off
+	}
+	return o.Severity.String()
+}
+
+// MarshalText writes the override as a policy file does.
+func (o Override) MarshalText() ([]byte, error) {
+	if o.Off {
+		return []byte(off), nil
+	}
+	return o.Severity.MarshalText()
+}
+
+// UnmarshalText reads an override from a policy file (YAML or JSON).
+func (o *Override) UnmarshalText(b []byte) error {
+	v, err := ParseOverride(string(b))
+	if err != nil {
+		return err
+	}
+	*o = v
+	return nil
 }
 
 // Ignore lists globs: "*" stays within a path segment, "**" crosses them.
@@ -64,8 +113,8 @@ func (p Policy) check() error {
 		if _, ok := ByID(id); !ok {
 			return fmt.Errorf("unknown rule %q", id)
 		}
-		if sev != "off" && Rank(sev) == 0 {
-			return fmt.Errorf("rule %s: unknown severity %q (critical, error, warning, note, off)", id, sev)
+		if !sev.Off && sev.Severity == 0 {
+			return fmt.Errorf("rule %s: no severity", id)
 		}
 	}
 	for _, ri := range p.Ignore.Rules {
@@ -87,11 +136,12 @@ func (p Policy) String() string {
 	return string(b)
 }
 
-func (p Policy) severity(r Rule) string {
-	if s, ok := p.Rules[r.ID]; ok {
-		return s
+// severity is the rule's severity under the policy; false when it is off.
+func (p Policy) severity(r Rule) (report.Severity, bool) {
+	if o, ok := p.Rules[r.ID]; ok {
+		return o.Severity, !o.Off
 	}
-	return r.Severity
+	return r.Severity, true
 }
 
 func (p Policy) ignoredTool(rule, tool string) (string, bool) {

@@ -14,8 +14,9 @@ import (
 
 // Rule is one check.
 type Rule struct {
-	ID       string
-	Severity string
+	ID string
+	// Severity is the rule's default; a policy may change it.
+	Severity report.Severity
 	// Hint is the annotation the rule holds a tool to ("" for none).
 	Hint string
 	// Rationale quotes the specification.
@@ -33,21 +34,21 @@ const (
 // All lists every rule, in a stable order.
 func All() []Rule {
 	return []Rule{
-		{ID: "readonly-writes", Severity: "error", Hint: "readOnlyHint", Rationale: specReadOnly},
-		{ID: "readonly-background", Severity: "warning", Hint: "readOnlyHint", Rationale: specReadOnly + " A process left running after the call can modify it later."},
-		{ID: "nondestructive-deletes", Severity: "error", Hint: "destructiveHint", Rationale: specDestructive},
-		{ID: "idempotent-repeats", Severity: "error", Hint: "idempotentHint", Rationale: specIdempotent},
-		{ID: "closed-world-network", Severity: "error", Hint: "openWorldHint", Rationale: specOpenWorld},
-		{ID: "writes-outside-workspace", Severity: "warning", Rationale: "Whatever its hints, a tool that changes files outside the workspace reaches beyond what it was given."},
-		{ID: "secret-exfiltration", Severity: "critical", Rationale: "A honeytoken planted for this run left the tool in a network payload, DNS name or HTTP request."},
-		{ID: "schema-violation-accepted", Severity: "warning", Rationale: "The tool accepted input its own inputSchema forbids."},
-		{ID: "schema-violation-effects", Severity: "error", Rationale: "Input its own inputSchema forbids made the tool change something."},
-		{ID: "contract-tool-added", Severity: "warning", Rationale: "The server lists a tool the contract does not have."},
-		{ID: "contract-tool-removed", Severity: "warning", Rationale: "The contract has a tool the server no longer lists."},
-		{ID: "contract-schema-changed", Severity: "warning", Rationale: "A tool's inputSchema differs from the contract."},
-		{ID: "contract-annotation-changed", Severity: "error", Rationale: "A tool's annotations differ from the contract; a flipped safety hint changes what clients let it do unasked."},
-		{ID: "events-dropped", Severity: "error", Rationale: "The agent dropped events over its bound (a flood): what the server did afterwards is not fully recorded, so no verdict can clear it."},
-		{ID: "baseline-stale", Severity: "error", Rationale: "A baseline entry no longer occurs: the problem is fixed, so the exception must go."},
+		{ID: "readonly-writes", Severity: report.SeverityError, Hint: "readOnlyHint", Rationale: specReadOnly},
+		{ID: "readonly-background", Severity: report.SeverityWarning, Hint: "readOnlyHint", Rationale: specReadOnly + " A process left running after the call can modify it later."},
+		{ID: "nondestructive-deletes", Severity: report.SeverityError, Hint: "destructiveHint", Rationale: specDestructive},
+		{ID: "idempotent-repeats", Severity: report.SeverityError, Hint: "idempotentHint", Rationale: specIdempotent},
+		{ID: "closed-world-network", Severity: report.SeverityError, Hint: "openWorldHint", Rationale: specOpenWorld},
+		{ID: "writes-outside-workspace", Severity: report.SeverityWarning, Rationale: "Whatever its hints, a tool that changes files outside the workspace reaches beyond what it was given."},
+		{ID: "secret-exfiltration", Severity: report.SeverityCritical, Rationale: "A honeytoken planted for this run left the tool in a network payload, DNS name or HTTP request."},
+		{ID: "schema-violation-accepted", Severity: report.SeverityWarning, Rationale: "The tool accepted input its own inputSchema forbids."},
+		{ID: "schema-violation-effects", Severity: report.SeverityError, Rationale: "Input its own inputSchema forbids made the tool change something."},
+		{ID: "contract-tool-added", Severity: report.SeverityWarning, Rationale: "The server lists a tool the contract does not have."},
+		{ID: "contract-tool-removed", Severity: report.SeverityWarning, Rationale: "The contract has a tool the server no longer lists."},
+		{ID: "contract-schema-changed", Severity: report.SeverityWarning, Rationale: "A tool's inputSchema differs from the contract."},
+		{ID: "contract-annotation-changed", Severity: report.SeverityError, Rationale: "A tool's annotations differ from the contract; a flipped safety hint changes what clients let it do unasked."},
+		{ID: "events-dropped", Severity: report.SeverityError, Rationale: "The agent dropped events over its bound (a flood): what the server did afterwards is not fully recorded, so no verdict can clear it."},
+		{ID: "baseline-stale", Severity: report.SeverityError, Rationale: "A baseline entry no longer occurs: the problem is fixed, so the exception must go."},
 	}
 }
 
@@ -60,12 +61,6 @@ func ByID(id string) (Rule, bool) {
 	}
 	return Rule{}, false
 }
-
-// Severities, most severe first.
-var severityRank = map[string]int{"critical": 4, "error": 3, "warning": 2, "note": 1}
-
-// Rank orders severities; unknown ones rank 0.
-func Rank(s string) int { return severityRank[s] }
 
 // Evaluate replaces r.Findings and r.Ignored with what the rules find in
 // r's calls under policy p.
@@ -102,7 +97,7 @@ func Evaluate(r *report.Report, p Policy) {
 		if !isTrue(h.ReadOnly) && isFalse(h.Destructive) {
 			e.files("nondestructive-deletes", c, effs, "destructiveHint: false", func(f report.FileChange) bool {
 				// Appending is additive; deleting, truncating or rewriting is not.
-				return f.Change == "deleted" || (f.Change == "modified" && f.Type == "file" && !f.Appended)
+				return f.Change == report.ChangeDeleted || (f.Change == report.ChangeModified && f.Type == "file" && !f.Appended)
 			}, "declares destructiveHint: false, but call %d deleted or overwrote %d existing file(s)")
 		}
 		if isTrue(h.Idempotent) {
@@ -130,7 +125,7 @@ func Evaluate(r *report.Report, p Policy) {
 			var ev []string
 			for _, ef := range effs {
 				for _, f := range ef.Files {
-					ev = append(ev, f.Change+" "+f.Path)
+					ev = append(ev, f.Change.String()+" "+f.Path)
 				}
 				for _, p := range ef.Processes {
 					ev = append(ev, "ran "+argv(p))
@@ -154,7 +149,7 @@ func Evaluate(r *report.Report, p Policy) {
 	}
 	if n := r.Sandbox.EventsDropped; n > 0 {
 		rl, _ := ByID("events-dropped")
-		if sev := p.severity(rl); sev != "off" {
+		if sev, on := p.severity(rl); on {
 			r.Findings = append(r.Findings, report.Finding{Rule: rl.ID, Severity: sev, Message: fmt.Sprintf("the agent dropped %d events; %s", n, rl.Rationale),
 				Evidence: []string{fmt.Sprintf("%d events dropped", n)}, Isolation: r.Sandbox.Isolation})
 		}
@@ -174,7 +169,7 @@ func (e *evaluator) files(rule string, c report.Call, effs []report.Effects, hin
 	for _, ef := range effs {
 		for _, f := range ef.Files {
 			if keep(f) {
-				ev = append(ev, f.Change+" "+f.Path)
+				ev = append(ev, f.Change.String()+" "+f.Path)
 				paths = append(paths, f.Path)
 			}
 		}
@@ -189,8 +184,8 @@ func (e *evaluator) add(rule string, c report.Call, hint string, evidence, paths
 		return
 	}
 	rl, _ := ByID(rule)
-	sev := e.p.severity(rl)
-	if sev == "off" {
+	sev, on := e.p.severity(rl)
+	if !on {
 		return
 	}
 	if g, ok := e.p.ignoredTool(rule, c.Tool); ok {
@@ -294,16 +289,20 @@ func previousSame(earlier []report.Call, c report.Call) *report.Call {
 // further keeps the repeat's changes that change state again: a file
 // rewritten with the bytes it already had is no additional effect.
 func further(earlier []report.Call, c report.Call) func(report.FileChange) bool {
-	last := map[string]string{}
+	type state struct {
+		change report.ChangeKind
+		sum    string
+	}
+	last := map[string]state{}
 	for _, e := range earlier {
 		for _, f := range e.Effects.Files {
-			last[f.Path] = f.Change + " " + f.SHA256
+			last[f.Path] = state{f.Change, f.SHA256}
 		}
 	}
 	return func(f report.FileChange) bool {
-		if f.Change == "modified" && f.Type == "file" {
+		if f.Change == report.ChangeModified && f.Type == "file" {
 			prev, ok := last[f.Path]
-			return !ok || prev != "modified "+f.SHA256 && prev != "created "+f.SHA256
+			return !ok || prev != state{report.ChangeModified, f.SHA256} && prev != state{report.ChangeCreated, f.SHA256}
 		}
 		return true
 	}

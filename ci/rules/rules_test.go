@@ -59,11 +59,11 @@ func fired(r *report.Report) []string {
 }
 
 var (
-	wsWrite  = report.FileChange{Path: "/workspace/a", Change: "created", Type: "file", Scope: "workspace"}
-	tmpWrite = report.FileChange{Path: "/tmp/x", Change: "created", Type: "file", Scope: "outside", Area: "tmp"}
-	del      = report.FileChange{Path: "/workspace/seed", Change: "deleted", Type: "file", Scope: "workspace"}
-	appended = report.FileChange{Path: "/workspace/log", Change: "modified", Type: "file", Scope: "workspace", Appended: true, SHA256: "2"}
-	rewrote  = report.FileChange{Path: "/workspace/log", Change: "modified", Type: "file", Scope: "workspace", SHA256: "3"}
+	wsWrite  = report.FileChange{Path: "/workspace/a", Change: report.ChangeCreated, Type: "file", Scope: "workspace"}
+	tmpWrite = report.FileChange{Path: "/tmp/x", Change: report.ChangeCreated, Type: "file", Scope: "outside", Area: "tmp"}
+	del      = report.FileChange{Path: "/workspace/seed", Change: report.ChangeDeleted, Type: "file", Scope: "workspace"}
+	appended = report.FileChange{Path: "/workspace/log", Change: report.ChangeModified, Type: "file", Scope: "workspace", Appended: true, SHA256: "2"}
+	rewrote  = report.FileChange{Path: "/workspace/log", Change: report.ChangeModified, Type: "file", Scope: "workspace", SHA256: "3"}
 	outward  = report.NetEvent{Kind: "connect", Address: "203.0.113.7", Port: 443, Protocol: "tcp", Result: "ENETUNREACH"}
 	loop     = report.NetEvent{Kind: "connect", Address: "127.0.0.1", Port: 8080, Protocol: "tcp", Result: "ok", Loopback: true}
 	query    = report.NetEvent{Kind: "dns", Host: "telemetry.example.com", Result: "nxdomain"}
@@ -79,8 +79,8 @@ func TestEachRuleFiresWhereItShould(t *testing.T) {
 		call{tool: ro, procs: []report.Process{{PID: 3, Argv: []string{"sleep"}, Background: true}}},
 		call{tool: nd, files: []report.FileChange{del}},
 		call{tool: nd, files: []report.FileChange{appended}}, // additive: fine
-		call{tool: idem, args: `{"a":1}`, files: []report.FileChange{{Path: "/workspace/log", Change: "modified", Type: "file", SHA256: "1"}}},
-		call{tool: idem, args: `{"a":1}`, files: []report.FileChange{{Path: "/workspace/log", Change: "modified", Type: "file", SHA256: "1"}}}, // same bytes again: no further effect
+		call{tool: idem, args: `{"a":1}`, files: []report.FileChange{{Path: "/workspace/log", Change: report.ChangeModified, Type: "file", SHA256: "1"}}},
+		call{tool: idem, args: `{"a":1}`, files: []report.FileChange{{Path: "/workspace/log", Change: report.ChangeModified, Type: "file", SHA256: "1"}}}, // same bytes again: no further effect
 		call{tool: idem, args: `{"a":1}`, files: []report.FileChange{rewrote}},
 		call{tool: closed, net: []report.NetEvent{loop}},
 		call{tool: closed, net: []report.NetEvent{outward, query, query}},
@@ -158,7 +158,7 @@ allowedHosts: ["*.example.com", "203.0.113.*"]
 	dbg := report.Tool{Name: "debug_dump", Hints: report.Hints{ReadOnly: b(true)}}
 	met := report.Tool{Name: "metrics", Hints: report.Hints{OpenWorld: b(false)}}
 	r := scenario(
-		call{tool: ro, files: []report.FileChange{{Path: "/workspace/tests/p.ts", Change: "created", Type: "file", Scope: "workspace"}, wsWrite, tmpWrite},
+		call{tool: ro, files: []report.FileChange{{Path: "/workspace/tests/p.ts", Change: report.ChangeCreated, Type: "file", Scope: "workspace"}, wsWrite, tmpWrite},
 			procs: []report.Process{{Argv: []string{"x"}, Background: true}}, net: []report.NetEvent{outward, query, {Kind: "dns", Host: "evil.net"}}},
 		call{tool: dbg, files: []report.FileChange{wsWrite}},
 		call{tool: met, net: []report.NetEvent{{Kind: "dns", Host: "evil.net"}}},
@@ -170,7 +170,7 @@ allowedHosts: ["*.example.com", "203.0.113.*"]
 	for _, f := range r.Findings {
 		switch f.Rule {
 		case "writes-outside-workspace":
-			if f.Severity != "error" {
+			if f.Severity != report.SeverityError {
 				t.Errorf("severity %s, want the policy's error", f.Severity)
 			}
 		case "readonly-writes":
@@ -214,7 +214,7 @@ func TestPolicyRejectsTypos(t *testing.T) {
 	}
 	p := filepath.Join(dir, "p.json")
 	os.WriteFile(p, []byte(`{"rules": {"readonly-writes": "warning"}, "allowedHosts": ["a.com"]}`), 0o644)
-	if pol, err := LoadPolicy(p); err != nil || pol.Rules["readonly-writes"] != "warning" {
+	if pol, err := LoadPolicy(p); err != nil || pol.Rules["readonly-writes"] != (Override{Severity: report.SeverityWarning}) {
 		t.Errorf("JSON policy: %v %+v", err, pol)
 	}
 }

@@ -124,7 +124,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		outputs = append(outputs, output{f, p})
 	}
-	if *failOn != "never" && rules.Rank(*failOn) == 0 {
+	if _, err := report.ParseSeverity(*failOn); *failOn != "never" && err != nil {
 		return usageError{fmt.Sprintf("--fail-on %q: want critical, error, warning, note or never", *failOn)}
 	}
 	var policy rules.Policy
@@ -218,8 +218,9 @@ func gateFails(r *report.Report, failOn string) bool {
 	if failOn == "never" {
 		return false
 	}
+	floor, _ := report.ParseSeverity(failOn)
 	for _, f := range r.Findings {
-		if !f.Baselined && rules.Rank(f.Severity) >= rules.Rank(failOn) {
+		if !f.Baselined && f.Severity >= floor {
 			return true
 		}
 	}
