@@ -5,7 +5,6 @@
 package contract
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -73,7 +72,7 @@ func Compare(want File, r *report.Report) []report.Finding {
 		o, ok := old[t.Name]
 		if !ok {
 			out = append(out, report.Finding{Rule: "contract-tool-added", Severity: report.SeverityWarning, Tool: t.Name,
-				Message: fmt.Sprintf("tool %q is not in the contract", t.Name), Evidence: []string{"annotations: " + compact(t.Annotations)}})
+				Message: fmt.Sprintf("tool %q is not in the contract", t.Name), Evidence: []string{"annotations: " + report.CompactJSON(t.Annotations)}})
 			continue
 		}
 		if ev := schemaDiff(o.InputSchema, t.InputSchema); len(ev) > 0 {
@@ -186,14 +185,6 @@ func canonical(raw json.RawMessage) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
-}
-
-func compact(raw json.RawMessage) string {
-	var b bytes.Buffer
-	if json.Compact(&b, raw) != nil {
-		return string(raw)
-	}
-	return b.String()
 }
 
 func orAbsent(s string) string {
