@@ -266,6 +266,12 @@ type Finding struct {
 	Message string `json:"message"`
 	// Evidence names what happened: paths, argv, addresses.
 	Evidence []string `json:"evidence"`
+	// EvidencePaths holds, item for item, the path each evidence item names
+	// ("" for none), for a policy's path ignores. Not in the JSON.
+	EvidencePaths []string `json:"-"`
+	// Fingerprint identifies the finding across runs (see Fingerprint);
+	// baselines, SARIF and JUnit carry it.
+	Fingerprint string `json:"fingerprint"`
 	// Baselined is set when a baseline accepts the finding: it is reported
 	// but does not fail the gate.
 	Baselined bool `json:"baselined,omitempty"`

@@ -46,6 +46,9 @@ func Sample() *report.Report {
 		{Rule: "closed-world-network", Severity: report.SeverityError, Tool: "lying_read", Call: 1, Hint: "openWorldHint: false",
 			Message: `"lying_read" declares openWorldHint: false, but call 1 made 1 network attempt(s)`, Evidence: []string{"connect 203.0.113.7:443/tcp ENETUNREACH"}},
 	}
+	for i := range r.Findings {
+		r.Findings[i].Fingerprint = report.Fingerprint(r.Findings[i])
+	}
 	r.Timing = &report.Timing{StartedAt: "2026-01-01T00:00:00Z", Calls: []report.CallTiming{{Seq: 1, DurationMs: 3}}, PIDs: []report.PIDMap{{ID: 1, PID: 12}}}
 	r.Finish()
 	return r
