@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"sort"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -130,21 +131,98 @@ func (p Policy) check() error {
 	return nil
 }
 
-// MarshalJSON is for tests and docs.
+// String is the policy as JSON, for tests and docs.
 func (p Policy) String() string {
 	b, _ := json.Marshal(p)
 	return string(b)
 }
 
-// severity is the rule's severity under the policy; false when it is off.
-func (p Policy) severity(r Rule) (report.Severity, bool) {
-	if o, ok := p.Rules[r.ID]; ok {
-		return o.Severity, !o.Off
+// Apply applies the policy to every finding, whatever raised it: a rule
+// turned off or a tool ignored drops the finding, a path ignored drops the
+// evidence items that name it (and the finding when none are left), and a
+// rule's severity replaces the default. Each drop is counted in the
+// ignored list: nothing goes silently.
+func (p Policy) Apply(findings []report.Finding) ([]report.Finding, []report.Ignored) {
+	kept, ignored := []report.Finding{}, []report.Ignored{}
+	for _, f := range findings {
+		k, ig, ok := p.apply(f)
+		ignored = append(ignored, ig...)
+		if ok {
+			kept = append(kept, k)
+		}
 	}
-	return r.Severity, true
+	return kept, ignored
 }
 
+// offReason is the ignored reason of a finding whose rule is off.
+const offReason = "rule " + off
+
+func (p Policy) apply(f report.Finding) (report.Finding, []report.Ignored, bool) {
+	ignored := func(reason string, n int) report.Ignored {
+		return report.Ignored{Rule: f.Rule, Tool: f.Tool, Call: f.Call, Reason: reason, Evidence: n}
+	}
+	o, set := p.Rules[f.Rule]
+	if set && o.Off {
+		return f, []report.Ignored{ignored(offReason, len(f.Evidence))}, false
+	}
+	if g, ok := p.ignoredTool(f.Rule, f.Tool); ok {
+		return f, []report.Ignored{ignored("tool "+g, len(f.Evidence))}, false
+	}
+	f, dropped := p.trimPaths(f)
+	var out []report.Ignored
+	for _, g := range sortedKeys(dropped) {
+		out = append(out, ignored("path "+g, dropped[g]))
+	}
+	if len(dropped) > 0 && len(f.Evidence) == 0 {
+		return f, out, false
+	}
+	if set {
+		f.Severity = o.Severity
+	}
+	return f, out, true
+}
+
+// TrimPaths returns f without the evidence items the policy's path
+// ignores match (maybe none left), its message counting what is left.
+func (p Policy) TrimPaths(f report.Finding) report.Finding {
+	t, _ := p.trimPaths(f)
+	return t
+}
+
+// trimPaths drops the evidence items whose path a path ignore matches; it
+// returns the finding left and how many items each glob dropped.
+func (p Policy) trimPaths(f report.Finding) (report.Finding, map[string]int) {
+	dropped := map[string]int{}
+	ev, paths := []string{}, []string{}
+	for i, e := range f.Evidence {
+		path := ""
+		if i < len(f.EvidencePaths) {
+			path = f.EvidencePaths[i]
+		}
+		if path != "" {
+			if g, ok := p.ignoredPath(f.Rule, f.Tool, path); ok {
+				dropped[g]++
+				continue
+			}
+		}
+		ev, paths = append(ev, e), append(paths, path)
+	}
+	if len(dropped) == 0 {
+		return f, nil
+	}
+	f.Evidence, f.EvidencePaths = ev, paths
+	if rl, ok := ByID(f.Rule); ok && rl.Message != "" {
+		f.Message = message(rl, f)
+	}
+	return f, dropped
+}
+
+// ignoredTool matches a tool ignore, or a rule's ignore that names tools
+// and no paths. A server-level finding (no tool) has no tool to ignore.
 func (p Policy) ignoredTool(rule, tool string) (string, bool) {
+	if tool == "" {
+		return "", false
+	}
 	for _, g := range p.Ignore.Tools {
 		if glob(g, tool) {
 			return g, true
@@ -162,31 +240,43 @@ func (p Policy) ignoredTool(rule, tool string) (string, bool) {
 	return "", false
 }
 
-func (p Policy) ignoredPath(rule, path string) (string, bool) {
+// ignoredPath matches a path ignore, or a rule's path ignore on a tool it
+// names (any tool when it names none).
+func (p Policy) ignoredPath(rule, tool, path string) (string, bool) {
 	for _, g := range p.Ignore.Paths {
 		if glob(g, path) {
 			return g, true
 		}
 	}
 	for _, ri := range p.Ignore.Rules {
-		if ri.Rule == rule {
-			for _, g := range ri.Paths {
-				if glob(g, path) {
-					return g + " (rule " + rule + ")", true
-				}
+		if ri.Rule != rule || (len(ri.Tools) > 0 && !anyGlob(ri.Tools, tool)) {
+			continue
+		}
+		for _, g := range ri.Paths {
+			if glob(g, path) {
+				return g + " (rule " + rule + ")", true
 			}
 		}
 	}
 	return "", false
 }
 
-func (p Policy) allowedHost(h string) bool {
-	for _, g := range p.AllowedHosts {
-		if glob(g, h) {
+func anyGlob(globs []string, s string) bool {
+	for _, g := range globs {
+		if glob(g, s) {
 			return true
 		}
 	}
 	return false
+}
+
+func sortedKeys(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // glob matches s against a glob where "*" does not cross "/" and "**"

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/ci/formats"
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/ci/rules"
+	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
 	"github.com/mcpsandbox/mcpsandbox/probes"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 )
@@ -124,8 +125,9 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		outputs = append(outputs, output{f, p})
 	}
-	if _, err := report.ParseSeverity(*failOn); *failOn != "never" && err != nil {
-		return usageError{fmt.Sprintf("--fail-on %q: want critical, error, warning, note or never", *failOn)}
+	gate, err := verdict.ParseFailOn(*failOn)
+	if err != nil {
+		return usageError{fmt.Sprintf("--fail-on: %v", err)}
 	}
 	var policy rules.Policy
 	if *policyFile != "" {
@@ -174,16 +176,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if scanErr != nil && !errors.Is(scanErr, sandbox.ErrIncomplete) {
 		rep.Problems = append(rep.Problems, report.Problem{Kind: "infra", Message: oneLine(scanErr.Error())})
 	}
-	// Verdicts: the rules under the policy, contract drift, the baseline.
-	rules.Evaluate(rep, policy)
-	if pinned != nil && len(rep.Tools) > 0 {
-		rep.Findings = append(rep.Findings, contract.Compare(*pinned, rep)...)
-	}
-	if base != nil {
-		baseline.Apply(rep, *base)
-	}
-	report.SortFindings(rep.Findings)
-	rep.Finish()
+	verdict.Finish(rep, verdict.Config{Policy: policy, Contract: pinned, Baseline: base})
 
 	if res.ContainerID != "" {
 		fmt.Fprintf(stderr, "mcpsandbox: kept container %s (remove it with `docker rm %.12s` or `mcpsandbox clean`)\n", res.ContainerID, res.ContainerID)
@@ -206,25 +199,10 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return errors.Join(scanErr, werr)
 	case werr != nil:
 		return werr
-	case gateFails(rep, *failOn):
+	case verdict.Fails(rep, gate):
 		return errFindings
 	}
 	return nil
-}
-
-// gateFails reports a finding, not accepted by the baseline, at or above
-// the --fail-on severity.
-func gateFails(r *report.Report, failOn string) bool {
-	if failOn == "never" {
-		return false
-	}
-	floor, _ := report.ParseSeverity(failOn)
-	for _, f := range r.Findings {
-		if !f.Baselined && f.Severity >= floor {
-			return true
-		}
-	}
-	return false
 }
 
 func writeReport(rep *report.Report, format, out string, stdout io.Writer) (err error) {
