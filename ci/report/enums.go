@@ -17,8 +17,6 @@ const (
 	SeverityCritical
 )
 
-var severityNames = [...]string{SeverityNote: "note", SeverityWarning: "warning", SeverityError: "error", SeverityCritical: "critical"}
-
 // Severities lists every severity, most severe first.
 func Severities() []Severity {
 	return []Severity{SeverityCritical, SeverityError, SeverityWarning, SeverityNote}
@@ -26,13 +24,20 @@ func Severities() []Severity {
 
 // String is the severity's name in reports, policies and flags.
 func (s Severity) String() string {
-	if s.valid() {
-		return severityNames[s]
+	switch s {
+	case SeverityNote:
+		return "note"
+	case SeverityWarning:
+		return "warning"
+	case SeverityError:
+		return "error"
+	case SeverityCritical:
+		return "critical"
 	}
 	return fmt.Sprintf("Severity(%d)", int(s))
 }
 
-func (s Severity) valid() bool { return s > 0 && int(s) < len(severityNames) }
+func (s Severity) valid() bool { return s >= SeverityNote && s <= SeverityCritical }
 
 // ParseSeverity reads a severity's name.
 func ParseSeverity(name string) (Severity, error) {
@@ -73,20 +78,23 @@ const (
 	ChangeDeleted
 )
 
-var changeNames = [...]string{ChangeCreated: "created", ChangeModified: "modified", ChangeDeleted: "deleted"}
-
 // ChangeKinds lists every change kind.
 func ChangeKinds() []ChangeKind { return []ChangeKind{ChangeCreated, ChangeModified, ChangeDeleted} }
 
 // String is the change's name in reports.
 func (k ChangeKind) String() string {
-	if k.valid() {
-		return changeNames[k]
+	switch k {
+	case ChangeCreated:
+		return "created"
+	case ChangeModified:
+		return "modified"
+	case ChangeDeleted:
+		return "deleted"
 	}
 	return fmt.Sprintf("ChangeKind(%d)", int(k))
 }
 
-func (k ChangeKind) valid() bool { return k > 0 && int(k) < len(changeNames) }
+func (k ChangeKind) valid() bool { return k >= ChangeCreated && k <= ChangeDeleted }
 
 // ParseChangeKind reads a change kind's name.
 func ParseChangeKind(name string) (ChangeKind, error) {
