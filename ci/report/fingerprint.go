@@ -54,24 +54,26 @@ const (
 )
 
 // NormalizeEvidence replaces the parts of an evidence item that differ
-// from run to run of the same behaviour by placeholders:
+// from run to run of the same behaviour by placeholders, word by word (a
+// word is a run of ASCII letters and digits):
 //
 //   - a UUID becomes <uuid>;
 //   - a Python tempfile name (tmp and 8 of [a-z0-9_]) becomes tmp<id>;
+//   - a word of 8 or more hex digits, at least one a decimal digit, becomes
+//     <hex> (all-decimal ones too, so that a random hex name that happens
+//     to have no letter keeps its fingerprint);
 //   - in a name with a word tmp or temp (tmp-123-AbC9xz, tmp.AbC9xz1234,
 //     x.tmp-AbCdEf12), a later word of 6 or more characters with a letter
 //     becomes <id>;
-//   - a run of 8 or more hex digits with both a digit and a letter becomes
-//     <hex>;
 //   - a 6-character word after ".", "-" or "_" that mixes letters and
-//     digits, or has an upper-case letter after the first, becomes <id>
-//     (a mkstemp-style suffix, foo-AbC9xz);
-//   - every other run of digits becomes <n>: pids, ports in paths, temp
-//     suffixes, counts.
+//     digits, or has an upper-case letter after the first and a lower-case
+//     one, becomes <id> (a mkstemp-style suffix, foo-AbC9xz);
+//   - every other run of digits becomes <n>: pids, temp suffixes
+//     (.tmp-1234), counts.
 //
-// A word is a run of ASCII letters and digits. Hosts are kept as they are:
-// the word after dns, tls and connect, and the host after http's method,
-// up to a "/" (what follows, a URL path or a protocol, is normalized).
+// Hosts are kept as they are: the word after dns, tls and connect, and the
+// host after http's method, up to a "/" (what follows, a URL path or a
+// protocol, is normalized).
 func NormalizeEvidence(e string) string {
 	toks := strings.Split(e, " ")
 	skip, host := 0, false
@@ -149,12 +151,13 @@ func normalizeWord(w, before string) string {
 	}
 	sep := before != "" && strings.ContainsRune(".-_", rune(before[len(before)-1]))
 	switch {
+	case len(w) >= 8 && hexOnly && digits > 0:
+		// Before numbers: one random hex name in forty has no letter.
+		return placeHex
 	case letters == 0:
 		return placeNumber
 	case sep && len(w) >= 6 && inTempName(before):
 		return placeID
-	case len(w) >= 8 && hexOnly && digits > 0:
-		return placeHex
 	case sep && len(w) == 6 && (digits > 0 || upperLater && lower):
 		return placeID
 	}

@@ -22,6 +22,8 @@ func TestNormalizeEvidence(t *testing.T) {
 		{"created /home/sandbox/.cache/3f2a9b1c0d4e5f60/blob", "created /home/sandbox/.cache/<hex>/blob"},
 		{"created /tmp/0b3e5c1a-7f2d-4e8a-9c6b-1d2e3f4a5b6c.lock", "created /tmp/<uuid>.lock"},
 		{"created /tmp/python3.11", "created /tmp/python<n>.<n>"},
+		{"created /workspace/data.json.3f2a9b1c", "created /workspace/data.json.<hex>"},
+		{"created /workspace/data.json.31415926", "created /workspace/data.json.<hex>"},
 		{"background: sleep 100", "background: sleep <n>"},
 		{"ran /bin/kill -9 4242", "ran /bin/kill -<n> <n>"},
 		{"12 events dropped", "<n> events dropped"},
