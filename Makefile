@@ -23,9 +23,13 @@ setup:
 images: setup build
 	$(BIN) images build base node $(if $(wildcard /usr/bin/python3),python) $(if $(wildcard /usr/bin/strace),strace)
 
+# Packages whose tests need no engine, also run under the race detector.
+RACE_PKGS := ./ci/... ./overlay/... ./probes/... ./sandbox/agent/... ./sandbox/label/...
+
 # Unit and integration tests against the real engine and real servers.
 test: images
 	$(GO) test -count=1 -timeout 15m ./...
+	CGO_ENABLED=1 $(GO) test -race -count=1 $(RACE_PKGS)
 
 # Tests that need no Docker; integration tests say they skip.
 test-short:

@@ -12,8 +12,13 @@
 #   MCPSANDBOX_FAIL_ON   critical|error|warning|note|never (default error)
 #   MCPSANDBOX_OUT       directory for report.json, report.sarif, summary.md
 #                        (default ./mcpsandbox-out)
+#   MCPSANDBOX_CATEGORY  SARIF upload category (default: mcpsandbox/ and a
+#                        slug of the command with a hash of it, so that two
+#                        servers scanned in one repository keep apart)
 #   MCPSANDBOX_DEFER_EXIT=1  exit 0 and leave the code in $GITHUB_OUTPUT
 #                        (exit-code=N), so a later step can upload SARIF first
+#
+# Outputs, to $GITHUB_OUTPUT when set: exit-code, report, sarif, category.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -21,6 +26,18 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${MCPSANDBOX_OUT:-$PWD/mcpsandbox-out}"
 fail_on="${MCPSANDBOX_FAIL_ON:-error}"
 mkdir -p "$out"
+
+# category names the SARIF upload: code scanning replaces the previous
+# results of the same category, so each server needs its own. The slug is
+# for people (each word of the command without its directories), the hash
+# of the whole command keeps two commands with one slug apart.
+read -r -a cmd <<<"$MCPSANDBOX_COMMAND"
+category="${MCPSANDBOX_CATEGORY:-}"
+if [ -z "$category" ]; then
+  slug="$(for w in "${cmd[@]}"; do printf '%s-' "${w##*/}"; done | tr 'A-Z' 'a-z' | tr -cs 'a-z0-9' '-' | cut -c1-40 | sed 's/^-*//; s/-*$//')"
+  hash="$(printf '%s' "$MCPSANDBOX_COMMAND" | sha256sum | cut -c1-8)"
+  category="mcpsandbox/${slug:+$slug-}$hash"
+fi
 
 export PATH="$PATH:/usr/local/go/bin"
 make -C "$root" build >&2
@@ -30,7 +47,6 @@ fi
 bash "$root/ci/host-deps.sh" || sudo bash "$root/ci/host-deps.sh"
 "$root/bin/mcpsandbox" images build --quiet base node >&2
 
-read -r -a cmd <<<"$MCPSANDBOX_COMMAND"
 read -r -a extra <<<"${MCPSANDBOX_ARGS:-}"
 flags=(--format json --out "$out/report.json" --report "markdown=$out/summary.md" --report "sarif=$out/report.sarif" --fail-on "$fail_on")
 if [ -n "${MCPSANDBOX_PROBES:-}" ]; then flags+=(--probes "$MCPSANDBOX_PROBES"); fi
@@ -48,6 +64,7 @@ if [ -n "${GITHUB_OUTPUT:-}" ]; then
     echo "exit-code=$code"
     echo "report=$out/report.json"
     echo "sarif=$out/report.sarif"
+    echo "category=$category"
   } >>"$GITHUB_OUTPUT"
 fi
 if [ "${MCPSANDBOX_DEFER_EXIT:-}" = 1 ]; then

@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
 )
 
 // Kind says how a path differs from the image (the lower layers).
@@ -107,7 +109,7 @@ type Change struct {
 	// bytes that are not printable UTF-8, which are escaped as \xNN, \n...
 	Path         string
 	PathEscaped  bool
-	Change       string // created, modified, deleted
+	Change       report.ChangeKind
 	Type         Type
 	Scope        string // workspace, outside
 	Area         string // for outside: tmp, home, system, other
@@ -135,7 +137,7 @@ func Delta(prev, cur Snapshot) []Change {
 		}
 		if e.Opaque && (!had || !o.Opaque) {
 			// Deleted and made again: everything the image had below it is gone.
-			out = append(out, change(p, "deleted", e.Before, e), change(p, "created", &e, e))
+			out = append(out, change(p, report.ChangeDeleted, e.Before, e), change(p, report.ChangeCreated, &e, e))
 			continue
 		}
 		if e.Kind != Removed && ((had && o.Kind != Removed && o.Type != e.Type) || (!had && e.Before != nil && e.Before.Type != e.Type)) {
@@ -145,22 +147,22 @@ func Delta(prev, cur Snapshot) []Change {
 			if !had {
 				old = *e.Before
 			}
-			out = append(out, change(p, "deleted", &old, old), change(p, "created", &e, e))
+			out = append(out, change(p, report.ChangeDeleted, &old, old), change(p, report.ChangeCreated, &e, e))
 			continue
 		}
-		var c string
+		var c report.ChangeKind
 		switch {
 		case e.Kind == Removed:
-			c = "deleted"
+			c = report.ChangeDeleted
 		case had && o.Kind == Removed, !had && e.Kind == Added:
-			c = "created"
+			c = report.ChangeCreated
 		case e.Type == Dir && !had && e.Before != nil && !metaDiffers(*e.Before, e):
 			continue // copied up only because a child changed
 		default:
-			c = "modified"
+			c = report.ChangeModified
 		}
 		ch := change(p, c, &e, e)
-		if c == "modified" && e.Type == File && e.PrefixSHA256 != "" {
+		if c == report.ChangeModified && e.Type == File && e.PrefixSHA256 != "" {
 			switch {
 			case had && o.Type == File:
 				ch.Appended = o.SHA256 != "" && e.PrefixSHA256 == o.SHA256
@@ -182,35 +184,35 @@ func Delta(prev, cur Snapshot) []Change {
 				continue // its directory went with it and is reported
 			}
 		}
-		out = append(out, change(p, "deleted", &o, o))
+		out = append(out, change(p, report.ChangeDeleted, &o, o))
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Path != out[j].Path {
 			return out[i].Path < out[j].Path
 		}
-		return out[i].Change == "deleted" // a replaced path: deleted first
+		return out[i].Change == report.ChangeDeleted // a replaced path: deleted first
 	})
 	return out
 }
 
 func metaDiffers(a, b Entry) bool { return a.Mode != b.Mode || a.UID != b.UID || a.GID != b.GID }
 
-func change(p, kind string, state *Entry, e Entry) Change {
+func change(p string, kind report.ChangeKind, state *Entry, e Entry) Change {
 	esc, escaped := EscapePath(p)
 	c := Change{Path: esc, PathEscaped: escaped, Change: kind, Scope: Scope(p), Area: Area(p)}
 	if state == nil {
 		state = &Entry{Type: Dir}
 	}
 	c.Type = state.Type
-	if kind != "deleted" {
+	if kind != report.ChangeDeleted {
 		c.Size, c.Mode, c.SHA256, c.Link = e.Size, e.Mode, e.SHA256, e.Link
 	}
 	if e.Before != nil {
-		if kind == "deleted" {
+		if kind == report.ChangeDeleted {
 			c.Type = e.Before.Type
 		}
 		c.SHA256Before = e.Before.SHA256
-	} else if kind == "deleted" && state.SHA256 != "" {
+	} else if kind == report.ChangeDeleted && state.SHA256 != "" {
 		c.SHA256Before = state.SHA256 // made and deleted during the run
 	}
 	return c

@@ -112,16 +112,9 @@ func isWhiteout(info fs.FileInfo) bool {
 	return ok && unix.Major(uint64(st.Rdev)) == 0 && unix.Minor(uint64(st.Rdev)) == 0
 }
 
-// isOpaque reports an opaque directory: one whose lower contents are hidden.
+// isOpaque reports an opaque directory at p.
 func isOpaque(p string) bool {
-	buf := make([]byte, 4)
-	for _, attr := range []string{"trusted.overlay.opaque", "user.overlay.opaque"} {
-		n, err := unix.Lgetxattr(p, attr, buf)
-		if err == nil && n == 1 && buf[0] == 'y' {
-			return true
-		}
-	}
-	return false
+	return opaqueXattr(func(attr string, buf []byte) (int, error) { return unix.Lgetxattr(p, attr, buf) })
 }
 
 // hash returns the sha256 of a regular upper file within the size bound,

@@ -70,12 +70,7 @@ func walkFD(fd int, rel string, fn func(n node) error) error {
 			if err != nil {
 				child = -1 // replaced or removed since it was listed
 			} else {
-				buf := make([]byte, 4)
-				for _, attr := range []string{"trusted.overlay.opaque", "user.overlay.opaque"} {
-					if k, err := unix.Fgetxattr(child, attr, buf); err == nil && k == 1 && buf[0] == 'y' {
-						n.opaque = true
-					}
-				}
+				n.opaque = opaqueXattr(func(attr string, buf []byte) (int, error) { return unix.Fgetxattr(child, attr, buf) })
 			}
 		}
 		if err := fn(n); err != nil {
@@ -91,6 +86,20 @@ func walkFD(fd int, rel string, fn func(n node) error) error {
 		}
 	}
 	return nil
+}
+
+// opaqueXattr reports an opaque overlayfs directory (one whose lower
+// contents are hidden), reading its xattrs with get: trusted.* as the
+// kernel's overlayfs writes them, user.* under the userxattr option
+// (rootless).
+func opaqueXattr(get func(attr string, buf []byte) (int, error)) bool {
+	buf := make([]byte, 4)
+	for _, attr := range []string{"trusted.overlay.opaque", "user.overlay.opaque"} {
+		if n, err := get(attr, buf); err == nil && n == 1 && buf[0] == 'y' {
+			return true
+		}
+	}
+	return false
 }
 
 func orRoot(rel string) string {

@@ -95,7 +95,7 @@ func TestFileEffectsOnTheLyingFixture(t *testing.T) {
 			for _, p := range r.Phases {
 				var got []string
 				for _, f := range p.Effects.Files {
-					got = append(got, f.Change+" "+f.Path)
+					got = append(got, f.Change.String()+" "+f.Path)
 				}
 				if p.Name == "between" && len(bg) == 1 && p.After == bg[0].Seq {
 					if !reflect.DeepEqual(got, []string{"created /tmp/late.txt"}) {

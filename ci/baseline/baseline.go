@@ -5,18 +5,20 @@
 package baseline
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/jsonfile"
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/ci/rules"
 )
 
-// Version names the file format.
-const Version = "mcpsandbox.baseline/v1"
+// Version names the file format: v2 entries carry report.Fingerprint.
+const Version = "mcpsandbox.baseline/v2"
+
+// versionV1 files are still read; their fingerprints, computed another
+// way, are recomputed from rule, tool and evidence.
+const versionV1 = "mcpsandbox.baseline/v1"
 
 // File is a baseline.
 type File struct {
@@ -24,8 +26,9 @@ type File struct {
 	Findings []Entry `json:"findings"`
 }
 
-// Entry is one accepted finding. The fingerprint covers rule, tool and
-// evidence, not the call number, so that reordering probes keeps it.
+// Entry is one accepted finding, named by its fingerprint (rule, tool and
+// normalized evidence, not the call number, so that reordering probes
+// keeps it); rule, tool and evidence are there for people to read.
 type Entry struct {
 	Rule        string   `json:"rule"`
 	Tool        string   `json:"tool"`
@@ -33,12 +36,12 @@ type Entry struct {
 	Fingerprint string   `json:"fingerprint"`
 }
 
-// Fingerprint identifies a finding across runs.
-func Fingerprint(f report.Finding) string {
-	ev := append([]string(nil), f.Evidence...)
-	sort.Strings(ev)
-	h := sha256.Sum256([]byte(f.Rule + "\x00" + f.Tool + "\x00" + strings.Join(ev, "\x00")))
-	return hex.EncodeToString(h[:8])
+// fingerprint is the entry's fingerprint, computed if the file has none.
+func (e Entry) fingerprint() string {
+	if e.Fingerprint != "" {
+		return e.Fingerprint
+	}
+	return report.Fingerprint(report.Finding{Rule: e.Rule, Tool: e.Tool, Evidence: e.Evidence})
 }
 
 // FromReport makes a baseline of the report's findings.
@@ -46,10 +49,13 @@ func FromReport(r *report.Report) File {
 	f := File{Version: Version, Findings: []Entry{}}
 	seen := map[string]bool{}
 	for _, fd := range r.Findings {
-		if fd.Rule == "baseline-stale" {
+		if fd.Rule == rules.BaselineStale {
 			continue
 		}
-		fp := Fingerprint(fd)
+		fp := fd.Fingerprint
+		if fp == "" {
+			fp = report.Fingerprint(fd)
+		}
 		if seen[fp] {
 			continue
 		}
@@ -74,30 +80,42 @@ func FromReport(r *report.Report) File {
 // Write writes a baseline file.
 func Write(path string, f File) error { return jsonfile.Write(path, "baseline", f) }
 
-// Load reads a baseline file.
+// Load reads a baseline file, v2 or v1. A v1 file comes back as v2: its
+// fingerprints are recomputed.
 func Load(path string) (File, error) {
 	var f File
-	err := jsonfile.Read(path, "baseline", &f, func() string { return f.Version }, Version)
-	return f, err
+	if err := jsonfile.Read(path, "baseline", &f, func() string { return f.Version }, Version, versionV1); err != nil {
+		return File{}, err
+	}
+	for i := range f.Findings {
+		if f.Version == versionV1 {
+			f.Findings[i].Fingerprint = ""
+		}
+		f.Findings[i].Fingerprint = f.Findings[i].fingerprint()
+	}
+	f.Version = Version
+	return f, nil
 }
 
-// Apply marks the report's findings the baseline accepts and adds a
-// baseline-stale finding for each entry that no longer occurs.
-func Apply(r *report.Report, f File) {
+// Apply marks the findings the baseline accepts (Baselined) and returns a
+// baseline-stale finding, at the rule's default severity, for each entry
+// no finding matches. A finding matches an entry when one of its keys is
+// the entry's fingerprint; keys nil means the finding's own fingerprint.
+func Apply(findings []report.Finding, f File, keys func(report.Finding) []string) []report.Finding {
+	if keys == nil {
+		keys = func(fd report.Finding) []string { return []string{report.Fingerprint(fd)} }
+	}
 	byFP := map[string]Entry{}
 	for _, e := range f.Findings {
-		fp := e.Fingerprint
-		if fp == "" {
-			fp = Fingerprint(report.Finding{Rule: e.Rule, Tool: e.Tool, Evidence: e.Evidence})
-		}
-		byFP[fp] = e
+		byFP[e.fingerprint()] = e
 	}
 	matched := map[string]bool{}
-	for i := range r.Findings {
-		fp := Fingerprint(r.Findings[i])
-		if _, ok := byFP[fp]; ok {
-			r.Findings[i].Baselined = true
-			matched[fp] = true
+	for i := range findings {
+		for _, k := range keys(findings[i]) {
+			if _, ok := byFP[k]; ok {
+				findings[i].Baselined = true
+				matched[k] = true
+			}
 		}
 	}
 	fps := make([]string, 0, len(byFP))
@@ -105,14 +123,18 @@ func Apply(r *report.Report, f File) {
 		fps = append(fps, fp)
 	}
 	sort.Strings(fps)
+	stale := []report.Finding{}
 	for _, fp := range fps {
 		if matched[fp] {
 			continue
 		}
 		e := byFP[fp]
-		r.Findings = append(r.Findings, report.Finding{Rule: "baseline-stale", Severity: "error", Tool: e.Tool,
+		// The entry's rule is in the evidence, so that two stale entries
+		// that differ only by rule keep two fingerprints.
+		ev := append([]string{fmt.Sprintf("baseline entry %s (%s)", fp, e.Rule)}, e.Evidence...)
+		stale = append(stale, report.Finding{Rule: rules.BaselineStale, Severity: rules.DefaultSeverity(rules.BaselineStale), Tool: e.Tool,
 			Message:  fmt.Sprintf("the baseline accepts a %s finding on %q (%s) that no longer occurs: remove it from the baseline", e.Rule, e.Tool, fp),
-			Evidence: append([]string{"fingerprint " + fp}, e.Evidence...)})
+			Evidence: ev, EvidencePaths: make([]string, len(ev))})
 	}
-	report.SortFindings(r.Findings)
+	return stale
 }

@@ -5,7 +5,6 @@
 package contract
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/mcpsandbox/mcpsandbox/ci/jsonfile"
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/ci/rules"
 )
 
 // Version names the file format.
@@ -56,8 +56,8 @@ func Load(path string) (File, error) {
 // do without asking.
 var safetyHints = []string{"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
 
-// Compare returns findings for every difference between the contract and
-// the report's tools.
+// Compare returns findings, at their rules' default severities, for every
+// difference between the contract and the report's tools.
 func Compare(want File, r *report.Report) []report.Finding {
 	got := FromReport(r)
 	old := map[string]Tool{}
@@ -72,26 +72,28 @@ func Compare(want File, r *report.Report) []report.Finding {
 	for _, t := range got.Tools {
 		o, ok := old[t.Name]
 		if !ok {
-			out = append(out, report.Finding{Rule: "contract-tool-added", Severity: "warning", Tool: t.Name,
-				Message: fmt.Sprintf("tool %q is not in the contract", t.Name), Evidence: []string{"annotations: " + compact(t.Annotations)}})
+			out = append(out, report.Finding{Rule: rules.ContractToolAdded, Severity: rules.DefaultSeverity(rules.ContractToolAdded), Tool: t.Name,
+				Message: fmt.Sprintf("tool %q is not in the contract", t.Name), Evidence: []string{"annotations: " + report.CompactJSON(t.Annotations)}})
 			continue
 		}
 		if ev := schemaDiff(o.InputSchema, t.InputSchema); len(ev) > 0 {
-			out = append(out, report.Finding{Rule: "contract-schema-changed", Severity: "warning", Tool: t.Name,
+			out = append(out, report.Finding{Rule: rules.ContractSchemaChanged, Severity: rules.DefaultSeverity(rules.ContractSchemaChanged), Tool: t.Name,
 				Message: fmt.Sprintf("tool %q changed its inputSchema", t.Name), Evidence: ev})
 		}
 		if ev, flipped := annotationDiff(o.Annotations, t.Annotations); len(ev) > 0 {
-			sev := "note"
+			// Only a safety hint's change is worth the rule's severity; a
+			// title or another field is a note.
+			sev := report.SeverityNote
 			if flipped {
-				sev = "error"
+				sev = rules.DefaultSeverity(rules.ContractAnnotationChanged)
 			}
-			out = append(out, report.Finding{Rule: "contract-annotation-changed", Severity: sev, Tool: t.Name,
+			out = append(out, report.Finding{Rule: rules.ContractAnnotationChanged, Severity: sev, Tool: t.Name,
 				Message: fmt.Sprintf("tool %q changed its annotations", t.Name), Evidence: ev})
 		}
 	}
 	for _, t := range want.Tools {
 		if _, ok := cur[t.Name]; !ok {
-			out = append(out, report.Finding{Rule: "contract-tool-removed", Severity: "warning", Tool: t.Name,
+			out = append(out, report.Finding{Rule: rules.ContractToolRemoved, Severity: rules.DefaultSeverity(rules.ContractToolRemoved), Tool: t.Name,
 				Message: fmt.Sprintf("tool %q is in the contract but no longer listed", t.Name), Evidence: []string{}})
 		}
 	}
@@ -186,14 +188,6 @@ func canonical(raw json.RawMessage) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
-}
-
-func compact(raw json.RawMessage) string {
-	var b bytes.Buffer
-	if json.Compact(&b, raw) != nil {
-		return string(raw)
-	}
-	return b.String()
 }
 
 func orAbsent(s string) string {

@@ -38,7 +38,7 @@ func TestCompareFindsEveryDrift(t *testing.T) {
 		report.Tool{Name: "new", InputSchema: json.RawMessage(`{}`), Annotations: json.RawMessage(`null`)},
 	)
 	got := map[string][]string{}
-	sev := map[string]string{}
+	sev := map[string]report.Severity{}
 	for _, f := range Compare(c, v2) {
 		got[f.Rule+" "+f.Tool] = f.Evidence
 		sev[f.Rule] = f.Severity
@@ -52,13 +52,13 @@ func TestCompareFindsEveryDrift(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("drift:\n got %q\nwant %q", got, want)
 	}
-	if sev["contract-annotation-changed"] != "error" {
+	if sev["contract-annotation-changed"] != report.SeverityError {
 		t.Errorf("a flipped readOnlyHint is %s, want error", sev["contract-annotation-changed"])
 	}
 	// A title change alone is a note.
 	v3 := tools(v1.Tools[0], report.Tool{Name: "list", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: json.RawMessage(`{"readOnlyHint":true,"title":"Listing"}`)}, v1.Tools[2])
 	for _, f := range Compare(c, v3) {
-		if f.Rule != "contract-annotation-changed" || f.Severity != "note" {
+		if f.Rule != "contract-annotation-changed" || f.Severity != report.SeverityNote {
 			t.Errorf("title change: %+v", f)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
-	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
@@ -161,6 +161,15 @@ type sarifRule struct {
 	DefaultConfiguration struct {
 		Level string `json:"level"`
 	} `json:"defaultConfiguration"`
+	Properties sarifProperties `json:"properties"`
+}
+
+// sarifProperties is the property bag GitHub code scanning reads: a
+// security-severity score, and tags (security puts results in the security
+// view).
+type sarifProperties struct {
+	SecuritySeverity string   `json:"security-severity"`
+	Tags             []string `json:"tags,omitempty"`
 }
 
 type sarifMessage struct {
@@ -174,6 +183,7 @@ type sarifResult struct {
 	Locations           []sarifLocation   `json:"locations"`
 	PartialFingerprints map[string]string `json:"partialFingerprints"`
 	BaselineState       string            `json:"baselineState,omitempty"`
+	Properties          sarifProperties   `json:"properties"`
 }
 
 type sarifLocation struct {
@@ -194,11 +204,24 @@ type sarifLogical struct {
 	Kind               string `json:"kind"`
 }
 
-func sarifLevel(sev string) string {
-	switch sev {
-	case "critical", "error":
+// sarifFingerprint is the partialFingerprints key of report.Fingerprint;
+// it names the fingerprint's version, so a change of method is a new key.
+const sarifFingerprint = "mcpsandbox/v2"
+
+// securitySeverity is the score GitHub code scanning ranks a result by
+// (0.1-3.9 low, 4.0-6.9 medium, 7.0-8.9 high, 9.0-10.0 critical):
+// critical 9.5, error 7.5, warning 5.0, note 2.0.
+func securitySeverity(sev report.Severity) string {
+	score := map[report.Severity]float64{report.SeverityCritical: 9.5, report.SeverityError: 7.5, report.SeverityWarning: 5.0, report.SeverityNote: 2.0}[sev]
+	return strconv.FormatFloat(score, 'f', 1, 64)
+}
+
+// sarifLevel maps a severity to a SARIF level, which has no "critical".
+func sarifLevel(sev report.Severity) string {
+	switch {
+	case sev >= report.SeverityError:
 		return "error"
-	case "warning":
+	case sev == report.SeverityWarning:
 		return "warning"
 	}
 	return "note"
@@ -210,14 +233,15 @@ func sarifLevel(sev string) string {
 func WriteSARIF(w io.Writer, r *report.Report, version string) error {
 	drv := sarifDriver{Name: "mcpsandbox", Version: version, InformationURI: "https://github.com/mcpsandbox/mcpsandbox", Rules: []sarifRule{}}
 	for _, rl := range rules.All() {
-		sr := sarifRule{ID: rl.ID, ShortDescription: sarifMessage{Text: rl.ID}, FullDescription: sarifMessage{Text: rl.Rationale}}
+		sr := sarifRule{ID: rl.ID, ShortDescription: sarifMessage{Text: rl.ID}, FullDescription: sarifMessage{Text: rl.Rationale},
+			Properties: sarifProperties{SecuritySeverity: securitySeverity(rl.Severity), Tags: []string{"security"}}}
 		sr.DefaultConfiguration.Level = sarifLevel(rl.Severity)
 		drv.Rules = append(drv.Rules, sr)
 	}
 	run := sarifRun{Tool: sarifTool{Driver: drv}, Results: []sarifResult{}}
 	for _, f := range r.Findings {
 		res := sarifResult{RuleID: f.Rule, Level: sarifLevel(f.Severity), Message: sarifMessage{Text: f.Message + evidenceText(f.Evidence)},
-			PartialFingerprints: map[string]string{"mcpsandbox/v1": fingerprint(f)}}
+			PartialFingerprints: map[string]string{sarifFingerprint: fingerprint(f)}, Properties: sarifProperties{SecuritySeverity: securitySeverity(f.Severity)}}
 		if f.Baselined {
 			res.BaselineState = "unchanged"
 		}
@@ -251,14 +275,18 @@ func evidenceText(ev []string) string {
 	return "\nEvidence:\n- " + strings.Join(ev, "\n- ")
 }
 
+// fingerprint is the finding's report.Fingerprint, computed when the
+// report did not go through verdict.Finish.
 func fingerprint(f report.Finding) string {
-	ev := append([]string(nil), f.Evidence...)
-	sort.Strings(ev)
-	return f.Rule + "|" + f.Tool + "|" + strings.Join(ev, "|")
+	if f.Fingerprint != "" {
+		return f.Fingerprint
+	}
+	return report.Fingerprint(f)
 }
 
 // JUnit XML: a testsuite for the server, a testcase per tool, a failure
-// per finding, skipped for tools not called.
+// per finding, skipped for tools not called. A failing testcase lists its
+// findings' fingerprints as properties named fingerprint.
 type junitSuites struct {
 	XMLName xml.Name     `xml:"testsuites"`
 	Name    string       `xml:"name,attr"`
@@ -276,17 +304,41 @@ type junitSuite struct {
 }
 
 type junitCase struct {
-	Name      string         `xml:"name,attr"`
-	Classname string         `xml:"classname,attr"`
-	Failures  []junitFailure `xml:"failure"`
-	Skipped   *junitSkipped  `xml:"skipped"`
-	SystemOut string         `xml:"system-out,omitempty"`
+	Name       string           `xml:"name,attr"`
+	Classname  string           `xml:"classname,attr"`
+	Properties *junitProperties `xml:"properties"`
+	Failures   []junitFailure   `xml:"failure"`
+	Skipped    *junitSkipped    `xml:"skipped"`
+	SystemOut  string           `xml:"system-out,omitempty"`
 }
 
 type junitFailure struct {
 	Message string `xml:"message,attr"`
 	Type    string `xml:"type,attr"`
 	Text    string `xml:",chardata"`
+}
+
+type junitProperties struct {
+	Property []junitProperty `xml:"property"`
+}
+
+type junitProperty struct {
+	Name  string `xml:"name,attr"`
+	Value string `xml:"value,attr"`
+}
+
+// junitFingerprint names the property that carries a finding's
+// fingerprint.
+const junitFingerprint = "fingerprint"
+
+// fail records a finding as a failure of tc, with its fingerprint.
+func (tc *junitCase) fail(f report.Finding) {
+	tc.Failures = append(tc.Failures, junitFailure{Message: f.Message, Type: f.Rule + " (" + f.Severity.String() + ")",
+		Text: strings.Join(f.Evidence, "\n")})
+	if tc.Properties == nil {
+		tc.Properties = &junitProperties{}
+	}
+	tc.Properties.Property = append(tc.Properties.Property, junitProperty{Name: junitFingerprint, Value: fingerprint(f)})
 }
 
 type junitSkipped struct {
@@ -306,8 +358,7 @@ func WriteJUnit(w io.Writer, r *report.Report) error {
 			if f.Tool != t.Name || f.Baselined {
 				continue
 			}
-			tc.Failures = append(tc.Failures, junitFailure{Message: f.Message, Type: f.Rule + " (" + f.Severity + ")",
-				Text: strings.Join(f.Evidence, "\n")})
+			tc.fail(f)
 		}
 		if reason, ok := notCalled[t.Name]; ok && len(tc.Failures) == 0 {
 			tc.Skipped = &junitSkipped{Message: reason}
@@ -319,15 +370,20 @@ func WriteJUnit(w io.Writer, r *report.Report) error {
 		suite.Cases = append(suite.Cases, tc)
 	}
 	suite.Tests = len(suite.Cases)
-	// Findings on tools the server no longer lists (contract drift).
+	// Findings on tools the server no longer lists (contract drift, stale
+	// baseline entries) and on the server itself.
 	listed := map[string]bool{}
 	for _, t := range r.Tools {
 		listed[t.Name] = true
 	}
 	for _, f := range r.Findings {
 		if !listed[f.Tool] && !f.Baselined {
-			suite.Cases = append(suite.Cases, junitCase{Name: f.Tool, Classname: "mcp.contract",
-				Failures: []junitFailure{{Message: f.Message, Type: f.Rule + " (" + f.Severity + ")", Text: strings.Join(f.Evidence, "\n")}}})
+			tc := junitCase{Name: f.Tool, Classname: "mcp.contract"}
+			if f.Tool == "" {
+				tc = junitCase{Name: serverName(r), Classname: "mcp.server"}
+			}
+			tc.fail(f)
+			suite.Cases = append(suite.Cases, tc)
 			suite.Tests++
 			suite.Fails++
 		}

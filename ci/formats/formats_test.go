@@ -3,12 +3,18 @@ package formats
 import (
 	"bytes"
 	"encoding/json"
+	"encoding/xml"
+	"reflect"
+	"sort"
 	"strings"
 	"testing"
 
 	"github.com/joshdk/go-junit"
 
+	"github.com/mcpsandbox/mcpsandbox/ci/baseline"
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/ci/report/reporttest"
+	"github.com/mcpsandbox/mcpsandbox/ci/rules"
 )
 
 func TestSARIFValidatesAgainstTheOfficialSchema(t *testing.T) {
@@ -66,6 +72,24 @@ func TestJUnitParsesWithAJUnitReader(t *testing.T) {
 	if suites[0].Totals.Failed != 1 || suites[0].Totals.Tests != 3 {
 		t.Errorf("totals = %+v", suites[0].Totals)
 	}
+	// go-junit reads a testcase's attributes as its properties, not a
+	// <properties> block: TestOneFingerprintEverywhere reads those.
+	if !bytes.Contains(buf.Bytes(), []byte(`<property name="fingerprint" value="`)) {
+		t.Errorf("no fingerprint property:\n%s", buf.String())
+	}
+
+	// A server-level finding is a failure of a testcase named for the
+	// server.
+	r := reporttest.Sample()
+	r.Findings = append(r.Findings, report.Finding{Rule: "events-dropped", Severity: report.SeverityError, Message: "dropped", Evidence: []string{"3 events dropped"}})
+	buf.Reset()
+	if err := WriteJUnit(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	suites, err = junit.Ingest(buf.Bytes())
+	if err != nil || suites[0].Totals.Failed != 2 || suites[0].Tests[3].Name != "fixture 1.0.0" || suites[0].Tests[3].Classname != "mcp.server" {
+		t.Errorf("server-level finding: %v %+v", err, suites)
+	}
 }
 
 func TestMarkdownSummary(t *testing.T) {
@@ -85,5 +109,104 @@ func TestMarkdownSummary(t *testing.T) {
 func TestUnknownFormat(t *testing.T) {
 	if err := Write(&bytes.Buffer{}, "xml", reporttest.Sample(), ""); err == nil {
 		t.Error("unknown format accepted")
+	}
+}
+
+// TestOneFingerprintEverywhere: for the same finding, SARIF's
+// partialFingerprints, JUnit's fingerprint property and the baseline entry
+// carry report.Fingerprint.
+func TestOneFingerprintEverywhere(t *testing.T) {
+	r := reporttest.Sample()
+	want := map[string]string{} // rule -> fingerprint
+	for _, f := range r.Findings {
+		want[f.Rule] = report.Fingerprint(f)
+		if f.Fingerprint != want[f.Rule] {
+			t.Fatalf("sample %s: fingerprint %q", f.Rule, f.Fingerprint)
+		}
+	}
+
+	var sb bytes.Buffer
+	if err := WriteSARIF(&sb, r, "test"); err != nil {
+		t.Fatal(err)
+	}
+	var log struct {
+		Runs []struct {
+			Tool struct {
+				Driver struct {
+					Rules []struct {
+						ID         string `json:"id"`
+						Properties struct {
+							SecuritySeverity string   `json:"security-severity"`
+							Tags             []string `json:"tags"`
+						} `json:"properties"`
+					} `json:"rules"`
+				} `json:"driver"`
+			} `json:"tool"`
+			Results []struct {
+				RuleID              string            `json:"ruleId"`
+				PartialFingerprints map[string]string `json:"partialFingerprints"`
+				Properties          map[string]string `json:"properties"`
+			} `json:"results"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(sb.Bytes(), &log); err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range log.Runs[0].Results {
+		if got := res.PartialFingerprints; len(got) != 1 || got["mcpsandbox/v2"] != want[res.RuleID] {
+			t.Errorf("SARIF %s: partialFingerprints %v, want mcpsandbox/v2 %s", res.RuleID, got, want[res.RuleID])
+		}
+		if res.Properties["security-severity"] != "7.5" {
+			t.Errorf("SARIF %s (error): security-severity %q, want 7.5", res.RuleID, res.Properties["security-severity"])
+		}
+	}
+	scores := map[string]string{}
+	for _, rl := range log.Runs[0].Tool.Driver.Rules {
+		scores[rl.ID] = rl.Properties.SecuritySeverity
+		if !reflect.DeepEqual(rl.Properties.Tags, []string{"security"}) {
+			t.Errorf("rule %s: tags %q", rl.ID, rl.Properties.Tags)
+		}
+	}
+	if scores["secret-exfiltration"] != "9.5" || scores["readonly-writes"] != "7.5" || scores["readonly-background"] != "5.0" || len(scores) != len(rules.All()) {
+		t.Errorf("rule security-severity %v", scores)
+	}
+
+	var jb bytes.Buffer
+	if err := WriteJUnit(&jb, r); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Suites []struct {
+			Cases []struct {
+				Name       string `xml:"name,attr"`
+				Properties []struct {
+					Name  string `xml:"name,attr"`
+					Value string `xml:"value,attr"`
+				} `xml:"properties>property"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(jb.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tc := range doc.Suites[0].Cases {
+		for _, p := range tc.Properties {
+			got = append(got, tc.Name+" "+p.Name+"="+p.Value)
+		}
+	}
+	sort.Strings(got)
+	wantJUnit := []string{"lying_read fingerprint=" + want["closed-world-network"], "lying_read fingerprint=" + want["readonly-writes"]}
+	sort.Strings(wantJUnit)
+	if !reflect.DeepEqual(got, wantJUnit) {
+		t.Errorf("JUnit properties %q\nwant %q", got, wantJUnit)
+	}
+
+	entries := map[string]string{}
+	for _, e := range baseline.FromReport(r).Findings {
+		entries[e.Rule] = e.Fingerprint
+	}
+	if !reflect.DeepEqual(entries, want) {
+		t.Errorf("baseline fingerprints %v, want %v", entries, want)
 	}
 }

@@ -1,12 +1,14 @@
 // Package jsonfile reads and writes the small versioned JSON files the CI
 // gate keeps in a repository (baselines, contracts): indented, with a
-// final newline, refused when their version is not the one expected.
+// final newline, refused when their version is not one expected.
 package jsonfile
 
 import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 )
 
 // Write writes v as indented JSON; what names the file in errors.
@@ -21,8 +23,8 @@ func Write(path, what string, v any) error {
 	return nil
 }
 
-// Read decodes path into v and checks that version() is want.
-func Read(path, what string, v any, version func() string, want string) error {
+// Read decodes path into v and checks that version() is one of want.
+func Read(path, what string, v any, version func() string, want ...string) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", what, err)
@@ -30,8 +32,8 @@ func Read(path, what string, v any, version func() string, want string) error {
 	if err := json.Unmarshal(b, v); err != nil {
 		return fmt.Errorf("%s %s: %w", what, path, err)
 	}
-	if got := version(); got != want {
-		return fmt.Errorf("%s %s: version %q, want %q", what, path, got, want)
+	if got := version(); !slices.Contains(want, got) {
+		return fmt.Errorf("%s %s: version %q, want %s", what, path, got, strings.Join(want, " or "))
 	}
 	return nil
 }

@@ -26,7 +26,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 // WriteText writes the compact table a person reads in a terminal.
 func WriteText(w io.Writer, r *Report) error {
 	var b strings.Builder
-	name := compactJSON(r.Server.ServerInfo)
+	name := dash(CompactJSON(r.Server.ServerInfo))
 	fmt.Fprintf(&b, "server   %s\n", strings.Join(r.Server.Command, " "))
 	fmt.Fprintf(&b, "info     %s  protocol %s  image %s  network %s\n", name, dash(r.Server.ProtocolVersion), r.Server.Image, r.Sandbox.Network)
 	if !r.Complete {
@@ -120,10 +120,9 @@ func dash(s string) string {
 	return s
 }
 
-func compactJSON(raw json.RawMessage) string {
-	if len(raw) == 0 {
-		return "-"
-	}
+// CompactJSON is raw JSON on one line, without insignificant spaces; raw
+// as it is when it is not JSON ("" for none).
+func CompactJSON(raw json.RawMessage) string {
 	var b bytes.Buffer
 	if err := json.Compact(&b, raw); err != nil {
 		return string(raw)

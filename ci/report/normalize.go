@@ -79,7 +79,7 @@ func (r *Report) Normalize() {
 			if e.Files[i].Path != e.Files[j].Path {
 				return e.Files[i].Path < e.Files[j].Path
 			}
-			return e.Files[i].Change == "deleted"
+			return e.Files[i].Change == ChangeDeleted
 		})
 	}
 	SortFindings(r.Findings)

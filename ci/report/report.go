@@ -10,7 +10,7 @@ import (
 )
 
 // SchemaVersion names the shape of the report.
-const SchemaVersion = "mcpsandbox.report/v1"
+const SchemaVersion = "mcpsandbox.report/v1.1"
 
 // Report is everything one scan learned about one server.
 type Report struct {
@@ -184,17 +184,17 @@ type Effects struct {
 type FileChange struct {
 	// Path is escaped (\n, \xff, ...) when PathEscaped is set: the name
 	// held bytes that are not printable UTF-8.
-	Path         string `json:"path"`
-	PathEscaped  bool   `json:"pathEscaped,omitempty"`
-	Change       string `json:"change"`         // created, modified, deleted
-	Type         string `json:"type"`           // file, dir, symlink, other
-	Scope        string `json:"scope"`          // workspace, outside
-	Area         string `json:"area,omitempty"` // for outside: tmp, home, system, other
-	Size         int64  `json:"size,omitempty"`
-	Mode         string `json:"mode,omitempty"` // octal permission bits
-	SHA256       string `json:"sha256,omitempty"`
-	SHA256Before string `json:"sha256Before,omitempty"`
-	LinkTarget   string `json:"linkTarget,omitempty"`
+	Path         string     `json:"path"`
+	PathEscaped  bool       `json:"pathEscaped,omitempty"`
+	Change       ChangeKind `json:"change"`
+	Type         string     `json:"type"`           // file, dir, symlink, other
+	Scope        string     `json:"scope"`          // workspace, outside
+	Area         string     `json:"area,omitempty"` // for outside: tmp, home, system, other
+	Size         int64      `json:"size,omitempty"`
+	Mode         string     `json:"mode,omitempty"` // octal permission bits
+	SHA256       string     `json:"sha256,omitempty"`
+	SHA256Before string     `json:"sha256Before,omitempty"`
+	LinkTarget   string     `json:"linkTarget,omitempty"`
 	// Appended is set on a modified file that only grew: its earlier bytes
 	// are unchanged (upperdir only).
 	Appended bool `json:"appended,omitempty"`
@@ -255,10 +255,10 @@ type Phase struct {
 // Finding is a contradiction between what a tool claimed and what it did,
 // or a policy breach.
 type Finding struct {
-	Rule     string `json:"rule"`
-	Severity string `json:"severity"` // critical, error, warning, note
-	Tool     string `json:"tool"`
-	Call     int    `json:"call,omitempty"`
+	Rule     string   `json:"rule"`
+	Severity Severity `json:"severity"`
+	Tool     string   `json:"tool"`
+	Call     int      `json:"call,omitempty"`
 	// Hint is the annotation the finding contradicts, as the server sent it
 	// (for example "readOnlyHint: true"); empty for rules that hold
 	// whatever the hints.
@@ -266,6 +266,12 @@ type Finding struct {
 	Message string `json:"message"`
 	// Evidence names what happened: paths, argv, addresses.
 	Evidence []string `json:"evidence"`
+	// EvidencePaths holds, item for item, the path each evidence item names
+	// ("" for none), for a policy's path ignores. Not in the JSON.
+	EvidencePaths []string `json:"-"`
+	// Fingerprint identifies the finding across runs (see Fingerprint);
+	// baselines, SARIF and JUnit carry it.
+	Fingerprint string `json:"fingerprint"`
 	// Baselined is set when a baseline accepts the finding: it is reported
 	// but does not fail the gate.
 	Baselined bool `json:"baselined,omitempty"`
@@ -322,7 +328,7 @@ func (r *Report) Finish() {
 			s.Baselined++
 			continue
 		}
-		s.BySeverity[f.Severity]++
+		s.BySeverity[f.Severity.String()]++
 	}
 	r.Summary = s
 }

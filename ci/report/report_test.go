@@ -50,4 +50,11 @@ func TestSampleReportValidates(t *testing.T) {
 	if err := reporttest.Validate(bad); err == nil {
 		t.Error("a report with calls as a string validates")
 	}
+	// Severities and change kinds are names from a closed list.
+	json.Unmarshal(buf.Bytes(), &m)
+	m["findings"].([]any)[0].(map[string]any)["severity"] = "fatal"
+	bad, _ = json.Marshal(m)
+	if err := reporttest.Validate(bad); err == nil {
+		t.Error("a report with severity fatal validates")
+	}
 }

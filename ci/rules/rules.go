@@ -1,7 +1,8 @@
-// Package rules turns a report's effects into findings: each rule compares
-// what a tool's annotations claim (quoting the MCP specification) with
-// what its calls did, under a policy that may change severities, ignore
-// paths and tools, and allow hosts, and that counts every ignore.
+// Package rules turns a report's observations into findings: each rule
+// compares what a tool's annotations claim (quoting the MCP specification)
+// with what its calls did, and raises findings at its default severity. A
+// Policy then changes severities, turns rules off and ignores tools and
+// paths, counting every drop; package verdict puts the two together.
 package rules
 
 import (
@@ -12,14 +13,37 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 )
 
+// Rule ids.
+const (
+	ReadonlyWrites            = "readonly-writes"
+	ReadonlyBackground        = "readonly-background"
+	NondestructiveDeletes     = "nondestructive-deletes"
+	IdempotentRepeats         = "idempotent-repeats"
+	ClosedWorldNetwork        = "closed-world-network"
+	WritesOutsideWorkspace    = "writes-outside-workspace"
+	SecretExfiltration        = "secret-exfiltration"
+	SchemaViolationAccepted   = "schema-violation-accepted"
+	SchemaViolationEffects    = "schema-violation-effects"
+	ContractToolAdded         = "contract-tool-added"
+	ContractToolRemoved       = "contract-tool-removed"
+	ContractSchemaChanged     = "contract-schema-changed"
+	ContractAnnotationChanged = "contract-annotation-changed"
+	EventsDropped             = "events-dropped"
+	BaselineStale             = "baseline-stale"
+)
+
 // Rule is one check.
 type Rule struct {
-	ID       string
-	Severity string
+	ID string
+	// Severity is the rule's default; a policy may change it.
+	Severity report.Severity
 	// Hint is the annotation the rule holds a tool to ("" for none).
 	Hint string
 	// Rationale quotes the specification.
 	Rationale string
+	// Message, for the rules on calls, says what the call did: a format of
+	// the call number and the evidence count, after the tool's name.
+	Message string
 }
 
 // The specification's words for each hint (MCP, ToolAnnotations).
@@ -33,21 +57,30 @@ const (
 // All lists every rule, in a stable order.
 func All() []Rule {
 	return []Rule{
-		{ID: "readonly-writes", Severity: "error", Hint: "readOnlyHint", Rationale: specReadOnly},
-		{ID: "readonly-background", Severity: "warning", Hint: "readOnlyHint", Rationale: specReadOnly + " A process left running after the call can modify it later."},
-		{ID: "nondestructive-deletes", Severity: "error", Hint: "destructiveHint", Rationale: specDestructive},
-		{ID: "idempotent-repeats", Severity: "error", Hint: "idempotentHint", Rationale: specIdempotent},
-		{ID: "closed-world-network", Severity: "error", Hint: "openWorldHint", Rationale: specOpenWorld},
-		{ID: "writes-outside-workspace", Severity: "warning", Rationale: "Whatever its hints, a tool that changes files outside the workspace reaches beyond what it was given."},
-		{ID: "secret-exfiltration", Severity: "critical", Rationale: "A honeytoken planted for this run left the tool in a network payload, DNS name or HTTP request."},
-		{ID: "schema-violation-accepted", Severity: "warning", Rationale: "The tool accepted input its own inputSchema forbids."},
-		{ID: "schema-violation-effects", Severity: "error", Rationale: "Input its own inputSchema forbids made the tool change something."},
-		{ID: "contract-tool-added", Severity: "warning", Rationale: "The server lists a tool the contract does not have."},
-		{ID: "contract-tool-removed", Severity: "warning", Rationale: "The contract has a tool the server no longer lists."},
-		{ID: "contract-schema-changed", Severity: "warning", Rationale: "A tool's inputSchema differs from the contract."},
-		{ID: "contract-annotation-changed", Severity: "error", Rationale: "A tool's annotations differ from the contract; a flipped safety hint changes what clients let it do unasked."},
-		{ID: "events-dropped", Severity: "error", Rationale: "The agent dropped events over its bound (a flood): what the server did afterwards is not fully recorded, so no verdict can clear it."},
-		{ID: "baseline-stale", Severity: "error", Rationale: "A baseline entry no longer occurs: the problem is fixed, so the exception must go."},
+		{ID: ReadonlyWrites, Severity: report.SeverityError, Hint: "readOnlyHint", Rationale: specReadOnly,
+			Message: "declares readOnlyHint: true, but call %d changed %d file(s)"},
+		{ID: ReadonlyBackground, Severity: report.SeverityWarning, Hint: "readOnlyHint", Rationale: specReadOnly + " A process left running after the call can modify it later.",
+			Message: "declares readOnlyHint: true, but call %d left %d process(es) running"},
+		{ID: NondestructiveDeletes, Severity: report.SeverityError, Hint: "destructiveHint", Rationale: specDestructive,
+			Message: "declares destructiveHint: false, but call %d deleted or overwrote %d existing file(s)"},
+		{ID: IdempotentRepeats, Severity: report.SeverityError, Hint: "idempotentHint", Rationale: specIdempotent,
+			Message: "declares idempotentHint: true, but repeating call %d's arguments changed %d more file(s)"},
+		{ID: ClosedWorldNetwork, Severity: report.SeverityError, Hint: "openWorldHint", Rationale: specOpenWorld,
+			Message: "declares openWorldHint: false, but call %d made %d network attempt(s) beyond the sandbox"},
+		{ID: WritesOutsideWorkspace, Severity: report.SeverityWarning, Rationale: "Whatever its hints, a tool that changes files outside the workspace reaches beyond what it was given.",
+			Message: "call %d changed %d file(s) outside the workspace"},
+		{ID: SecretExfiltration, Severity: report.SeverityCritical, Rationale: "A honeytoken planted for this run left the tool in a network payload, DNS name or HTTP request.",
+			Message: "call %d sent %d planted secret(s) out of the sandbox"},
+		{ID: SchemaViolationAccepted, Severity: report.SeverityWarning, Rationale: "The tool accepted input its own inputSchema forbids.",
+			Message: "call %d accepted input that breaks its own input schema (%d evidence items: the rule broken, the arguments)"},
+		{ID: SchemaViolationEffects, Severity: report.SeverityError, Rationale: "Input its own inputSchema forbids made the tool change something.",
+			Message: "call %d: input that breaks its own input schema changed things (%d evidence items)"},
+		{ID: ContractToolAdded, Severity: report.SeverityWarning, Rationale: "The server lists a tool the contract does not have."},
+		{ID: ContractToolRemoved, Severity: report.SeverityWarning, Rationale: "The contract has a tool the server no longer lists."},
+		{ID: ContractSchemaChanged, Severity: report.SeverityWarning, Rationale: "A tool's inputSchema differs from the contract."},
+		{ID: ContractAnnotationChanged, Severity: report.SeverityError, Rationale: "A tool's annotations differ from the contract; a flipped safety hint changes what clients let it do unasked."},
+		{ID: EventsDropped, Severity: report.SeverityError, Rationale: "The agent dropped events over its bound (a flood): what the server did afterwards is not fully recorded, so no verdict can clear it."},
+		{ID: BaselineStale, Severity: report.SeverityError, Rationale: "A baseline entry no longer occurs: the problem is fixed, so the exception must go."},
 	}
 }
 
@@ -61,15 +94,23 @@ func ByID(id string) (Rule, bool) {
 	return Rule{}, false
 }
 
-// Severities, most severe first.
-var severityRank = map[string]int{"critical": 4, "error": 3, "warning": 2, "note": 1}
+// DefaultSeverity is the severity rule id raises findings at (0 for an
+// unknown rule).
+func DefaultSeverity(id string) report.Severity {
+	r, _ := ByID(id)
+	return r.Severity
+}
 
-// Rank orders severities; unknown ones rank 0.
-func Rank(s string) int { return severityRank[s] }
+// Options are what the rules take besides the report.
+type Options struct {
+	// AllowedHosts are names or addresses (globs) a closed-world tool may
+	// reach without a finding: they are not outward, so not evidence.
+	AllowedHosts []string
+}
 
-// Evaluate replaces r.Findings and r.Ignored with what the rules find in
-// r's calls under policy p.
-func Evaluate(r *report.Report, p Policy) {
+// Evaluate returns what the rules find in r's calls and sandbox, at each
+// rule's default severity, with no policy applied; r is not changed.
+func Evaluate(r *report.Report, opts Options) []report.Finding {
 	tools := map[string]report.Tool{}
 	for _, t := range r.Tools {
 		tools[t.Name] = t
@@ -80,8 +121,7 @@ func Evaluate(r *report.Report, p Policy) {
 			after[ph.After] = append(after[ph.After], ph.Effects)
 		}
 	}
-	e := &evaluator{p: p, r: r}
-	r.Findings, r.Ignored = []report.Finding{}, []report.Ignored{}
+	e := &evaluator{opts: opts, isolation: r.Sandbox.Isolation, out: []report.Finding{}}
 	for i, c := range r.Calls {
 		t := tools[c.Tool]
 		// What a call caused includes what it left running did after it
@@ -89,26 +129,24 @@ func Evaluate(r *report.Report, p Policy) {
 		effs := append([]report.Effects{c.Effects}, after[c.Seq]...)
 		h := t.Hints
 		if isTrue(h.ReadOnly) {
-			e.files("readonly-writes", c, effs, "readOnlyHint: true", func(f report.FileChange) bool { return true },
-				"declares readOnlyHint: true, but call %d changed %d file(s)")
+			e.files(ReadonlyWrites, c, effs, "readOnlyHint: true", func(f report.FileChange) bool { return true })
 			var ev []string
 			for _, pr := range c.Effects.Processes {
 				if pr.Background {
 					ev = append(ev, "background: "+argv(pr))
 				}
 			}
-			e.add("readonly-background", c, "readOnlyHint: true", ev, nil, "declares readOnlyHint: true, but call %d left %d process(es) running")
+			e.add(ReadonlyBackground, c, "readOnlyHint: true", ev, nil)
 		}
 		if !isTrue(h.ReadOnly) && isFalse(h.Destructive) {
-			e.files("nondestructive-deletes", c, effs, "destructiveHint: false", func(f report.FileChange) bool {
+			e.files(NondestructiveDeletes, c, effs, "destructiveHint: false", func(f report.FileChange) bool {
 				// Appending is additive; deleting, truncating or rewriting is not.
-				return f.Change == "deleted" || (f.Change == "modified" && f.Type == "file" && !f.Appended)
-			}, "declares destructiveHint: false, but call %d deleted or overwrote %d existing file(s)")
+				return f.Change == report.ChangeDeleted || (f.Change == report.ChangeModified && f.Type == "file" && !f.Appended)
+			})
 		}
 		if isTrue(h.Idempotent) {
 			if prev := previousSame(r.Calls[:i], c); prev != nil {
-				e.files("idempotent-repeats", c, effs, "idempotentHint: true", further(r.Calls[:i], c),
-					"declares idempotentHint: true, but repeating call %d's arguments changed %d more file(s)")
+				e.files(IdempotentRepeats, c, effs, "idempotentHint: true", further(r.Calls[:i], c))
 			}
 		}
 		if isFalse(h.OpenWorld) {
@@ -120,24 +158,24 @@ func Evaluate(r *report.Report, p Policy) {
 					}
 				}
 			}
-			e.add("closed-world-network", c, "openWorldHint: false", ev, nil, "declares openWorldHint: false, but call %d made %d network attempt(s) beyond the sandbox")
+			e.add(ClosedWorldNetwork, c, "openWorldHint: false", ev, nil)
 		}
 		if c.Negative != "" {
 			args := "arguments " + string(c.Arguments)
 			if c.ErrorKind == "" && !c.IsError {
-				e.add("schema-violation-accepted", c, "", []string{c.Negative, args}, nil, "call %d accepted input that breaks its own input schema (%d evidence items: the rule broken, the arguments)")
+				e.add(SchemaViolationAccepted, c, "", []string{c.Negative, args}, nil)
 			}
-			var ev []string
+			ev, paths := []string{c.Negative}, []string{""}
 			for _, ef := range effs {
 				for _, f := range ef.Files {
-					ev = append(ev, f.Change+" "+f.Path)
+					ev, paths = append(ev, f.Change.String()+" "+f.Path), append(paths, f.Path)
 				}
 				for _, p := range ef.Processes {
-					ev = append(ev, "ran "+argv(p))
+					ev, paths = append(ev, "ran "+argv(p)), append(paths, "")
 				}
 			}
-			if len(ev) > 0 {
-				e.add("schema-violation-effects", c, "", append([]string{c.Negative}, ev...), nil, "call %d: input that breaks its own input schema changed things (%d evidence items)")
+			if len(ev) > 1 {
+				e.add(SchemaViolationEffects, c, "", ev, paths)
 			}
 		}
 		var leaked []string
@@ -148,83 +186,72 @@ func Evaluate(r *report.Report, p Policy) {
 				}
 			}
 		}
-		e.add("secret-exfiltration", c, "", leaked, nil, "call %d sent %d planted secret(s) out of the sandbox")
-		e.files("writes-outside-workspace", c, effs, "", func(f report.FileChange) bool { return f.Scope == "outside" },
-			"call %d changed %d file(s) outside the workspace")
+		e.add(SecretExfiltration, c, "", leaked, nil)
+		e.files(WritesOutsideWorkspace, c, effs, "", func(f report.FileChange) bool { return f.Scope == "outside" })
 	}
 	if n := r.Sandbox.EventsDropped; n > 0 {
-		rl, _ := ByID("events-dropped")
-		if sev := p.severity(rl); sev != "off" {
-			r.Findings = append(r.Findings, report.Finding{Rule: rl.ID, Severity: sev, Message: fmt.Sprintf("the agent dropped %d events; %s", n, rl.Rationale),
-				Evidence: []string{fmt.Sprintf("%d events dropped", n)}, Isolation: r.Sandbox.Isolation})
-		}
+		rl, _ := ByID(EventsDropped)
+		e.out = append(e.out, report.Finding{Rule: rl.ID, Severity: rl.Severity, Message: fmt.Sprintf("the agent dropped %d events; %s", n, rl.Rationale),
+			Evidence: []string{fmt.Sprintf("%d events dropped", n)}, EvidencePaths: []string{""}, Isolation: r.Sandbox.Isolation})
 	}
-	report.SortFindings(r.Findings)
-	report.SortIgnored(r.Ignored)
+	return e.out
 }
 
 type evaluator struct {
-	p Policy
-	r *report.Report
+	opts      Options
+	isolation string
+	out       []report.Finding
 }
 
 // files raises rule on the call's file changes that match keep.
-func (e *evaluator) files(rule string, c report.Call, effs []report.Effects, hint string, keep func(report.FileChange) bool, msg string) {
+func (e *evaluator) files(rule string, c report.Call, effs []report.Effects, hint string, keep func(report.FileChange) bool) {
 	var ev, paths []string
 	for _, ef := range effs {
 		for _, f := range ef.Files {
 			if keep(f) {
-				ev = append(ev, f.Change+" "+f.Path)
+				ev = append(ev, f.Change.String()+" "+f.Path)
 				paths = append(paths, f.Path)
 			}
 		}
 	}
-	e.add(rule, c, hint, ev, paths, msg)
+	e.add(rule, c, hint, ev, paths)
 }
 
-// add records a finding with its evidence after the policy's ignores;
-// paths, when set, are the evidence items' paths for path ignores.
-func (e *evaluator) add(rule string, c report.Call, hint string, evidence, paths []string, msg string) {
+// add raises rule on call c with its evidence, once per distinct item;
+// paths, when set, are the evidence items' paths (for a policy's path
+// ignores).
+func (e *evaluator) add(rule string, c report.Call, hint string, evidence, paths []string) {
 	if len(evidence) == 0 {
 		return
 	}
 	rl, _ := ByID(rule)
-	sev := e.p.severity(rl)
-	if sev == "off" {
-		return
-	}
-	if g, ok := e.p.ignoredTool(rule, c.Tool); ok {
-		e.r.Ignored = append(e.r.Ignored, report.Ignored{Rule: rule, Tool: c.Tool, Call: c.Seq, Reason: "tool " + g, Evidence: len(evidence)})
-		return
-	}
-	var kept []string
-	dropped := map[string]int{}
+	f := report.Finding{Rule: rule, Severity: rl.Severity, Tool: c.Tool, Call: c.Seq, Hint: hint,
+		Evidence: []string{}, EvidencePaths: []string{}, Isolation: e.isolation}
 	seen := map[string]bool{}
 	for i, ev := range evidence {
 		if seen[ev] {
 			continue // the same attempt twice (an A and an AAAA query) is one piece of evidence
 		}
 		seen[ev] = true
+		p := ""
 		if paths != nil {
-			if g, ok := e.p.ignoredPath(rule, paths[i]); ok {
-				dropped[g]++
-				continue
-			}
+			p = paths[i]
 		}
-		kept = append(kept, ev)
+		f.Evidence, f.EvidencePaths = append(f.Evidence, ev), append(f.EvidencePaths, p)
 	}
-	for g, n := range dropped {
-		e.r.Ignored = append(e.r.Ignored, report.Ignored{Rule: rule, Tool: c.Tool, Call: c.Seq, Reason: "path " + g, Evidence: n})
-	}
-	if len(kept) == 0 {
-		return
-	}
-	text := fmt.Sprintf("%s %s", quote(c.Tool), fmt.Sprintf(msg, c.Seq, len(kept)))
-	if rl.Rationale != "" && hint != "" {
+	f.Message = message(rl, f)
+	e.out = append(e.out, f)
+}
+
+// message is a call finding's message: the tool, what its call did, and
+// for a hint the specification's words. The policy renders it again when
+// it drops evidence, so that the count stays true.
+func message(rl Rule, f report.Finding) string {
+	text := fmt.Sprintf("%s %s", quote(f.Tool), fmt.Sprintf(rl.Message, f.Call, len(f.Evidence)))
+	if rl.Rationale != "" && f.Hint != "" {
 		text += "; the specification: " + rl.Rationale
 	}
-	e.r.Findings = append(e.r.Findings, report.Finding{Rule: rule, Severity: sev, Tool: c.Tool, Call: c.Seq, Hint: hint,
-		Message: text, Evidence: kept, Isolation: e.r.Sandbox.Isolation})
+	return text
 }
 
 // outward describes a network event that leaves the sandbox (or tries
@@ -232,13 +259,13 @@ func (e *evaluator) add(rule string, c report.Call, hint string, evidence, paths
 func (e *evaluator) outward(n report.NetEvent) (string, bool) {
 	switch n.Kind {
 	case "dns":
-		if n.Host == "localhost" || strings.HasSuffix(n.Host, ".localhost") || e.p.allowedHost(n.Host) {
+		if n.Host == "localhost" || strings.HasSuffix(n.Host, ".localhost") || e.allowedHost(n.Host) {
 			return "", false
 		}
 		return "dns " + n.Host, true
 	case "connect":
 		ip := net.ParseIP(n.Address)
-		if n.Loopback || (ip != nil && ip.IsLoopback()) || e.p.allowedHost(n.Address) {
+		if n.Loopback || (ip != nil && ip.IsLoopback()) || e.allowedHost(n.Address) {
 			return "", false
 		}
 		return fmt.Sprintf("connect %s:%d/%s %s", n.Address, n.Port, n.Protocol, n.Result), true
@@ -248,17 +275,26 @@ func (e *evaluator) outward(n report.NetEvent) (string, bool) {
 			// connect event names its destination.
 			return "", false
 		}
-		if e.p.allowedHost(hostOnly(n.Host)) {
+		if e.allowedHost(hostOnly(n.Host)) {
 			return "", false
 		}
 		return fmt.Sprintf("http %s %s%s", n.Method, n.Host, n.Path), true
 	case "tls":
-		if e.p.allowedHost(n.Host) {
+		if e.allowedHost(n.Host) {
 			return "", false
 		}
 		return "tls " + n.Host, true
 	}
 	return "", false
+}
+
+func (e *evaluator) allowedHost(h string) bool {
+	for _, g := range e.opts.AllowedHosts {
+		if glob(g, h) {
+			return true
+		}
+	}
+	return false
 }
 
 func describeNet(n report.NetEvent) string {
@@ -294,16 +330,20 @@ func previousSame(earlier []report.Call, c report.Call) *report.Call {
 // further keeps the repeat's changes that change state again: a file
 // rewritten with the bytes it already had is no additional effect.
 func further(earlier []report.Call, c report.Call) func(report.FileChange) bool {
-	last := map[string]string{}
+	type state struct {
+		change report.ChangeKind
+		sum    string
+	}
+	last := map[string]state{}
 	for _, e := range earlier {
 		for _, f := range e.Effects.Files {
-			last[f.Path] = f.Change + " " + f.SHA256
+			last[f.Path] = state{f.Change, f.SHA256}
 		}
 	}
 	return func(f report.FileChange) bool {
-		if f.Change == "modified" && f.Type == "file" {
+		if f.Change == report.ChangeModified && f.Type == "file" {
 			prev, ok := last[f.Path]
-			return !ok || prev != "modified "+f.SHA256 && prev != "created "+f.SHA256
+			return !ok || prev != state{report.ChangeModified, f.SHA256} && prev != state{report.ChangeCreated, f.SHA256}
 		}
 		return true
 	}

@@ -185,7 +185,7 @@ func TestContractDriftFailsTheBump(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, f := range decode(t, b).Findings {
-		got[f.Rule+" "+f.Tool] = f.Severity + " " + f.Evidence[0]
+		got[f.Rule+" "+f.Tool] = f.Severity.String() + " " + f.Evidence[0]
 	}
 	if got["contract-annotation-changed list_workspace"] != "error readOnlyHint: true -> false" ||
 		got["contract-schema-changed echo"] != `warning property "message" added: {"description":"text to echo","type":"string"}` {
@@ -272,7 +272,7 @@ func TestHoneytokenExfiltrationIsCritical(t *testing.T) {
 			found = &r.Findings[i]
 		}
 	}
-	if found == nil || found.Severity != "critical" || found.Tool != "exfiltrate" || found.Call != 1 {
+	if found == nil || found.Severity != report.SeverityCritical || found.Tool != "exfiltrate" || found.Call != 1 {
 		t.Fatalf("secret-exfiltration = %+v; findings %+v", found, r.Findings)
 	}
 	want := []string{"aws-access-key-id in http POST collector.example.net/ingest", "aws-secret-access-key in http POST collector.example.net/ingest"}

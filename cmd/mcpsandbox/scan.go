@@ -18,6 +18,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/ci/formats"
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/ci/rules"
+	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
 	"github.com/mcpsandbox/mcpsandbox/probes"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 )
@@ -116,8 +117,9 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		outputs = append(outputs, output{f, p})
 	}
-	if *failOn != "never" && rules.Rank(*failOn) == 0 {
-		return usageError{fmt.Sprintf("--fail-on %q: want critical, error, warning, note or never", *failOn)}
+	gate, err := verdict.ParseFailOn(*failOn)
+	if err != nil {
+		return usageError{fmt.Sprintf("--fail-on: %v", err)}
 	}
 	var policy rules.Policy
 	if *policyFile != "" {
@@ -166,16 +168,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if scanErr != nil && !errors.Is(scanErr, sandbox.ErrIncomplete) {
 		rep.Problems = append(rep.Problems, report.Problem{Kind: "infra", Message: report.OneLine(scanErr.Error())})
 	}
-	// Verdicts: the rules under the policy, contract drift, the baseline.
-	rules.Evaluate(rep, policy)
-	if pinned != nil && len(rep.Tools) > 0 {
-		rep.Findings = append(rep.Findings, contract.Compare(*pinned, rep)...)
-	}
-	if base != nil {
-		baseline.Apply(rep, *base)
-	}
-	report.SortFindings(rep.Findings)
-	rep.Finish()
+	verdict.Finish(rep, verdict.Config{Policy: policy, Contract: pinned, Baseline: base})
 
 	if res.ContainerID != "" {
 		fmt.Fprintf(stderr, "mcpsandbox: kept container %s (remove it with `docker rm %.12s` or `mcpsandbox clean`)\n", res.ContainerID, res.ContainerID)
@@ -198,24 +191,10 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return errors.Join(scanErr, werr)
 	case werr != nil:
 		return werr
-	case gateFails(rep, *failOn):
+	case verdict.Fails(rep, gate):
 		return errFindings
 	}
 	return nil
-}
-
-// gateFails reports a finding, not accepted by the baseline, at or above
-// the --fail-on severity.
-func gateFails(r *report.Report, failOn string) bool {
-	if failOn == "never" {
-		return false
-	}
-	for _, f := range r.Findings {
-		if !f.Baselined && rules.Rank(f.Severity) >= rules.Rank(failOn) {
-			return true
-		}
-	}
-	return false
 }
 
 func writeReport(rep *report.Report, format, out string, stdout io.Writer) (err error) {

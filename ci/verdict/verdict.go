@@ -1,0 +1,118 @@
+// Package verdict owns a report's verdict. Finish derives the findings
+// from what the report observed (calls, phases, tools, sandbox): the
+// rules, contract drift and the baseline, then the policy over all of
+// them, then fingerprints, order and summary. Fails says whether they fail
+// the CI gate. Nothing else in mcpsandbox writes findings.
+package verdict
+
+import (
+	"fmt"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/baseline"
+	"github.com/mcpsandbox/mcpsandbox/ci/contract"
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/ci/rules"
+)
+
+// Config is what a verdict takes besides the report.
+type Config struct {
+	// Policy changes severities, turns rules off, ignores tools and paths
+	// and allows hosts; the zero Policy changes nothing.
+	Policy rules.Policy
+	// Contract, when set, is the tool list the server is held to; it is
+	// compared only when the report lists tools.
+	Contract *contract.File
+	// Baseline, when set, accepts known findings and makes a
+	// baseline-stale finding of each entry that no longer occurs.
+	Baseline *baseline.File
+}
+
+// Finish replaces rep's findings, ignored list and summary with the
+// verdict on its observations under cfg:
+//
+//  1. the rules, at their default severities (the policy's allowed hosts
+//     are not outward);
+//  2. contract drift, when cfg.Contract is set and the report lists tools;
+//  3. the baseline, matched against the findings before the policy, so an
+//     entry whose finding still occurs but is ignored is not stale;
+//  4. the policy (off, tool and path ignores, severities) over every
+//     finding, contract and baseline-stale ones included, each drop
+//     counted in rep.Ignored;
+//  5. fingerprints, the order of findings and ignores, and the summary.
+//
+// Finish is idempotent: it reads only the observations, never the
+// findings it wrote before. Process ids are left as the sandbox
+// normalized them.
+func Finish(rep *report.Report, cfg Config) {
+	found := rules.Evaluate(rep, rules.Options{AllowedHosts: cfg.Policy.AllowedHosts})
+	if cfg.Contract != nil && len(rep.Tools) > 0 {
+		found = append(found, contract.Compare(*cfg.Contract, rep)...)
+	}
+	if cfg.Baseline != nil {
+		found = append(found, baseline.Apply(found, *cfg.Baseline, baselineKeys(cfg.Policy))...)
+	}
+	rep.Findings, rep.Ignored = cfg.Policy.Apply(found)
+	for i := range rep.Findings {
+		rep.Findings[i].Fingerprint = report.Fingerprint(rep.Findings[i])
+	}
+	report.SortFindings(rep.Findings)
+	report.SortIgnored(rep.Ignored)
+	rep.Finish()
+}
+
+// baselineKeys are the fingerprints a finding matches a baseline entry
+// by: its own, and the one it has once the policy's path ignores dropped
+// evidence, since a baseline is written from a report after the policy.
+func baselineKeys(p rules.Policy) func(report.Finding) []string {
+	return func(f report.Finding) []string {
+		keys := []string{report.Fingerprint(f)}
+		if t := p.TrimPaths(f); len(t.Evidence) > 0 && len(t.Evidence) < len(f.Evidence) {
+			keys = append(keys, report.Fingerprint(t))
+		}
+		return keys
+	}
+}
+
+// FailOn is the gate's threshold: a finding at or above Severity fails it,
+// unless Never. The zero FailOn fails on any finding.
+type FailOn struct {
+	Severity report.Severity
+	Never    bool
+}
+
+// never is --fail-on's word for a gate that only reports.
+const never = "never"
+
+// ParseFailOn reads a severity's name or "never".
+func ParseFailOn(s string) (FailOn, error) {
+	if s == never {
+		return FailOn{Never: true}, nil
+	}
+	sev, err := report.ParseSeverity(s)
+	if err != nil {
+		return FailOn{}, fmt.Errorf("%w, or %s", err, never)
+	}
+	return FailOn{Severity: sev}, nil
+}
+
+// String is the threshold as --fail-on takes it.
+func (f FailOn) String() string {
+	if f.Never {
+		return never
+	}
+	return f.Severity.String()
+}
+
+// Fails reports whether the gate fails: a finding the baseline does not
+// accept, at or above the threshold.
+func Fails(rep *report.Report, failOn FailOn) bool {
+	if failOn.Never {
+		return false
+	}
+	for _, f := range rep.Findings {
+		if !f.Baselined && f.Severity >= failOn.Severity {
+			return true
+		}
+	}
+	return false
+}

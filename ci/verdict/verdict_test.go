@@ -1,0 +1,267 @@
+package verdict_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"sort"
+	"testing"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/baseline"
+	"github.com/mcpsandbox/mcpsandbox/ci/contract"
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/ci/rules"
+	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
+)
+
+func yes() *bool { b := true; return &b }
+func no() *bool  { b := false; return &b }
+
+func tool(name string, h report.Hints) report.Tool {
+	return report.Tool{Name: name, Hints: h, Annotations: json.RawMessage(`null`), InputSchema: json.RawMessage(`{"type":"object"}`)}
+}
+
+// scan is a report as the sandbox hands it over: observations, no
+// findings. tmp is the run-specific suffix of a temp file "save" writes.
+func scan(tmp string) *report.Report {
+	r := report.New()
+	r.Complete = true
+	r.Sandbox = report.Sandbox{Network: "none", Isolation: "session", Agent: true}
+	r.Tools = []report.Tool{
+		tool("save", report.Hints{ReadOnly: yes()}),
+		tool("fetch", report.Hints{OpenWorld: no()}),
+		tool("legacy", report.Hints{}),
+		tool("added", report.Hints{}),
+	}
+	save := report.NewEffects()
+	save.Files = []report.FileChange{
+		{Path: "/workspace/out.json.tmp-" + tmp, Change: report.ChangeCreated, Type: "file", Scope: "workspace"},
+		{Path: "/home/sandbox/.npm/_cacache/index", Change: report.ChangeModified, Type: "file", Scope: "outside", Area: "home"},
+	}
+	fetch := report.NewEffects()
+	fetch.Network = []report.NetEvent{{Kind: "dns", Host: "evil.net", Result: "nxdomain"}, {Kind: "dns", Host: "api.example.com", Result: "nxdomain"}}
+	legacy := report.NewEffects()
+	legacy.Files = []report.FileChange{{Path: "/tmp/legacy.log", Change: report.ChangeCreated, Type: "file", Scope: "outside", Area: "tmp"}}
+	r.Calls = []report.Call{
+		{Seq: 1, Tool: "save", Arguments: json.RawMessage(`{}`), Source: "empty", Effects: save},
+		{Seq: 2, Tool: "fetch", Arguments: json.RawMessage(`{}`), Source: "empty", Effects: fetch},
+		{Seq: 3, Tool: "legacy", Arguments: json.RawMessage(`{}`), Source: "empty", Effects: legacy},
+		{Seq: 4, Tool: "added", Arguments: json.RawMessage(`{}`), Source: "empty", Effects: report.NewEffects()},
+	}
+	return r
+}
+
+// pinned is the contract of an earlier release: no "added", and a "gone".
+func pinned(t *testing.T) *contract.File {
+	r := scan("1")
+	r.Tools = append(r.Tools[:3:3], tool("gone", report.Hints{}))
+	c := contract.FromReport(r)
+	return &c
+}
+
+func policy(t *testing.T, yaml string) rules.Policy {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := rules.LoadPolicy(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pol
+}
+
+// brief renders findings as "rule tool severity [baselined]".
+func brief(r *report.Report) []string {
+	out := []string{}
+	for _, f := range r.Findings {
+		s := f.Rule + " " + f.Tool + " " + f.Severity.String()
+		if f.Baselined {
+			s += " baselined"
+		}
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func reasons(r *report.Report) []string {
+	out := []string{}
+	for _, ig := range r.Ignored {
+		out = append(out, ig.Rule+" "+ig.Tool+" "+ig.Reason)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func mustJSON(t *testing.T, r *report.Report) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := report.WriteJSON(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// TestFinishOwnsTheVerdict builds a report by hand and checks the whole
+// verdict: rules, contract drift and baseline under one policy, with
+// fingerprints, order, summary and the gate.
+func TestFinishOwnsTheVerdict(t *testing.T) {
+	pol := policy(t, `
+rules: {contract-tool-removed: error}
+ignore: {paths: ["/home/sandbox/.npm/**"]}
+allowedHosts: ["*.example.com"]
+`)
+	// The baseline accepts legacy's write (from an earlier run) and a
+	// finding that is fixed since.
+	earlier := scan("1")
+	earlier.Findings = []report.Finding{
+		{Rule: rules.WritesOutsideWorkspace, Tool: "legacy", Evidence: []string{"created /tmp/legacy.log"}},
+		{Rule: rules.ReadonlyWrites, Tool: "fixed", Evidence: []string{"created /workspace/old"}},
+	}
+	base := baseline.FromReport(earlier)
+
+	r := scan("4242")
+	cfg := verdict.Config{Policy: pol, Contract: pinned(t), Baseline: &base}
+	verdict.Finish(r, cfg)
+
+	want := []string{
+		"baseline-stale fixed error",
+		"closed-world-network fetch error",
+		"contract-tool-added added warning",
+		"contract-tool-removed gone error", // the policy's severity
+		"readonly-writes save error",
+		"writes-outside-workspace legacy warning baselined",
+		// save's write outside the workspace is all under an ignored path.
+	}
+	if got := brief(r); !reflect.DeepEqual(got, want) {
+		t.Errorf("findings\n got %q\nwant %q", got, want)
+	}
+	if got, want := reasons(r), []string{"readonly-writes save path /home/sandbox/.npm/**", "writes-outside-workspace save path /home/sandbox/.npm/**"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ignored\n got %q\nwant %q", got, want)
+	}
+	for _, f := range r.Findings {
+		if f.Fingerprint == "" || f.Fingerprint != report.Fingerprint(f) {
+			t.Errorf("%s %s: fingerprint %q", f.Rule, f.Tool, f.Fingerprint)
+		}
+		switch f.Rule {
+		case rules.ReadonlyWrites:
+			if !reflect.DeepEqual(f.Evidence, []string{"created /workspace/out.json.tmp-4242"}) {
+				t.Errorf("readonly-writes evidence %q", f.Evidence)
+			}
+		case rules.ClosedWorldNetwork:
+			if !reflect.DeepEqual(f.Evidence, []string{"dns evil.net"}) {
+				t.Errorf("closed-world evidence %q: the allowed host must go", f.Evidence)
+			}
+		}
+	}
+	if r.Summary.Findings != 6 || r.Summary.Baselined != 1 || r.Summary.Ignored != 2 || r.Summary.BySeverity["error"] != 4 || r.Summary.BySeverity["warning"] != 1 {
+		t.Errorf("summary %+v", r.Summary)
+	}
+	for _, c := range []struct {
+		failOn string
+		fails  bool
+	}{{"critical", false}, {"error", true}, {"note", true}, {"never", false}} {
+		fo, err := verdict.ParseFailOn(c.failOn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := verdict.Fails(r, fo); got != c.fails {
+			t.Errorf("Fails(%s) = %v", c.failOn, got)
+		}
+	}
+	if _, err := verdict.ParseFailOn("fatal"); err == nil {
+		t.Error("--fail-on fatal accepted")
+	}
+
+	// Idempotent: a second Finish gives the same bytes.
+	first := mustJSON(t, r)
+	verdict.Finish(r, cfg)
+	if second := mustJSON(t, r); !bytes.Equal(first, second) {
+		t.Errorf("a second Finish changed the report:\n%s\n---\n%s", first, second)
+	}
+
+	// A baseline written from this report accepts the next run's findings,
+	// with another temp suffix and the same policy: nothing new, nothing
+	// stale, the gate passes.
+	next := baseline.FromReport(r)
+	r2 := scan("777")
+	verdict.Finish(r2, verdict.Config{Policy: pol, Contract: pinned(t), Baseline: &next})
+	for _, f := range r2.Findings {
+		if !f.Baselined {
+			t.Errorf("not accepted by its own baseline: %s %s %q", f.Rule, f.Tool, f.Evidence)
+		}
+	}
+	if verdict.Fails(r2, verdict.FailOn{Severity: report.SeverityNote}) {
+		t.Error("the gate fails on a baselined run")
+	}
+}
+
+// TestPolicyTakesContractAndStaleFindingsOffTheGate: a policy's off and
+// its tool ignores hold for contract drift and stale baseline entries as
+// for the rules' findings, and count what they drop.
+func TestPolicyTakesContractAndStaleFindingsOffTheGate(t *testing.T) {
+	earlier := scan("1")
+	earlier.Findings = []report.Finding{{Rule: rules.ReadonlyWrites, Tool: "added", Evidence: []string{"created /workspace/old"}}}
+	base := baseline.FromReport(earlier)
+	// Only the contract and the baseline speak: "save", "fetch" and
+	// "legacy" are not called.
+	fresh := func() *report.Report {
+		r := scan("1")
+		r.Calls = r.Calls[3:]
+		return r
+	}
+	c := pinned(t)
+	c.Tools = slices.DeleteFunc(c.Tools, func(t contract.Tool) bool { return t.Name == "gone" })
+	gate := verdict.FailOn{Severity: report.SeverityWarning}
+
+	r := fresh()
+	verdict.Finish(r, verdict.Config{Contract: c, Baseline: &base})
+	if got, want := brief(r), []string{"baseline-stale added error", "contract-tool-added added warning"}; !reflect.DeepEqual(got, want) || !verdict.Fails(r, gate) {
+		t.Fatalf("without a policy: %q (want %q) and the gate must fail", got, want)
+	}
+	for name, c2 := range map[string]struct {
+		yaml    string
+		reasons []string
+	}{
+		"off": {`rules: {contract-tool-added: off, baseline-stale: off}`,
+			[]string{"baseline-stale added rule off", "contract-tool-added added rule off"}},
+		"tool ignore": {`ignore: {tools: [added]}`,
+			[]string{"baseline-stale added tool added", "contract-tool-added added tool added"}},
+	} {
+		r := fresh()
+		verdict.Finish(r, verdict.Config{Policy: policy(t, c2.yaml), Contract: c, Baseline: &base})
+		if len(r.Findings) != 0 || verdict.Fails(r, gate) {
+			t.Errorf("%s: findings %q; the gate must pass", name, brief(r))
+		}
+		if got := reasons(r); !reflect.DeepEqual(got, c2.reasons) || r.Summary.Ignored != 2 {
+			t.Errorf("%s: ignored %q, want %q", name, got, c2.reasons)
+		}
+	}
+}
+
+// TestIgnoredFindingKeepsItsBaselineEntry: the baseline is matched before
+// the policy, so an accepted finding that a policy now ignores, whole or
+// in part, does not make its entry stale.
+func TestIgnoredFindingKeepsItsBaselineEntry(t *testing.T) {
+	r := scan("1")
+	verdict.Finish(r, verdict.Config{})
+	base := baseline.FromReport(r)
+	for _, yaml := range []string{
+		`ignore: {tools: [save, fetch, legacy]}`,
+		`ignore: {paths: ["/home/sandbox/.npm/**", "/tmp/**"]}`,
+		`rules: {readonly-writes: "off", writes-outside-workspace: "off", closed-world-network: "off"}`,
+	} {
+		r := scan("2")
+		verdict.Finish(r, verdict.Config{Policy: policy(t, yaml), Baseline: &base})
+		for _, f := range r.Findings {
+			if f.Rule == rules.BaselineStale || !f.Baselined {
+				t.Errorf("%s: %s %s %q", yaml, f.Rule, f.Tool, f.Evidence)
+			}
+		}
+	}
+}

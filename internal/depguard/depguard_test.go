@@ -1,0 +1,135 @@
+package depguard
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// module is this module's path.
+const module = "github.com/mcpsandbox/mcpsandbox"
+
+// boundary forbids the packages matched by patterns to depend, directly
+// or not, on any package with one of the prefixes (a prefix matches the
+// package itself and those below it).
+type boundary struct {
+	patterns  []string
+	forbidden []string
+}
+
+func boundaries() []boundary {
+	return []boundary{
+		{patterns: []string{"./overlay/...", "./probes/..."}, forbidden: []string{
+			"github.com/docker/", "github.com/moby/", "github.com/modelcontextprotocol/go-sdk", module + "/sandbox",
+		}},
+		{patterns: []string{"./ci/report"}, forbidden: []string{module + "/"}},
+	}
+}
+
+// pkg is what go list says of one package.
+type pkg struct {
+	ImportPath string
+	Imports    []string
+	DepOnly    bool
+}
+
+func TestImportBoundaries(t *testing.T) {
+	for _, b := range boundaries() {
+		graph, roots := goList(t, b.patterns)
+		if len(roots) == 0 {
+			t.Fatalf("%v matched no package", b.patterns)
+		}
+		for _, root := range roots {
+			for _, chain := range violations(graph, root, b.forbidden) {
+				t.Errorf("%s must not import %s: %s", root, chain[len(chain)-1], strings.Join(chain, " -> "))
+			}
+		}
+	}
+}
+
+// goList returns the import graph of the packages matched by patterns and
+// their dependencies, and the matched packages.
+func goList(t *testing.T, patterns []string) (map[string][]string, []string) {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list", "-deps", "-json=ImportPath,Imports,DepOnly"}, patterns...)...)
+	cmd.Dir = "../.." // the module root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v\n%s", patterns, err, stderr.String())
+	}
+	graph := map[string][]string{}
+	var roots []string
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("decoding go list: %v", err)
+		}
+		graph[p.ImportPath] = p.Imports
+		if !p.DepOnly {
+			roots = append(roots, p.ImportPath)
+		}
+	}
+	return graph, roots
+}
+
+// violations returns, for each forbidden package root reaches, the
+// shortest import chain from root to it.
+func violations(graph map[string][]string, root string, forbidden []string) [][]string {
+	var out [][]string
+	from := map[string]string{root: ""}
+	queue := []string{root}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if p != root && isForbidden(p, forbidden) {
+			chain := []string{p}
+			for q := from[p]; q != ""; q = from[q] {
+				chain = append([]string{q}, chain...)
+			}
+			out = append(out, chain)
+			continue // one chain per forbidden package is enough
+		}
+		for _, d := range graph[p] {
+			if _, seen := from[d]; !seen {
+				from[d] = p
+				queue = append(queue, d)
+			}
+		}
+	}
+	return out
+}
+
+func isForbidden(p string, forbidden []string) bool {
+	for _, f := range forbidden {
+		if p == strings.TrimSuffix(f, "/") || strings.HasPrefix(p, strings.TrimSuffix(f, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestViolationsNamesTheChain: the check finds a forbidden package behind
+// an allowed one and says how it is reached.
+func TestViolationsNamesTheChain(t *testing.T) {
+	graph := map[string][]string{
+		"m/overlay":   {"fmt", "m/ci/report"},
+		"m/ci/report": {"m/sandbox/label"},
+		"m/sandbox":   {"m/overlay"},
+	}
+	got := violations(graph, "m/overlay", []string{"m/sandbox"})
+	if len(got) != 1 || strings.Join(got[0], " -> ") != "m/overlay -> m/ci/report -> m/sandbox/label" {
+		t.Errorf("violations = %q", got)
+	}
+	if got := violations(graph, "m/overlay", []string{"m/sand"}); len(got) != 0 {
+		t.Errorf("a prefix matched inside a path element: %q", got)
+	}
+}
