@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/containerd/continuity/fs/fstest"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
 )
 
 // whiteout is how overlayfs marks a deleted lower path in the upper dir.
@@ -197,6 +199,23 @@ func TestOpaqueDirectoryReplacesLowerContents(t *testing.T) {
 		// the lower main.js is hidden: this one is new, not modified
 		"created file workspace /workspace/src/main.js",
 	)
+}
+
+// TestForgedUserOpaqueIsNotADeletion: the server may set user.* xattrs on
+// its own directories; a user.overlay.opaque it sets hides nothing (the
+// engine mounts overlayfs without userxattr), so it must not read as the
+// deletion of what the image had below.
+func TestForgedUserOpaqueIsNotADeletion(t *testing.T) {
+	lo, up := layers(t, lowerImage)
+	u := &UpperDir{Upper: up, Lowers: []string{lo}}
+	before := snap(t, u)
+	apply(t, up, fstest.CreateDir("/workspace", 0o755), fstest.CreateDir("/workspace/src", 0o755),
+		fstest.SetXAttr("/workspace/src", "user.overlay.opaque", "y"))
+	for _, c := range Delta(before, snap(t, u)) {
+		if c.Change == report.ChangeDeleted {
+			t.Errorf("a forged user.overlay.opaque reads as %s %s", c.Change, c.Path)
+		}
+	}
 }
 
 func TestWhiteoutsInLowerLayersAndLayerOrder(t *testing.T) {

@@ -89,17 +89,14 @@ func walkFD(fd int, rel string, fn func(n node) error) error {
 }
 
 // opaqueXattr reports an opaque overlayfs directory (one whose lower
-// contents are hidden), reading its xattrs with get: trusted.* as the
-// kernel's overlayfs writes them, user.* under the userxattr option
-// (rootless).
+// contents are hidden), reading its xattrs with get. Only trusted.* counts:
+// Docker mounts overlayfs without userxattr, and the server (an owner
+// without CAP_SYS_ADMIN) can set user.overlay.opaque on its own
+// directories to forge a deletion of everything below them.
 func opaqueXattr(get func(attr string, buf []byte) (int, error)) bool {
 	buf := make([]byte, 4)
-	for _, attr := range []string{"trusted.overlay.opaque", "user.overlay.opaque"} {
-		if n, err := get(attr, buf); err == nil && n == 1 && buf[0] == 'y' {
-			return true
-		}
-	}
-	return false
+	n, err := get("trusted.overlay.opaque", buf)
+	return err == nil && n == 1 && buf[0] == 'y'
 }
 
 func orRoot(rel string) string {
