@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/mcpsandbox/mcpsandbox/ci/gate"
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 )
@@ -31,9 +32,6 @@ Exit codes: 0 no findings, 1 findings, 2 usage or infrastructure error.
 type usageError struct{ msg string }
 
 func (e usageError) Error() string { return e.msg }
-
-// errFindings ends a run that worked and found contradictions: exit 1.
-var errFindings = errors.New("findings")
 
 // errHelp ends a run that printed help: exit 0.
 var errHelp = pflag.ErrHelp
@@ -91,7 +89,7 @@ func exitCode(err error, stderr io.Writer) int {
 	switch {
 	case err == nil, errors.Is(err, errHelp):
 		return 0
-	case errors.Is(err, errFindings):
+	case errors.Is(err, gate.ErrFindings):
 		return 1
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "mcpsandbox: %s (see 'mcpsandbox --help')\n", ue.msg)

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -16,7 +14,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/ci/baseline"
 	"github.com/mcpsandbox/mcpsandbox/ci/contract"
 	"github.com/mcpsandbox/mcpsandbox/ci/formats"
-	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/ci/gate"
 	"github.com/mcpsandbox/mcpsandbox/ci/rules"
 	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
 	"github.com/mcpsandbox/mcpsandbox/probes"
@@ -108,16 +106,15 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if !slices.Contains(formats.Names(), *format) {
 		return usageError{fmt.Sprintf("--format %q: want one of %s", *format, strings.Join(formats.Names(), ", "))}
 	}
-	type output struct{ format, path string }
-	var outputs []output
+	outputs := []gate.Output{{Format: *format, Path: *out}}
 	for _, r := range *reports {
 		f, p, ok := strings.Cut(r, "=")
 		if !ok || p == "" || !slices.Contains(formats.Names(), f) {
 			return usageError{fmt.Sprintf("--report %q: want FORMAT=PATH with FORMAT one of %s", r, strings.Join(formats.Names(), ", "))}
 		}
-		outputs = append(outputs, output{f, p})
+		outputs = append(outputs, gate.Output{Format: f, Path: p})
 	}
-	gate, err := verdict.ParseFailOn(*failOn)
+	failGate, err := verdict.ParseFailOn(*failOn)
 	if err != nil {
 		return usageError{fmt.Sprintf("--fail-on: %v", err)}
 	}
@@ -162,71 +159,10 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer cli.Close()
-
-	res, scanErr := sandbox.Scan(ctx, cli, opts)
-	rep := res.Report
-	if scanErr != nil && !errors.Is(scanErr, sandbox.ErrIncomplete) {
-		rep.Problems = append(rep.Problems, report.Problem{Kind: "infra", Message: report.OneLine(scanErr.Error())})
-	}
-	verdict.Finish(rep, verdict.Config{Policy: policy, Contract: pinned, Baseline: base})
-
-	if res.ContainerID != "" {
-		fmt.Fprintf(stderr, "mcpsandbox: kept container %s (remove it with `docker rm %.12s` or `mcpsandbox clean`)\n", res.ContainerID, res.ContainerID)
-	}
-	werr := writeReport(rep, *format, *out, stdout)
-	for _, o := range outputs {
-		werr = errors.Join(werr, writeReport(rep, o.format, o.path, nil))
-	}
-	if *transcript != "" {
-		werr = errors.Join(werr, writeTranscript(res.Transcript, *transcript))
-	}
-	if *contractOut != "" && len(rep.Tools) > 0 {
-		werr = errors.Join(werr, contract.Write(*contractOut, contract.FromReport(rep)))
-	}
-	if *writeBaseline != "" && scanErr == nil {
-		werr = errors.Join(werr, baseline.Write(*writeBaseline, baseline.FromReport(rep)))
-	}
-	switch {
-	case scanErr != nil:
-		return errors.Join(scanErr, werr)
-	case werr != nil:
-		return werr
-	case verdict.Fails(rep, gate):
-		return errFindings
-	}
-	return nil
-}
-
-func writeReport(rep *report.Report, format, out string, stdout io.Writer) (err error) {
-	w := stdout
-	if out != "" {
-		f, err := os.Create(out)
-		if err != nil {
-			return fmt.Errorf("writing report: %w", err)
-		}
-		defer func() { err = errors.Join(err, f.Close()) }()
-		w = f
-	}
-	return formats.Write(w, format, rep, version())
-}
-
-func writeTranscript(t *sandbox.Transcript, path string) (err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("writing transcript: %w", err)
-	}
-	defer func() { err = errors.Join(err, f.Close()) }()
-	frames, dropped := t.Frames()
-	enc := json.NewEncoder(f)
-	for _, fr := range frames {
-		if err := enc.Encode(fr); err != nil {
-			return fmt.Errorf("writing transcript: %w", err)
-		}
-	}
-	if dropped > 0 {
-		return enc.Encode(map[string]int{"droppedFrames": dropped})
-	}
-	return nil
+	_, err = gate.Run(ctx, cli, gate.Options{Scan: opts, Verdict: verdict.Config{Policy: policy, Contract: pinned, Baseline: base},
+		FailOn: failGate, Outputs: outputs, Transcript: *transcript, ContractOut: *contractOut, WriteBaseline: *writeBaseline,
+		Version: version(), Stdout: stdout, Notice: stderr})
+	return err
 }
 
 func isTerminal(w io.Writer) bool {

@@ -1,0 +1,121 @@
+// Package gate is the CI gate as one call: it scans a server, gives the
+// verdict, writes the reports and says whether the gate fails. Commands
+// (scan, and later bulk) parse their flags into Options and call Run.
+package gate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/baseline"
+	"github.com/mcpsandbox/mcpsandbox/ci/contract"
+	"github.com/mcpsandbox/mcpsandbox/ci/formats"
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
+	"github.com/mcpsandbox/mcpsandbox/sandbox"
+)
+
+// Output is one report file to write.
+type Output struct {
+	Format string // one of formats.Names()
+	Path   string // "" writes to Options.Stdout
+}
+
+// Options configures one gated scan.
+type Options struct {
+	Scan    sandbox.ScanOptions
+	Verdict verdict.Config
+	FailOn  verdict.FailOn
+	// Outputs are the reports to write; one of them may go to Stdout.
+	Outputs []Output
+	// Transcript, ContractOut and WriteBaseline are paths to write the
+	// JSON-RPC frames, the published tools and the findings as a baseline
+	// ("" for none).
+	Transcript, ContractOut, WriteBaseline string
+	// Version names mcpsandbox in the reports.
+	Version string
+	Stdout  io.Writer
+	// Notice receives one-line notices for the user (a kept container).
+	Notice io.Writer
+}
+
+// ErrFindings is returned when the scan ran and the gate fails.
+var ErrFindings = errors.New("findings")
+
+// Run scans, gives the verdict, writes every output and returns the
+// report. The error is ErrFindings when the gate fails, the scan's error
+// when it could not run every step (the outputs are written all the
+// same), or an output's error.
+func Run(ctx context.Context, cli sandbox.Engine, opts Options) (*report.Report, error) {
+	res, scanErr := sandbox.Scan(ctx, cli, opts.Scan)
+	rep := res.Report
+	if scanErr != nil && !errors.Is(scanErr, sandbox.ErrIncomplete) {
+		rep.Problems = append(rep.Problems, report.Problem{Kind: "infra", Message: report.OneLine(scanErr.Error())})
+	}
+	verdict.Finish(rep, opts.Verdict)
+
+	if res.ContainerID != "" && opts.Notice != nil {
+		fmt.Fprintf(opts.Notice, "mcpsandbox: kept container %s (remove it with `docker rm %.12s` or `mcpsandbox clean`)\n", res.ContainerID, res.ContainerID)
+	}
+	var werr error
+	for _, o := range opts.Outputs {
+		werr = errors.Join(werr, writeReport(rep, o, opts.Stdout, opts.Version))
+	}
+	if opts.Transcript != "" {
+		werr = errors.Join(werr, writeTranscript(res.Transcript, opts.Transcript))
+	}
+	if opts.ContractOut != "" && len(rep.Tools) > 0 {
+		werr = errors.Join(werr, contract.Write(opts.ContractOut, contract.FromReport(rep)))
+	}
+	if opts.WriteBaseline != "" && scanErr == nil {
+		werr = errors.Join(werr, baseline.Write(opts.WriteBaseline, baseline.FromReport(rep)))
+	}
+	switch {
+	case scanErr != nil:
+		return rep, errors.Join(scanErr, werr)
+	case werr != nil:
+		return rep, werr
+	case verdict.Fails(rep, opts.FailOn):
+		return rep, ErrFindings
+	}
+	return rep, nil
+}
+
+func writeReport(rep *report.Report, o Output, stdout io.Writer, version string) (err error) {
+	w := stdout
+	if o.Path != "" {
+		f, err := os.Create(o.Path)
+		if err != nil {
+			return fmt.Errorf("writing the %s report: %w", o.Format, err)
+		}
+		defer func() { err = errors.Join(err, f.Close()) }()
+		w = f
+	}
+	if w == nil {
+		return fmt.Errorf("writing the %s report: no output", o.Format)
+	}
+	return formats.Write(w, o.Format, rep, version)
+}
+
+func writeTranscript(t *sandbox.Transcript, path string) (err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("writing transcript: %w", err)
+	}
+	defer func() { err = errors.Join(err, f.Close()) }()
+	frames, dropped := t.Frames()
+	enc := json.NewEncoder(f)
+	for _, fr := range frames {
+		if err := enc.Encode(fr); err != nil {
+			return fmt.Errorf("writing transcript: %w", err)
+		}
+	}
+	if dropped > 0 {
+		return enc.Encode(map[string]int{"droppedFrames": dropped})
+	}
+	return nil
+}
