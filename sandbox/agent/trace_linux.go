@@ -37,8 +37,10 @@ type pending struct {
 
 // process is one traced thread group.
 type process struct {
-	ppid   int
-	execed bool
+	ppid int
+	// reported is set once the runner knows of it: by its fork event, or by
+	// its exec for the server itself. Only then is its exit reported.
+	reported bool
 	// dests remembers connected destinations by fd, for DNS payloads sent
 	// with send() on a connected socket.
 	dests map[int]*Event
@@ -59,13 +61,17 @@ type tracer struct {
 	out   *writer
 	tasks map[int]*task
 	procs map[int]*process
+	// early holds the tasks seen on their own stops (or ending) before
+	// their creator's fork, vfork or clone event: that event must not
+	// report them again, even when they are gone by then.
+	early map[int]bool
 	// seen dedups connect events per process and destination.
 	seen map[string]bool
 }
 
 func newTracer(main int, mode string, out *writer) *tracer {
 	return &tracer{main: main, mode: mode, out: out, tasks: map[int]*task{main: {tgid: main, started: true}},
-		procs: map[int]*process{main: newProcess(1)}, seen: map[string]bool{}}
+		procs: map[int]*process{main: newProcess(1)}, early: map[int]bool{}, seen: map[string]bool{}}
 }
 
 // TRACEEXIT stops a process on its way out, before its parent can learn
@@ -116,13 +122,45 @@ func (t *tracer) loop() int {
 	return code
 }
 
+// task returns a stopped task's entry. A task without one is new, and its
+// creator's event is still to come: the kernel wakes a child before its
+// creator stops to report it, and wait returns the newest tracee first, so
+// the child's first stops, and even its end, can come before that event.
+// Such a task is told thread or process now, while it is stopped and /proc
+// has it, and a new process is reported now: before it can exec or exit,
+// and before its creator returns from fork.
 func (t *tracer) task(tid int) *task {
 	tk, ok := t.tasks[tid]
-	if !ok {
-		tk = &task{tgid: tgidOf(tid)}
-		t.tasks[tid] = tk
+	if ok {
+		return tk
+	}
+	st := statusFields(tid, "Tgid:", "PPid:")
+	tk = &task{tgid: st[0]}
+	if tk.tgid == 0 {
+		tk.tgid = tid // unreadable: taken as a process, not reported
+	}
+	t.tasks[tid] = tk
+	t.early[tid] = true
+	if st[0] == tid {
+		t.forked(tid, st[1])
 	}
 	return tk
+}
+
+// forked reports a new process once, before anything it does: at its
+// creator's event or at its own first stop, whichever the tracer sees
+// first. A child that never execs can still outlive the call: the runner
+// must know it exists, and when it exits.
+func (t *tracer) forked(pid, ppid int) {
+	np := newProcess(ppid)
+	np.reported = true
+	t.procs[pid] = np
+	t.out.emit(&Event{Kind: KindFork, PID: pid, PPID: ppid})
+	if pp := t.procs[ppid]; pp != nil {
+		for fd, pr := range pp.socks { // a fork copies the fd table
+			np.socks[fd] = pr
+		}
+	}
 }
 
 func (t *tracer) proc(tgid int) *process {
@@ -143,19 +181,21 @@ func (t *tracer) exited(tid int, ws unix.WaitStatus) int {
 		code = 128 + int(ws.Signal())
 		sig = unix.SignalName(ws.Signal())
 	}
-	tgid := tid
-	if tk != nil {
-		tgid = tk.tgid
+	if tk == nil {
+		// Ended before its first stop and before its creator's event: it
+		// never ran, and that event must not report it.
+		t.early[tid] = true
+		return code
 	}
-	if tgid != tid {
+	if tk.tgid != tid {
 		return code // a thread
 	}
-	if p := t.procs[tgid]; p != nil {
-		if p.execed && !p.exitSent {
+	if p := t.procs[tid]; p != nil {
+		if p.reported && !p.exitSent {
 			c := code
-			t.out.emit(&Event{Kind: KindExit, PID: tgid, PPID: p.ppid, ExitCode: &c, Signal: sig})
+			t.out.emit(&Event{Kind: KindExit, PID: tid, PPID: p.ppid, ExitCode: &c, Signal: sig})
 		}
-		delete(t.procs, tgid)
+		delete(t.procs, tid)
 	}
 	return code
 }
@@ -187,41 +227,12 @@ func (t *tracer) event(tid int, tk *task, cause int) {
 			return
 		}
 	case unix.PTRACE_EVENT_FORK, unix.PTRACE_EVENT_VFORK, unix.PTRACE_EVENT_CLONE:
-		msg, err := unix.PtraceGetEventMsg(tid)
-		if err == nil {
-			ntid := int(msg)
-			nt, ok := t.tasks[ntid]
-			if !ok {
-				nt = &task{}
-				t.tasks[ntid] = nt
-			}
-			if cause == unix.PTRACE_EVENT_CLONE && cloneThread(tid) {
-				nt.tgid = tk.tgid // a thread
-			} else {
-				nt.tgid = ntid
-				// The child's own stops may have come first and made its entry.
-				np, ok := t.procs[ntid]
-				if !ok {
-					np = newProcess(tk.tgid)
-					t.procs[ntid] = np
-				}
-				np.ppid = tk.tgid
-				if !np.execed {
-					// A child that never execs can still outlive the call:
-					// the runner must know it exists, and when it exits.
-					np.execed = true
-					t.out.emit(&Event{Kind: KindFork, PID: ntid, PPID: tk.tgid})
-				}
-				for fd, pr := range t.proc(tk.tgid).socks { // a fork copies the fd table
-					if _, set := np.socks[fd]; !set {
-						np.socks[fd] = pr
-					}
-				}
-			}
+		if msg, err := unix.PtraceGetEventMsg(tid); err == nil {
+			t.created(tid, tk, int(msg), cause)
 		}
 	case unix.PTRACE_EVENT_EXIT:
 		if tid == tk.tgid && !leaderThreadExit(tid) {
-			if p := t.procs[tid]; p != nil && p.execed && !p.exitSent {
+			if p := t.procs[tid]; p != nil && p.reported && !p.exitSent {
 				msg, err := unix.PtraceGetEventMsg(tid)
 				if err == nil {
 					ws := unix.WaitStatus(msg)
@@ -242,7 +253,7 @@ func (t *tracer) event(tid int, tk *task, cause int) {
 			delete(t.tasks, int(former))
 		}
 		tk.tgid = tid
-		t.proc(tid).execed = true
+		t.proc(tid).reported = true
 		if tk.exit != nil && tk.exit.ev.Kind == KindExec {
 			tk.exit = nil // it worked: reported at the seccomp stop
 		}
@@ -250,6 +261,43 @@ func (t *tracer) event(tid int, tk *task, cause int) {
 		return
 	}
 	unix.PtraceCont(tid, 0)
+}
+
+// created handles a creator's fork, vfork or clone event for the new task
+// ntid: a thread is told from a process by the clone's own flags, and a
+// new process is reported, unless the task was seen first on its own.
+func (t *tracer) created(tid int, tk *task, ntid, cause int) {
+	if t.early[ntid] {
+		delete(t.early, ntid)
+		if _, ok := t.tasks[ntid]; ok || gone(ntid) {
+			return // told and, if a process, reported at its first stop
+		}
+		// A mark left by an earlier task of the same tid whose creator never
+		// reported it (killed mid-clone): this one is new.
+	}
+	flags, ok := cloneFlags(tid)
+	if !ok {
+		// The creator's registers are gone (it was killed meanwhile): the
+		// new task's /proc entry says, as it is not reaped yet.
+		st := statusFields(ntid, "Tgid:", "PPid:")
+		if st[0] == tk.tgid {
+			flags = unix.CLONE_THREAD
+		} else if st[1] != tk.tgid {
+			flags = unix.CLONE_PARENT
+		}
+	}
+	if cause == unix.PTRACE_EVENT_CLONE && flags&unix.CLONE_THREAD != 0 {
+		t.tasks[ntid] = &task{tgid: tk.tgid}
+		return
+	}
+	t.tasks[ntid] = &task{tgid: ntid}
+	// Its real parent, as its own first stop would read it: the creator's
+	// process, or under CLONE_PARENT the creator's parent.
+	ppid := tk.tgid
+	if flags&unix.CLONE_PARENT != 0 {
+		ppid = ppidOf(ntid)
+	}
+	t.forked(ntid, ppid)
 }
 
 // seccomp records a stopped syscall; it returns true when the syscall's
@@ -284,7 +332,7 @@ func (t *tracer) seccomp(tid int, tk *task) bool {
 		// answer its caller at once. A failure is sent at the syscall's exit.
 		ev := &Event{Kind: KindExec, PID: tk.tgid, PPID: p.ppid, Argv: argv, Cwd: cwd, Result: "ok"}
 		t.out.emit(ev)
-		p.execed = true
+		p.reported = true
 		tk.exit = &pending{ev: &Event{Kind: KindExec, PID: tk.tgid, PPID: p.ppid, Argv: argv, Cwd: cwd}}
 		return true
 	case sysConnect:
@@ -589,28 +637,27 @@ func procNetHas(path, inode string) bool {
 	return false
 }
 
-// cloneThread reports whether the clone the stopped task made is a thread
-// (CLONE_THREAD), from the syscall's own flags: clone's first argument, or
-// the first field of clone3's struct.
-func cloneThread(tid int) bool {
+// cloneFlags returns the flags of the clone a task stopped at its fork,
+// vfork or clone event made: clone's first argument, or the first field of
+// clone3's struct (none for fork and vfork). A thread (CLONE_THREAD) is
+// told from a process by them, not by /proc, which no longer has a thread
+// that has ended.
+func cloneFlags(tid int) (uint64, bool) {
 	r, err := getRegs(tid)
 	if err != nil {
-		return false
+		return 0, false
 	}
-	var flags uint64
 	switch r.nr {
 	case sysClone:
-		flags = r.args[0]
+		return r.args[0], true
 	case sysClone3:
 		b := readBytes(tid, r.args[0], 8)
 		if len(b) < 8 {
-			return false
+			return 0, false
 		}
-		flags = binary.LittleEndian.Uint64(b)
-	default:
-		return false
+		return binary.LittleEndian.Uint64(b), true
 	}
-	return flags&unix.CLONE_THREAD != 0
+	return 0, true
 }
 
 // leaderThreadExit tells a group leader that ends only its own thread
@@ -620,23 +667,45 @@ func leaderThreadExit(tid int) bool {
 	if err != nil || r.nr != sysExit {
 		return false
 	}
-	return statusField(tid, "Threads:", 1) > 1
+	return statusFields(tid, "Threads:")[0] > 1
 }
 
-func tgidOf(tid int) int { return statusField(tid, "Tgid:", tid) }
-func ppidOf(pid int) int { return statusField(pid, "PPid:", 0) }
+func ppidOf(pid int) int { return statusFields(pid, "PPid:")[0] }
 
-func statusField(pid int, field string, def int) int {
+// gone tells a task that has ended (a zombie, or reaped) from a live one.
+func gone(tid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", tid))
+	if err != nil {
+		return true
+	}
+	// pid (comm) state ...: comm may hold spaces and parentheses.
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 || i+2 >= len(b) {
+		return true
+	}
+	switch b[i+2] {
+	case 'Z', 'X', 'x':
+		return true
+	}
+	return false
+}
+
+// statusFields reads numeric fields of /proc/PID/status, 0 where missing
+// or unreadable.
+func statusFields(pid int, fields ...string) []int {
+	out := make([]int, len(fields))
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return def
+		return out
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, field) {
-			if v, err := strconv.Atoi(strings.TrimSpace(l[len(field):])); err == nil {
-				return v
+		for i, field := range fields {
+			if strings.HasPrefix(l, field) {
+				if v, err := strconv.Atoi(strings.TrimSpace(l[len(field):])); err == nil {
+					out[i] = v
+				}
 			}
 		}
 	}
-	return def
+	return out
 }
