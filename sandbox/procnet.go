@@ -26,10 +26,17 @@ type procNet struct {
 	// sink is set when the agent answers DNS on 127.0.0.1:53: the
 	// resolver's datagrams to it are reported as dns events, not connects.
 	sink bool
+	// forkOnly holds the children a call listed as "(forked, no exec)";
+	// their execs after that call are the call's (fill puts them there),
+	// not those of the stretch they fall in: whether a fork and its exec
+	// straddle a mark is only a matter of timing.
+	forkOnly map[int]bool
+	lateExec map[int][]report.Process
 }
 
 func newProcNet(events *eventStore, sink bool) *procNet {
-	return &procNet{events: events, live: map[int]bool{}, exits: map[int]int{}, sync: 2 * time.Second, sink: sink}
+	return &procNet{events: events, live: map[int]bool{}, exits: map[int]int{}, sync: 2 * time.Second, sink: sink,
+		forkOnly: map[int]bool{}, lateExec: map[int][]report.Process{}}
 }
 
 // collect adds to eff the events up to now; for a call, processes it
@@ -47,7 +54,7 @@ func (p *procNet) collect(ctx context.Context, eff *report.Effects, call bool) {
 			p.live[e.PID] = true
 			forked[e.PID] = e.PPID
 		case agent.KindExec:
-			if e.Result != "ok" && p.failed(eff, e) {
+			if e.Result != "ok" && (p.failed(eff.Processes, e) || p.failed(p.lateExec[e.PID], e)) {
 				continue
 			}
 			delete(forked, e.PID)
@@ -63,10 +70,16 @@ func (p *procNet) collect(ctx context.Context, eff *report.Effects, call bool) {
 				}
 				p.live[e.PID] = true
 			}
+			if p.forkOnly[e.PID] {
+				pr.Background = true // it outlived the call that forked it
+				p.lateExec[e.PID] = append(p.lateExec[e.PID], pr)
+				continue
+			}
 			eff.Processes = append(eff.Processes, pr)
 		case agent.KindExit:
 			delete(p.live, e.PID)
 			delete(forked, e.PID)
+			delete(p.forkOnly, e.PID)
 			if e.ExitCode != nil {
 				p.exits[e.PID] = *e.ExitCode
 			}
@@ -103,6 +116,7 @@ func (p *procNet) collect(ctx context.Context, eff *report.Effects, call bool) {
 		for _, pid := range pids {
 			if p.live[pid] {
 				eff.Processes = append(eff.Processes, report.Process{PID: pid, PPID: forked[pid], Argv: []string{"(forked, no exec)"}})
+				p.forkOnly[pid] = true
 			}
 		}
 		for i := range eff.Processes {
@@ -115,10 +129,11 @@ func (p *procNet) collect(ctx context.Context, eff *report.Effects, call bool) {
 }
 
 // failed marks the exec the agent reported before it ran as failed, when
-// it is in this stretch; it says whether it found it.
-func (p *procNet) failed(eff *report.Effects, e agent.Event) bool {
-	for i := len(eff.Processes) - 1; i >= 0; i-- {
-		pr := &eff.Processes[i]
+// it is in ps (this stretch's, or a forked child's late execs); it says
+// whether it found it.
+func (p *procNet) failed(ps []report.Process, e agent.Event) bool {
+	for i := len(ps) - 1; i >= 0; i-- {
+		pr := &ps[i]
 		if pr.PID == e.PID && pr.ExecError == "" && strings.Join(pr.Argv, "\x00") == strings.Join(e.Argv, "\x00") {
 			pr.ExecError = e.Result
 			if p.main == e.PID && e.PPID == 1 {
@@ -173,11 +188,28 @@ func (p *procNet) stillLive() []int {
 	return out
 }
 
-// fill sets the exit codes that arrived after the phase that started a
-// process was closed.
+// fill puts the execs of a child a call forked, that came after the call,
+// in place of its "(forked, no exec)" entry, and sets the exit codes that
+// arrived after the phase that started a process was closed.
 func (p *procNet) fill(rep *report.Report) {
 	if p == nil {
 		return
+	}
+	for i := range rep.Calls {
+		eff := &rep.Calls[i].Effects
+		for j := 0; j < len(eff.Processes); j++ {
+			pr := eff.Processes[j]
+			late := p.lateExec[pr.PID]
+			if len(late) == 0 || len(pr.Argv) != 1 || pr.Argv[0] != "(forked, no exec)" {
+				continue
+			}
+			for k := range late {
+				late[k].PPID = pr.PPID
+			}
+			eff.Processes = append(eff.Processes[:j], append(late, eff.Processes[j+1:]...)...)
+			j += len(late) - 1
+			delete(p.lateExec, pr.PID)
+		}
 	}
 	set := func(ps []report.Process) {
 		for i := range ps {

@@ -61,7 +61,25 @@ func (r *Report) Normalize() {
 			if ka, kb := strings.Join(a.Argv, "\x00"), strings.Join(b.Argv, "\x00"); ka != kb {
 				return ka < kb
 			}
-			return a.Cwd < b.Cwd
+			if a.Cwd != b.Cwd {
+				return a.Cwd < b.Cwd
+			}
+			// Equal programs: every field the JSON shows, so that the
+			// order in which they happened to run does not matter.
+			if a.ExecError != b.ExecError {
+				return a.ExecError < b.ExecError
+			}
+			if a.Background != b.Background {
+				return !a.Background
+			}
+			ea, eb := -1, -1
+			if a.ExitCode != nil {
+				ea = *a.ExitCode
+			}
+			if b.ExitCode != nil {
+				eb = *b.ExitCode
+			}
+			return ea < eb
 		})
 		for i := range e.Processes {
 			e.Processes[i].PID = id(e.Processes[i].PID)
