@@ -1,0 +1,91 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Path is where the agent sits in every sandbox, and Name what it calls
+// itself there: the place and name of the init Docker's --init adds, so
+// that PID 1 looks like any container's.
+const (
+	Path = "/sbin/docker-init"
+	Name = "docker-init"
+)
+
+// Config is what the runner tells the agent before the server starts. It
+// comes on the container's stdin as one frame (frameMark, JSON, newline),
+// never on the command line, where the server could read it in
+// /proc/1/cmdline. The agent reads it a byte at a time, so that what
+// follows on stdin (the MCP stream) is the server's, untouched.
+type Config struct {
+	// Network is ModeNone, ModeSinkhole or ModeOpen.
+	Network string `json:"network"`
+	// MaxEvents bounds the events sent; the rest are counted.
+	MaxEvents int `json:"maxEvents"`
+	// Tick is the heartbeat interval.
+	Tick time.Duration `json:"tick"`
+	// Dir is the server's working directory, entered once the config has
+	// arrived: whatever the runner mounts after the container starts (the
+	// workspace) is in place by then.
+	Dir string `json:"dir,omitempty"`
+}
+
+// maxConfig bounds the config frame the agent reads.
+const maxConfig = 64 << 10
+
+// ErrConfig marks a config frame that is missing or malformed.
+var ErrConfig = errors.New("agent config")
+
+// WriteConfig writes c as the config frame.
+func WriteConfig(w io.Writer, c Config) error {
+	return encode(w, &Event{Kind: KindConfig, Data: mustJSON(c)})
+}
+
+// ReadConfig reads the config frame from r, one byte at a time, consuming
+// nothing after its newline.
+func ReadConfig(r io.Reader) (Config, error) {
+	var line []byte
+	b := make([]byte, 1)
+	for {
+		n, err := r.Read(b)
+		if n == 1 {
+			if b[0] == '\n' {
+				break
+			}
+			if len(line) >= maxConfig {
+				return Config{}, fmt.Errorf("%w: frame over %d bytes", ErrConfig, maxConfig)
+			}
+			line = append(line, b[0])
+		}
+		if err != nil {
+			return Config{}, fmt.Errorf("%w: %v", ErrConfig, err)
+		}
+	}
+	if len(line) == 0 || line[0] != frameMark {
+		return Config{}, fmt.Errorf("%w: not a frame", ErrConfig)
+	}
+	var e Event
+	if err := json.Unmarshal(line[1:], &e); err != nil || e.Kind != KindConfig {
+		return Config{}, fmt.Errorf("%w: not a config frame", ErrConfig)
+	}
+	var c Config
+	if err := json.Unmarshal([]byte(e.Data), &c); err != nil {
+		return Config{}, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	return c, nil
+}
+
+// KindConfig is the config frame's kind (runner to agent only).
+const KindConfig = "config"
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // a Config always encodes
+	}
+	return string(b)
+}
