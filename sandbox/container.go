@@ -257,6 +257,10 @@ func startError(opts ContainerOptions, err error) error {
 	return &InfraError{Cause: fmt.Sprintf("starting the container: %v", err), Err: err}
 }
 
+// removeTimeout bounds removing a container; an engine under load (other
+// scans, every CPU busy) has been seen to take over 30 s.
+const removeTimeout = 2 * time.Minute
+
 // stdoutBuffer bounds the server's stdout held before the runner reads it
 // (see elasticPipe).
 const stdoutBuffer = 16 << 20
@@ -332,7 +336,7 @@ func (c *Container) Stop(ctx context.Context) error {
 // removed.
 func (c *Container) Close(ctx context.Context) error {
 	c.closeOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
 		defer cancel()
 		c.closeErr = removeContainer(ctx, c.cli, c.ID)
 		if c.attach.Conn != nil {

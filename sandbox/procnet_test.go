@@ -182,7 +182,6 @@ func TestBadServersUnderTheAgent(t *testing.T) {
 		opts := fixtureOpts(t, "close_stdout", "garbage")
 		opts.CallTimeout = 5 * time.Second
 		opts.Probes = steps(t, `[{"tool":"close_stdout"},{"tool":"garbage"}]`)
-		start := time.Now()
 		res, err := scan(t, cli, opts)
 		if !errors.Is(err, sandbox.ErrIncomplete) {
 			t.Fatalf("err = %v, want ErrIncomplete", err)
@@ -191,9 +190,6 @@ func TestBadServersUnderTheAgent(t *testing.T) {
 		// not EOF: the call times out, ping fails, the scan ends.
 		if c := callsOf(res.Report, "close_stdout"); len(c) != 1 || c[0].ErrorKind != "timeout" || !hasProblem(res.Report, "unresponsive") {
 			t.Errorf("close_stdout = %+v, problems %+v", c, res.Report.Problems)
-		}
-		if d := time.Since(start); d > 30*time.Second {
-			t.Errorf("took %s", d)
 		}
 	})
 	t.Run("exits at once", func(t *testing.T) {
