@@ -142,6 +142,10 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 		}
 		return nil, &InfraError{Cause: fmt.Sprintf("inspecting image %s: %v", opts.Image, err), Err: err}
 	}
+	profile, err := seccompProfile()
+	if err != nil {
+		return nil, err
+	}
 
 	pids := opts.Limits.Pids
 	cfg := &container.Config{
@@ -165,7 +169,7 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 	host := &container.HostConfig{
 		NetworkMode:    container.NetworkMode(dockerNet),
 		CapDrop:        []string{"ALL"},
-		SecurityOpt:    []string{"no-new-privileges"},
+		SecurityOpt:    []string{"no-new-privileges", "seccomp=" + profile},
 		Init:           nil,
 		ReadonlyRootfs: false,
 		Resources: container.Resources{

@@ -96,7 +96,8 @@ func TestStartHardensByDefault(t *testing.T) {
 	if c.Hostname == "" || c.Labels[label.Managed] != "true" || c.Labels[label.Run] != "r1" || c.Labels[label.Owner] == "" {
 		t.Errorf("hostname %q labels %v", c.Hostname, c.Labels)
 	}
-	if h.NetworkMode != "none" || len(h.CapDrop) != 1 || h.CapDrop[0] != "ALL" || h.SecurityOpt[0] != "no-new-privileges" {
+	if h.NetworkMode != "none" || len(h.CapDrop) != 1 || h.CapDrop[0] != "ALL" || len(h.SecurityOpt) != 2 ||
+		h.SecurityOpt[0] != "no-new-privileges" || !strings.HasPrefix(h.SecurityOpt[1], "seccomp={") {
 		t.Errorf("host config = %+v", h)
 	}
 	if h.PidsLimit == nil || *h.PidsLimit <= 0 || h.Memory <= 0 || h.NanoCPUs <= 0 {
