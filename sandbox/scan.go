@@ -44,8 +44,9 @@ type ScanOptions struct {
 	// files listed per call or phase (default 1000; the rest are counted).
 	FileLimits overlay.Limits
 	MaxListed  int
-	// Agent is the host path of the static agent binary that records
-	// processes and network attempts; empty runs without it.
+	// Agent is the host path of the static agent binary (mcpsandbox
+	// itself, see FindAgent) that records processes and network attempts;
+	// empty runs without it.
 	Agent string
 	// Network is the server's network (default NetworkNone).
 	Network NetworkMode

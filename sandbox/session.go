@@ -40,8 +40,10 @@ type SessionOptions struct {
 	// files listed per call or phase (default 1000; the rest are counted).
 	FileLimits overlay.Limits
 	MaxListed  int
-	// Agent is the host path of the static agent binary that records
-	// processes and network attempts; empty runs without it.
+	// Agent is the host path of the static agent binary (mcpsandbox
+	// itself, see FindAgent) that records processes and network attempts;
+	// it reaches the container in an image layer (AgentImage). Empty runs
+	// without it.
 	Agent string
 	// Network is the server's network (default NetworkNone).
 	Network NetworkMode
@@ -150,12 +152,20 @@ func (s *Session) open(ctx context.Context) error {
 		return &InfraError{Cause: fmt.Sprintf("unknown network mode %v", o.Network), Fix: "use none, sinkhole, bridge or host"}
 	}
 	if o.Network == NetworkSinkhole && o.Agent == "" {
-		return &InfraError{Cause: "--network sinkhole needs the agent", Fix: "build it with `make build` or pass --agent"}
+		return &InfraError{Cause: "--network sinkhole needs the agent", Fix: "leave out --no-agent"}
+	}
+	// The agent's layer, then the workspace's on top of it.
+	if o.Agent != "" {
+		ref, err := AgentImage(ctx, s.cli, s.image, o.Agent, o.RunID)
+		if err != nil {
+			return asInfra(err, "adding the agent to the image")
+		}
+		s.image = ref
 	}
 	if o.Workspace != "" {
 		s.rep.Sandbox.Workspace = "host"
 		s.logf("preparing workspace image from %s", o.Workspace)
-		ref, skipped, err := WorkspaceImage(ctx, s.cli, o.Image, o.Workspace, o.RunID)
+		ref, skipped, err := WorkspaceImage(ctx, s.cli, s.image, o.Workspace, o.RunID)
 		for _, sk := range skipped {
 			s.problem("workspace", 0, "special file not copied into the workspace: %s", sk)
 		}
@@ -167,7 +177,7 @@ func (s *Session) open(ctx context.Context) error {
 
 	startCtx, cancel := context.WithTimeout(ctx, o.StartTimeout)
 	defer cancel()
-	s.rec = &recorder{maxListed: o.MaxListed, ignore: mountPoints(append(o.Mounts, Mount{Target: AgentPath}))}
+	s.rec = &recorder{maxListed: o.MaxListed, ignore: mountPoints(o.Mounts)}
 	// Before the server starts: the seeds go in, and the state with them is
 	// the baseline every effect is measured from.
 	beforeStart := func(ctx context.Context, id string) error {
@@ -191,7 +201,7 @@ func (s *Session) open(ctx context.Context) error {
 	s.logf("starting %s in %s", strings.Join(o.Argv, " "), s.image)
 	ctr, err := Start(startCtx, s.cli, ContainerOptions{Image: s.image, Argv: o.Argv, Env: o.Env,
 		Mounts: o.Mounts, Limits: o.Limits, RunID: o.RunID, keep: o.Keep,
-		Agent: o.Agent, Network: o.Network, MaxEvents: o.MaxEvents, BeforeStart: beforeStart})
+		Agent: o.Agent != "", Network: o.Network, MaxEvents: o.MaxEvents, BeforeStart: beforeStart})
 	if err != nil {
 		return err
 	}

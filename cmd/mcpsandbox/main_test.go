@@ -58,14 +58,8 @@ func binary(t *testing.T) string {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	// The agent is looked for next to mcpsandbox.
-	b, err := os.ReadFile(sandboxtest.Agent(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "mcpsandbox-agent"), b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	// Built with the default CGO_ENABLED: the static_cgo.go file makes it
+	// static either way, and it is its own agent.
 	return bin
 }
 

@@ -47,7 +47,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	out := fs.String("out", "", "write the report to this file instead of stdout")
 	transcript := fs.String("transcript", "", "write every JSON-RPC frame, with timestamps, to this file (JSON Lines)")
 	fs.Var(&opts.Changes, "changes", "how file effects are read: auto, upperdir (the overlay upper dir, needs a local engine and root) or api (the Engine API)")
-	agentPath := fs.String("agent", "", "the static in-container agent binary (default: mcpsandbox-agent next to mcpsandbox)")
+	agentPath := fs.String("agent", "", "a static build of mcpsandbox to run as the in-container agent (default: this binary)")
 	noAgent := fs.Bool("no-agent", false, "run without the agent: processes and network attempts are not recorded")
 	fs.Var(&opts.Network, "network", "none (loopback only), sinkhole (DNS and common TCP ports answered on the loopback; nothing leaves), bridge or host (the server can reach other machines)")
 	fs.DurationVar(&opts.Settle, "settle", 0, "after a call, wait up to this long while processes it left behind run (default 2s)")

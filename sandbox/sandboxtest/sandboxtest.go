@@ -87,8 +87,8 @@ var agentBin struct {
 	err  error
 }
 
-// Agent builds the in-container agent as a static binary (once per test
-// binary) and returns its path.
+// Agent builds mcpsandbox, which is also the in-container agent, as a
+// static binary (once per test binary) and returns its path.
 func Agent(t testing.TB) string {
 	t.Helper()
 	root := ModuleRoot(t)
@@ -98,12 +98,12 @@ func Agent(t testing.TB) string {
 			agentBin.err = err
 			return
 		}
-		agentBin.path = filepath.Join(dir, sandbox.AgentName)
-		cmd := exec.Command("go", "build", "-o", agentBin.path, "./cmd/mcpsandbox-agent")
+		agentBin.path = filepath.Join(dir, "mcpsandbox")
+		cmd := exec.Command("go", "build", "-o", agentBin.path, "./cmd/mcpsandbox")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			agentBin.err = fmt.Errorf("building the agent: %v\n%s", err, out)
+			agentBin.err = fmt.Errorf("building mcpsandbox (the agent): %v\n%s", err, out)
 		}
 	})
 	if agentBin.err != nil {
