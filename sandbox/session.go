@@ -30,6 +30,9 @@ type SessionOptions struct {
 	Workspace string
 	Limits    Limits
 	RunID     string
+	// User is the server's UID[:GID] (default images.User()); uid 0 makes
+	// a server-runs-as-root finding.
+	User string
 	// Keep leaves the container in place (stopped) at Close.
 	Keep bool
 	// Log, if set, receives progress lines.
@@ -119,10 +122,13 @@ func newSession(cli Engine, opts SessionOptions) *Session {
 	if opts.ClientInfo.Name == "" {
 		opts.ClientInfo = mcp.Implementation{Name: "mcpsandbox", Version: "dev"}
 	}
+	if opts.User == "" {
+		opts.User = images.User()
+	}
 	rep := report.New()
 	rep.Server.Command = append([]string{}, opts.Argv...)
 	rep.Server.Image = opts.Image
-	rep.Sandbox = report.Sandbox{Network: opts.Network.String(), Agent: opts.Agent != "", User: images.User(),
+	rep.Sandbox = report.Sandbox{Network: opts.Network.String(), Agent: opts.Agent != "", User: opts.User,
 		Isolation: IsolationSession.String(), PidsLimit: opts.Limits.Pids, MemoryMB: opts.Limits.MemoryMB,
 		CPUs: opts.Limits.CPUs, Workspace: "empty"}
 	return &Session{opts: opts, cli: cli, rep: rep, transcript: NewTranscript(32 << 20), noise: &noiseFilter{maxKeep: 5}, image: opts.Image}
@@ -199,7 +205,7 @@ func (s *Session) open(ctx context.Context) error {
 		return nil
 	}
 	s.logf("starting %s in %s", strings.Join(o.Argv, " "), s.image)
-	ctr, err := Start(startCtx, s.cli, ContainerOptions{Image: s.image, Argv: o.Argv, Env: o.Env,
+	ctr, err := Start(startCtx, s.cli, ContainerOptions{Image: s.image, Argv: o.Argv, Env: o.Env, User: o.User,
 		Mounts: o.Mounts, Limits: o.Limits, RunID: o.RunID, keep: o.Keep,
 		Agent: o.Agent != "", Network: o.Network, MaxEvents: o.MaxEvents, BeforeStart: beforeStart})
 	if err != nil {

@@ -37,6 +37,8 @@ func TestUsageAndExitCodes(t *testing.T) {
 		{[]string{"scan", "--format", "xml", "--", "srv"}, 2, `--format "xml"`},
 		{[]string{"scan", "--env", "NOEQUALS", "--", "srv"}, 2, "want KEY=VAL"},
 		{[]string{"scan", "--mount", "relative", "--", "srv"}, 2, "want HOST:/CONTAINER/PATH"},
+		{[]string{"scan", "--user", "root", "--", "srv"}, 2, `--user "root": want UID[:GID]`},
+		{[]string{"scan", "--user", "1:", "--", "srv"}, 2, "want UID[:GID]"},
 		{[]string{"scan", "--probes", "/no/such/file", "--", "srv"}, 2, "reading probes"},
 		{[]string{"scan", "--no-such-flag"}, 2, "unknown flag"},
 	} {
