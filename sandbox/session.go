@@ -162,6 +162,7 @@ func (s *Session) open(ctx context.Context) error {
 	}
 	// The agent's layer, then the workspace's on top of it.
 	if o.Agent != "" {
+		s.logf("adding the agent to %s", s.image)
 		ref, err := AgentImage(ctx, s.cli, s.image, o.Agent, o.RunID)
 		if err != nil {
 			return asInfra(err, "adding the agent to the image")
