@@ -9,9 +9,9 @@ export PATH := $(PATH):/usr/local/go/bin
 
 all: build
 
+# One static binary: the runner, and the agent it puts in every sandbox.
 build:
 	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/mcpsandbox
-	CGO_ENABLED=0 $(GO) build -o bin/mcpsandbox-agent ./cmd/mcpsandbox-agent
 	CGO_ENABLED=0 $(GO) build -o $(FIXTURE) ./sandbox/internal/fixtureserver
 
 # The Docker engine and the host files the images are built from.

@@ -8,36 +8,47 @@ import (
 	"path/filepath"
 )
 
-// AgentName is the agent binary's file name, looked for next to mcpsandbox.
-const AgentName = "mcpsandbox-agent"
+// installStatic is how to get an mcpsandbox that can be its own agent.
+const installStatic = "CGO_ENABLED=0 go install github.com/mcpsandbox/mcpsandbox/cmd/mcpsandbox@latest"
 
-// FindAgent returns the agent binary to mount: path if given, else the
-// one next to the running executable. It must be a static executable (the
-// images need not have a C library).
+// FindAgent returns the host path of the agent binary: path if given (a
+// custom build, --agent), else mcpsandbox's own executable, which is the
+// agent when run as /sbin/docker-init. It must be a static linux/amd64
+// ELF executable: the images it goes into need not have a C library.
 func FindAgent(path string) (string, error) {
-	if path == "" {
+	own := path == ""
+	if own {
 		exe, err := os.Executable()
 		if err != nil {
-			return "", &InfraError{Cause: fmt.Sprintf("finding mcpsandbox's own path: %v", err), Fix: "pass --agent"}
+			return "", &InfraError{Cause: fmt.Sprintf("finding mcpsandbox's own path: %v", err), Fix: "pass --agent PATH, or run with --no-agent", Err: err}
 		}
-		path = filepath.Join(filepath.Dir(exe), AgentName)
+		path = exe
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("the agent path %s: %w", path, err)
+	}
+	what, rebuild := "the agent "+abs, "build it with `CGO_ENABLED=0 go build ./cmd/mcpsandbox`"
+	if own {
+		what, rebuild = "mcpsandbox ("+abs+"), which is also the agent,", "reinstall it with `"+installStatic+"`"
 	}
 	f, err := elf.Open(abs)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return "", &InfraError{Cause: fmt.Sprintf("the agent %s is missing", abs),
-				Fix: "build it with `make build` (CGO_ENABLED=0 go build ./cmd/mcpsandbox-agent), pass --agent, or run with --no-agent"}
+			return "", &InfraError{Cause: what + " is missing", Fix: "pass --agent PATH to a static build of ./cmd/mcpsandbox, or run with --no-agent", Err: err}
 		}
-		return "", &InfraError{Cause: fmt.Sprintf("the agent %s is not an executable: %v", abs, err), Fix: "rebuild it with `make build`"}
+		return "", &InfraError{Cause: fmt.Sprintf("%s is not a Linux executable (%v)", what, err),
+			Fix: "pass --agent PATH to a build made with `GOOS=linux GOARCH=amd64 CGO_ENABLED=0 go build ./cmd/mcpsandbox`, or run with --no-agent", Err: err}
 	}
 	defer f.Close()
+	if f.Machine != elf.EM_X86_64 || (f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN) {
+		return "", &InfraError{Cause: fmt.Sprintf("%s is a %s %s, not a linux/amd64 executable", what, f.Machine, f.Type),
+			Fix: "pass --agent PATH to a build made with `GOOS=linux GOARCH=amd64 CGO_ENABLED=0 go build ./cmd/mcpsandbox`, or run with --no-agent"}
+	}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
-			return "", &InfraError{Cause: fmt.Sprintf("the agent %s is dynamically linked", abs), Fix: "build it with CGO_ENABLED=0"}
+			return "", &InfraError{Cause: what + " is dynamically linked, so it cannot run in an image without its C library",
+				Fix: rebuild + ", pass --agent PATH to a static build, or run with --no-agent"}
 		}
 	}
 	return abs, nil

@@ -24,6 +24,7 @@ import (
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
 	"github.com/mcpsandbox/mcpsandbox/images"
+	"github.com/mcpsandbox/mcpsandbox/overlay"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/agent"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 )
@@ -75,15 +76,23 @@ type ContainerOptions struct {
 	RunID   string
 	// StderrLimit bounds the stderr tail kept (default 64 KiB).
 	StderrLimit int
-	// Agent is the host path of a static mcpsandbox-agent binary. When set,
-	// it runs as PID 1 and the server under it; its events are read from
-	// stderr.
-	Agent string
+	// Agent says that the image holds the agent at agent.Path (see
+	// AgentImage). It then runs as PID 1, as `docker run --init` runs
+	// docker-init (/proc/1/cmdline reads "/sbin/docker-init -- ARGV"), takes
+	// its config on stdin, and starts the server under it; its events are
+	// read from stderr.
+	Agent bool
 	// MaxEvents bounds the agent events held before they are taken.
 	MaxEvents int
 	// BeforeStart, if set, runs once the container exists and before it
 	// starts: to seed files, and to snapshot its state before the server.
 	BeforeStart func(ctx context.Context, id string) error
+	// AfterStart, if set, runs once the container has started and before
+	// anything is written to its stdin (the agent's config first, so the
+	// server has not started yet under the agent): to change what the
+	// container sees, in its namespaces. pid is its PID 1 on the host
+	// (ContainerInspect's State.Pid; 0 if it has already ended).
+	AfterStart func(ctx context.Context, id string, pid int) error
 	// keep leaves out the owner label, so that the reaper spares a container
 	// kept for debugging (clean removes it).
 	keep bool
@@ -133,25 +142,23 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 		return nil, errors.New("no server command given")
 	}
 	if _, err := cli.ImageInspect(ctx, opts.Image); err != nil {
-		if cerrdefs.IsNotFound(err) {
-			fix := "build it with `mcpsandbox images build`"
-			if !strings.HasPrefix(opts.Image, "mcpsandbox/") {
-				fix = "load it into the local engine first (mcpsandbox never pulls)"
-			}
-			return nil, &InfraError{Cause: fmt.Sprintf("image %s is not in the local Docker engine", opts.Image), Fix: fix, Err: err}
-		}
-		return nil, &InfraError{Cause: fmt.Sprintf("inspecting image %s: %v", opts.Image, err), Err: err}
+		return nil, imageError(opts.Image, err)
+	}
+	profile, err := seccompProfile()
+	if err != nil {
+		return nil, err
 	}
 
 	pids := opts.Limits.Pids
 	cfg := &container.Config{
-		Image:        opts.Image,
-		Entrypoint:   []string{},
-		Cmd:          opts.Argv,
-		Env:          opts.Env,
-		User:         opts.User,
-		WorkingDir:   "/workspace",
-		Hostname:     randomHostname(),
+		Image:      opts.Image,
+		Entrypoint: []string{},
+		Cmd:        opts.Argv,
+		Env:        opts.Env,
+		User:       opts.User,
+		WorkingDir: overlay.Workspace,
+		// No Hostname: the engine names the host after the container id,
+		// as it does every container's, and mountinfo shows that id.
 		AttachStdin:  true,
 		AttachStdout: true,
 		AttachStderr: true,
@@ -165,7 +172,7 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 	host := &container.HostConfig{
 		NetworkMode:    container.NetworkMode(dockerNet),
 		CapDrop:        []string{"ALL"},
-		SecurityOpt:    []string{"no-new-privileges"},
+		SecurityOpt:    []string{"no-new-privileges", "seccomp=" + profile},
 		Init:           nil,
 		ReadonlyRootfs: false,
 		Resources: container.Resources{
@@ -178,11 +185,10 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 	for _, m := range opts.Mounts {
 		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: true})
 	}
-	if opts.Agent != "" {
-		// The agent lives outside the observed tree's interesting parts, read
-		// only; its output goes to stderr, never into the upper layer.
-		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeBind, Source: opts.Agent, Target: AgentPath, ReadOnly: true})
-		cfg.Entrypoint = []string{AgentPath, "--network", agentMode, "--max-events", fmt.Sprint(opts.MaxEvents), "--"}
+	if opts.Agent {
+		// Nothing on the command line but what `docker run --init` puts
+		// there: the agent's settings come on stdin, after the start.
+		cfg.Entrypoint = []string{agent.Path, "--"}
 		if dockerNet == NetworkNone.String() {
 			// DNS goes to the agent's sink on the loopback, which may bind
 			// port 53 without a capability.
@@ -239,8 +245,33 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 	if err := cli.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
 		return nil, startError(opts, err)
 	}
+	if opts.AfterStart != nil {
+		in, err := cli.ContainerInspect(ctx, c.ID)
+		if err != nil {
+			return nil, &InfraError{Cause: fmt.Sprintf("inspecting the started container: %v", err), Err: err}
+		}
+		pid := 0
+		if in.State != nil {
+			pid = in.State.Pid
+		}
+		if err := opts.AfterStart(ctx, c.ID, pid); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Agent {
+		// The first bytes on stdin: the agent reads this frame, then hands
+		// stdin, untouched, to the server.
+		conf := agent.Config{Network: agentMode, MaxEvents: opts.MaxEvents, Tick: agentTick, Dir: overlay.Workspace}
+		if err := agent.WriteConfig(c.Stdin(), conf); err != nil {
+			return nil, &InfraError{Cause: fmt.Sprintf("sending the agent its config: %v", err), Err: err}
+		}
+	}
 	return c, nil
 }
+
+// agentTick is the agent's heartbeat: a phase closes once a tick later
+// than its end has arrived.
+const agentTick = 10 * time.Millisecond
 
 // startError turns the engine's start failure into a message that names
 // the cause: most often a command that is not in the image.
@@ -264,9 +295,6 @@ const removeTimeout = 2 * time.Minute
 // stdoutBuffer bounds the server's stdout held before the runner reads it
 // (see elasticPipe).
 const stdoutBuffer = 16 << 20
-
-// AgentPath is where the agent is mounted in every sandbox.
-const AgentPath = "/.mcpsandbox/agent"
 
 // Stdout is the server's stdout, demultiplexed from the attach stream.
 func (c *Container) Stdout() io.Reader { return c.stdout }
@@ -357,7 +385,3 @@ func (c *Container) release() {
 		}
 	})
 }
-
-// randomHostname returns a hostname that looks like any container's: a
-// fixed one would let a server tell it runs in mcpsandbox.
-func randomHostname() string { return label.NewRunID() }

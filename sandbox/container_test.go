@@ -1,12 +1,15 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
@@ -15,6 +18,7 @@ import (
 	"github.com/docker/docker/client"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 
+	"github.com/mcpsandbox/mcpsandbox/sandbox/agent"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 )
 
@@ -26,6 +30,10 @@ type fakeEngine struct {
 	created                        *container.Config
 	host                           *container.HostConfig
 	removed                        []string
+	// stdin gets what is written to the container's stdin; events, in
+	// order, "start", "inspect" and the first stdin write.
+	stdin  chan []byte
+	events []string
 }
 
 func (f *fakeEngine) ImageInspect(context.Context, string, ...client.ImageInspectOption) (image.InspectResponse, error) {
@@ -42,12 +50,29 @@ func (f *fakeEngine) ContainerAttach(context.Context, string, container.AttachOp
 		return types.HijackedResponse{}, f.attachErr
 	}
 	a, b := net.Pipe()
-	go func() { io.Copy(io.Discard, b) }()
+	go func() {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := b.Read(buf)
+			if n > 0 && f.stdin != nil {
+				f.stdin <- append([]byte(nil), buf[:n]...)
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
 	return types.NewHijackedResponse(a, ""), nil
 }
 
 func (f *fakeEngine) ContainerStart(context.Context, string, container.StartOptions) error {
+	f.events = append(f.events, "start")
 	return f.startErr
+}
+
+func (f *fakeEngine) ContainerInspect(context.Context, string) (container.InspectResponse, error) {
+	f.events = append(f.events, "inspect")
+	return container.InspectResponse{ContainerJSONBase: &container.ContainerJSONBase{State: &container.State{Running: true, Pid: 4242}}}, nil
 }
 
 func (f *fakeEngine) ContainerRemove(_ context.Context, id string, _ container.RemoveOptions) error {
@@ -93,10 +118,13 @@ func TestStartHardensByDefault(t *testing.T) {
 	if c.User != "10001:10001" || c.WorkingDir != "/workspace" || len(c.Entrypoint) != 0 || c.Cmd[0] != "srv" {
 		t.Errorf("config = %+v", c)
 	}
-	if c.Hostname == "" || c.Labels[label.Managed] != "true" || c.Labels[label.Run] != "r1" || c.Labels[label.Owner] == "" {
+	// The engine names the host after the container id, as for any
+	// container: a name of ours would differ from the id in mountinfo.
+	if c.Hostname != "" || c.Labels[label.Managed] != "true" || c.Labels[label.Run] != "r1" || c.Labels[label.Owner] == "" {
 		t.Errorf("hostname %q labels %v", c.Hostname, c.Labels)
 	}
-	if h.NetworkMode != "none" || len(h.CapDrop) != 1 || h.CapDrop[0] != "ALL" || h.SecurityOpt[0] != "no-new-privileges" {
+	if h.NetworkMode != "none" || len(h.CapDrop) != 1 || h.CapDrop[0] != "ALL" || len(h.SecurityOpt) != 2 ||
+		h.SecurityOpt[0] != "no-new-privileges" || !strings.HasPrefix(h.SecurityOpt[1], "seccomp={") {
 		t.Errorf("host config = %+v", h)
 	}
 	if h.PidsLimit == nil || *h.PidsLimit <= 0 || h.Memory <= 0 || h.NanoCPUs <= 0 {
@@ -105,10 +133,61 @@ func TestStartHardensByDefault(t *testing.T) {
 	if len(h.Mounts) != 1 || !h.Mounts[0].ReadOnly {
 		t.Errorf("mounts = %+v, want read-only", h.Mounts)
 	}
-	f2 := &fakeEngine{startErr: errors.New("stop here")}
-	Start(context.Background(), f2, ContainerOptions{Image: "img", Argv: []string{"srv"}})
-	if f2.created.Hostname == c.Hostname {
-		t.Errorf("hostname %q is not random", c.Hostname)
+}
+
+// TestStartUnderTheAgent: the agent is started as `docker run --init`
+// starts docker-init, with nothing of ours on the command line or in the
+// environment; AfterStart runs after the start with PID 1's host pid, and
+// the config frame is the first thing on stdin, after AfterStart.
+func TestStartUnderTheAgent(t *testing.T) {
+	f := &fakeEngine{stdin: make(chan []byte, 16)}
+	var hookPid int
+	c, err := Start(context.Background(), f, ContainerOptions{Image: "img", Argv: []string{"node", "server.js"}, Env: []string{"A=1"},
+		RunID: "r", Agent: true, Network: NetworkSinkhole, MaxEvents: 9,
+		AfterStart: func(_ context.Context, id string, pid int) error {
+			f.events = append(f.events, "hook")
+			if id != "c1" {
+				t.Errorf("AfterStart id %q", id)
+			}
+			hookPid = pid
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	cfg := f.created
+	if !slices.Equal(cfg.Entrypoint, []string{agent.Path, "--"}) || !slices.Equal(cfg.Cmd, []string{"node", "server.js"}) || !slices.Equal(cfg.Env, []string{"A=1"}) {
+		t.Errorf("entrypoint %q cmd %q env %q, want [%s --], the argv, the server's env alone", cfg.Entrypoint, cfg.Cmd, cfg.Env, agent.Path)
+	}
+	if len(f.host.Mounts) != 0 {
+		t.Errorf("mounts %+v: the agent comes in the image, not a mount", f.host.Mounts)
+	}
+	if hookPid != 4242 || !slices.Equal(f.events, []string{"start", "inspect", "hook"}) {
+		t.Errorf("AfterStart pid %d, events %v", hookPid, f.events)
+	}
+	var first []byte
+	select {
+	case first = <-f.stdin:
+	case <-time.After(5 * time.Second):
+		t.Fatal("nothing written to stdin")
+	}
+	got, err := agent.ReadConfig(bytes.NewReader(first))
+	want := agent.Config{Network: agent.ModeSinkhole, MaxEvents: 9, Tick: agentTick, Dir: "/workspace"}
+	if err != nil || got != want {
+		t.Errorf("first stdin bytes %q: config %+v, %v; want %+v", first, got, err, want)
+	}
+}
+
+// TestAfterStartErrorRemovesTheContainer: a failing hook is an error of
+// Start, and nothing is left behind.
+func TestAfterStartErrorRemovesTheContainer(t *testing.T) {
+	boom := errors.New("boom")
+	f := &fakeEngine{}
+	_, err := Start(context.Background(), f, ContainerOptions{Image: "img", Argv: []string{"srv"}, RunID: "r",
+		AfterStart: func(context.Context, string, int) error { return boom }})
+	if !errors.Is(err, boom) || len(f.removed) != 1 {
+		t.Errorf("err %v, removed %v", err, f.removed)
 	}
 }
 

@@ -28,6 +28,10 @@ type ScanOptions struct {
 	Workspace string
 	Probes    []probes.Step
 	Limits    Limits
+	// User is the server's UID[:GID] (default images.User(), the sandbox
+	// user, whatever the image's USER); uid 0 makes a server-runs-as-root
+	// finding.
+	User string
 	// Timeout bounds the whole run; StartTimeout the start and initialize;
 	// CallTimeout each call.
 	Timeout, StartTimeout, CallTimeout time.Duration
@@ -44,8 +48,9 @@ type ScanOptions struct {
 	// files listed per call or phase (default 1000; the rest are counted).
 	FileLimits overlay.Limits
 	MaxListed  int
-	// Agent is the host path of the static agent binary that records
-	// processes and network attempts; empty runs without it.
+	// Agent is the host path of the static agent binary (mcpsandbox
+	// itself, see FindAgent) that records processes and network attempts;
+	// empty runs without it.
 	Agent string
 	// Network is the server's network (default NetworkNone).
 	Network NetworkMode
@@ -167,7 +172,7 @@ func (sc *scanner) why() report.Problem {
 func (sc *scanner) open() (*Session, error) {
 	o := sc.opts
 	so := SessionOptions{Image: o.Image, Argv: o.Argv, Env: append([]string{}, o.Env...), Mounts: o.Mounts, Workspace: o.Workspace,
-		Limits: o.Limits, RunID: o.RunID, Keep: o.Keep, Log: o.Log, Changes: o.Changes, FileLimits: o.FileLimits,
+		Limits: o.Limits, RunID: o.RunID, User: o.User, Keep: o.Keep, Log: o.Log, Changes: o.Changes, FileLimits: o.FileLimits,
 		MaxListed: o.MaxListed, Agent: o.Agent, Network: o.Network, MaxEvents: o.MaxEvents,
 		StartTimeout: o.StartTimeout, CallTimeout: o.CallTimeout, ClientInfo: o.ClientInfo}
 	if !o.NoSeed {

@@ -30,6 +30,9 @@ type SessionOptions struct {
 	Workspace string
 	Limits    Limits
 	RunID     string
+	// User is the server's UID[:GID] (default images.User()); uid 0 makes
+	// a server-runs-as-root finding.
+	User string
 	// Keep leaves the container in place (stopped) at Close.
 	Keep bool
 	// Log, if set, receives progress lines.
@@ -40,8 +43,10 @@ type SessionOptions struct {
 	// files listed per call or phase (default 1000; the rest are counted).
 	FileLimits overlay.Limits
 	MaxListed  int
-	// Agent is the host path of the static agent binary that records
-	// processes and network attempts; empty runs without it.
+	// Agent is the host path of the static agent binary (mcpsandbox
+	// itself, see FindAgent) that records processes and network attempts;
+	// it reaches the container in an image layer (AgentImage). Empty runs
+	// without it.
 	Agent string
 	// Network is the server's network (default NetworkNone).
 	Network NetworkMode
@@ -117,10 +122,13 @@ func newSession(cli Engine, opts SessionOptions) *Session {
 	if opts.ClientInfo.Name == "" {
 		opts.ClientInfo = mcp.Implementation{Name: "mcpsandbox", Version: "dev"}
 	}
+	if opts.User == "" {
+		opts.User = images.User()
+	}
 	rep := report.New()
 	rep.Server.Command = append([]string{}, opts.Argv...)
 	rep.Server.Image = opts.Image
-	rep.Sandbox = report.Sandbox{Network: opts.Network.String(), Agent: opts.Agent != "", User: images.User(),
+	rep.Sandbox = report.Sandbox{Network: opts.Network.String(), Agent: opts.Agent != "", User: opts.User,
 		Isolation: IsolationSession.String(), PidsLimit: opts.Limits.Pids, MemoryMB: opts.Limits.MemoryMB,
 		CPUs: opts.Limits.CPUs, Workspace: "empty"}
 	return &Session{opts: opts, cli: cli, rep: rep, transcript: NewTranscript(32 << 20), noise: &noiseFilter{maxKeep: 5}, image: opts.Image}
@@ -150,12 +158,21 @@ func (s *Session) open(ctx context.Context) error {
 		return &InfraError{Cause: fmt.Sprintf("unknown network mode %v", o.Network), Fix: "use none, sinkhole, bridge or host"}
 	}
 	if o.Network == NetworkSinkhole && o.Agent == "" {
-		return &InfraError{Cause: "--network sinkhole needs the agent", Fix: "build it with `make build` or pass --agent"}
+		return &InfraError{Cause: "--network sinkhole needs the agent", Fix: "leave out --no-agent"}
+	}
+	// The agent's layer, then the workspace's on top of it.
+	if o.Agent != "" {
+		s.logf("adding the agent to %s", s.image)
+		ref, err := AgentImage(ctx, s.cli, s.image, o.Agent, o.RunID)
+		if err != nil {
+			return asInfra(err, "adding the agent to the image")
+		}
+		s.image = ref
 	}
 	if o.Workspace != "" {
 		s.rep.Sandbox.Workspace = "host"
 		s.logf("preparing workspace image from %s", o.Workspace)
-		ref, skipped, err := WorkspaceImage(ctx, s.cli, o.Image, o.Workspace, o.RunID)
+		ref, skipped, err := WorkspaceImage(ctx, s.cli, s.image, o.Workspace, o.RunID)
 		for _, sk := range skipped {
 			s.problem("workspace", 0, "special file not copied into the workspace: %s", sk)
 		}
@@ -167,7 +184,7 @@ func (s *Session) open(ctx context.Context) error {
 
 	startCtx, cancel := context.WithTimeout(ctx, o.StartTimeout)
 	defer cancel()
-	s.rec = &recorder{maxListed: o.MaxListed, ignore: mountPoints(append(o.Mounts, Mount{Target: AgentPath}))}
+	s.rec = &recorder{maxListed: o.MaxListed, ignore: mountPoints(o.Mounts)}
 	// Before the server starts: the seeds go in, and the state with them is
 	// the baseline every effect is measured from.
 	beforeStart := func(ctx context.Context, id string) error {
@@ -189,9 +206,9 @@ func (s *Session) open(ctx context.Context) error {
 		return nil
 	}
 	s.logf("starting %s in %s", strings.Join(o.Argv, " "), s.image)
-	ctr, err := Start(startCtx, s.cli, ContainerOptions{Image: s.image, Argv: o.Argv, Env: o.Env,
+	ctr, err := Start(startCtx, s.cli, ContainerOptions{Image: s.image, Argv: o.Argv, Env: o.Env, User: o.User,
 		Mounts: o.Mounts, Limits: o.Limits, RunID: o.RunID, keep: o.Keep,
-		Agent: o.Agent, Network: o.Network, MaxEvents: o.MaxEvents, BeforeStart: beforeStart})
+		Agent: o.Agent != "", Network: o.Network, MaxEvents: o.MaxEvents, BeforeStart: beforeStart})
 	if err != nil {
 		return err
 	}

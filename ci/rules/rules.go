@@ -81,6 +81,7 @@ func All() []Rule {
 		{ID: ContractAnnotationChanged, Severity: report.SeverityError, Rationale: "A tool's annotations differ from the contract; a flipped safety hint changes what clients let it do unasked."},
 		{ID: EventsDropped, Severity: report.SeverityError, Rationale: "The agent dropped events over its bound (a flood): what the server did afterwards is not fully recorded, so no verdict can clear it."},
 		{ID: BaselineStale, Severity: report.SeverityError, Rationale: "A baseline entry no longer occurs: the problem is fixed, so the exception must go."},
+		serverRunsAsRootRule(),
 	}
 }
 
@@ -194,6 +195,7 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 		e.out = append(e.out, report.Finding{Rule: rl.ID, Severity: rl.Severity, Message: fmt.Sprintf("the agent dropped %d events; %s", n, rl.Rationale),
 			Evidence: []string{fmt.Sprintf("%d events dropped", n)}, EvidencePaths: []string{""}, Isolation: r.Sandbox.Isolation})
 	}
+	e.out = append(e.out, runsAsRoot(r)...)
 	return e.out
 }
 

@@ -1,15 +1,25 @@
 // Command mcpsandbox runs MCP servers in disposable Docker containers,
 // calls their tools and reports every side effect.
+//
+// The same binary is the in-container agent: a sandbox runs it as
+// /sbin/docker-init (agent.Path), and a process started under that name
+// is the agent, not the runner.
 package main
 
 import (
 	"context"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
+
+	"github.com/mcpsandbox/mcpsandbox/sandbox/agent"
 )
 
 func main() {
+	if filepath.Base(os.Args[0]) == agent.Name {
+		os.Exit(agentMain(os.Args[1:]))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -37,6 +37,8 @@ func TestUsageAndExitCodes(t *testing.T) {
 		{[]string{"scan", "--format", "xml", "--", "srv"}, 2, `--format "xml"`},
 		{[]string{"scan", "--env", "NOEQUALS", "--", "srv"}, 2, "want KEY=VAL"},
 		{[]string{"scan", "--mount", "relative", "--", "srv"}, 2, "want HOST:/CONTAINER/PATH"},
+		{[]string{"scan", "--user", "root", "--", "srv"}, 2, `--user "root": want UID[:GID]`},
+		{[]string{"scan", "--user", "1:", "--", "srv"}, 2, "want UID[:GID]"},
 		{[]string{"scan", "--probes", "/no/such/file", "--", "srv"}, 2, "reading probes"},
 		{[]string{"scan", "--no-such-flag"}, 2, "unknown flag"},
 	} {
@@ -58,14 +60,8 @@ func binary(t *testing.T) string {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	// The agent is looked for next to mcpsandbox.
-	b, err := os.ReadFile(sandboxtest.Agent(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "mcpsandbox-agent"), b, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	// Built with the default CGO_ENABLED: the static_cgo.go file makes it
+	// static either way, and it is its own agent.
 	return bin
 }
 

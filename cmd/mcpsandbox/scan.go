@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -17,6 +18,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/ci/gate"
 	"github.com/mcpsandbox/mcpsandbox/ci/rules"
 	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
+	"github.com/mcpsandbox/mcpsandbox/images"
 	"github.com/mcpsandbox/mcpsandbox/probes"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 )
@@ -29,6 +31,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&opts.Workspace, "workspace", "", "host directory the server sees at /workspace, read-write, never modified (default: empty)")
 	probeFile := fs.String("probes", "", "probe file: JSON object of tool name to arguments, called in file order")
 	fs.StringArrayVar(&opts.Env, "env", nil, "environment variable KEY=VAL for the server (repeatable)")
+	fs.StringVar(&opts.User, "user", images.User(), "UID[:GID] the server runs as, whatever the image's USER; 0 runs it as root, with a warning and a server-runs-as-root finding")
 	mounts := fs.StringArray("mount", nil, "HOST:CONTAINER path to mount read-only, for the server's code (repeatable)")
 	fs.DurationVar(&opts.Timeout, "timeout", 0, "bound on the whole run (default 10m)")
 	fs.DurationVar(&opts.StartTimeout, "start-timeout", 0, "bound on start and initialize (default 60s)")
@@ -47,7 +50,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	out := fs.String("out", "", "write the report to this file instead of stdout")
 	transcript := fs.String("transcript", "", "write every JSON-RPC frame, with timestamps, to this file (JSON Lines)")
 	fs.Var(&opts.Changes, "changes", "how file effects are read: auto, upperdir (the overlay upper dir, needs a local engine and root) or api (the Engine API)")
-	agentPath := fs.String("agent", "", "the static in-container agent binary (default: mcpsandbox-agent next to mcpsandbox)")
+	agentPath := fs.String("agent", "", "a static build of mcpsandbox to run as the in-container agent (default: this binary)")
 	noAgent := fs.Bool("no-agent", false, "run without the agent: processes and network attempts are not recorded")
 	fs.Var(&opts.Network, "network", "none (loopback only), sinkhole (DNS and common TCP ports answered on the loopback; nothing leaves), bridge or host (the server can reach other machines)")
 	fs.DurationVar(&opts.Settle, "settle", 0, "after a call, wait up to this long while processes it left behind run (default 2s)")
@@ -65,6 +68,12 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usageError{"scan needs the server command after --"}
 	}
 	opts.Limits = limits
+	if !validUser(opts.User) {
+		return usageError{fmt.Sprintf("--user %q: want UID[:GID], numbers", opts.User)}
+	}
+	if rules.RunsAsRoot(opts.User) {
+		fmt.Fprintf(stderr, "mcpsandbox: warning: --user %s runs the server as root in the sandbox; the report has a %s finding\n", opts.User, rules.ServerRunsAsRoot)
+	}
 	for _, e := range opts.Env {
 		if !strings.Contains(e, "=") || strings.HasPrefix(e, "=") {
 			return usageError{fmt.Sprintf("--env %q: want KEY=VAL", e)}
@@ -163,6 +172,14 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		FailOn: failGate, Outputs: outputs, Transcript: *transcript, ContractOut: *contractOut, WriteBaseline: *writeBaseline,
 		Version: version(), Stdout: stdout, Notice: stderr})
 	return err
+}
+
+// validUser says whether s is what --user takes, UID[:GID] in numbers:
+// with names, whether it is root would depend on the image's /etc/passwd.
+func validUser(s string) bool {
+	num := func(x string) bool { _, err := strconv.ParseUint(x, 10, 32); return err == nil }
+	uid, gid, hasGID := strings.Cut(s, ":")
+	return num(uid) && (!hasGID || num(gid))
 }
 
 func isTerminal(w io.Writer) bool {

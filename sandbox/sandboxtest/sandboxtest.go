@@ -5,6 +5,8 @@
 package sandboxtest
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -14,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,6 +24,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
 
 	"github.com/mcpsandbox/mcpsandbox/images"
@@ -87,8 +91,8 @@ var agentBin struct {
 	err  error
 }
 
-// Agent builds the in-container agent as a static binary (once per test
-// binary) and returns its path.
+// Agent builds mcpsandbox, which is also the in-container agent, as a
+// static binary (once per test binary) and returns its path.
 func Agent(t testing.TB) string {
 	t.Helper()
 	root := ModuleRoot(t)
@@ -98,12 +102,12 @@ func Agent(t testing.TB) string {
 			agentBin.err = err
 			return
 		}
-		agentBin.path = filepath.Join(dir, sandbox.AgentName)
-		cmd := exec.Command("go", "build", "-o", agentBin.path, "./cmd/mcpsandbox-agent")
+		agentBin.path = filepath.Join(dir, "mcpsandbox")
+		cmd := exec.Command("go", "build", "-o", agentBin.path, "./cmd/mcpsandbox")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			agentBin.err = fmt.Errorf("building the agent: %v\n%s", err, out)
+			agentBin.err = fmt.Errorf("building mcpsandbox (the agent): %v\n%s", err, out)
 		}
 	})
 	if agentBin.err != nil {
@@ -233,4 +237,110 @@ func Output(t testing.TB, cli *client.Client, image string, argv ...string) (std
 	}
 	tail, _, _ := c.Stderr()
 	return string(out), tail
+}
+
+// ImageFile is one entry of an image made by Image: a directory (Dir), a
+// symlink (Link), or a file with Content or the bytes of host file Source.
+type ImageFile struct {
+	Path    string // in the image, without the leading /
+	Mode    int64
+	Dir     bool
+	Link    string
+	Content []byte
+	Source  string
+}
+
+// Image imports an image of files alone, FROM scratch (no shell, no
+// libc, no USER: root), labelled as mcpsandbox's, and returns its
+// reference. When the test ends it is removed, with every image
+// mcpsandbox built on it (agent and workspace layers).
+func Image(t testing.TB, cli *client.Client, files ...ImageFile) string {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, f := range files {
+		hdr := &tar.Header{Name: f.Path, Mode: f.Mode, ModTime: time.Unix(1_700_000_000, 0), Format: tar.FormatPAX}
+		data := f.Content
+		switch {
+		case f.Dir:
+			hdr.Typeflag, hdr.Name = tar.TypeDir, f.Path+"/"
+		case f.Link != "":
+			hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, f.Link
+		default:
+			if f.Source != "" {
+				b, err := os.ReadFile(f.Source)
+				if err != nil {
+					t.Fatal(err)
+				}
+				data = b
+			}
+			hdr.Typeflag, hdr.Size = tar.TypeReg, int64(len(data))
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	runID := label.NewRunID()
+	ref := "mcpsandbox/test:" + runID
+	var changes []string
+	for k, v := range label.Set(runID, map[string]string{label.Kind: "test"}) {
+		changes = append(changes, fmt.Sprintf("LABEL %s=%s", k, v))
+	}
+	rc, err := cli.ImageImport(ctx, image.ImportSource{Source: &buf, SourceName: "-"}, ref, image.ImportOptions{Changes: changes})
+	if err != nil {
+		t.Fatalf("importing a test image: %v", err)
+	}
+	out, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil || bytes.Contains(out, []byte(`"error"`)) {
+		t.Fatalf("importing a test image: %v %s", err, out)
+	}
+	base, err := cli.ImageInspect(ctx, ref)
+	if err != nil {
+		t.Fatalf("importing a test image: %v", err)
+	}
+	t.Cleanup(func() { removeWithDerived(t, cli, base) })
+	return ref
+}
+
+// removeWithDerived removes base and every image of mcpsandbox's whose
+// layers start with base's.
+func removeWithDerived(t testing.TB, cli *client.Client, base image.InspectResponse) {
+	ctx := context.Background()
+	list, err := cli.ImageList(ctx, image.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", label.ManagedFilter))})
+	if err != nil {
+		t.Errorf("listing images: %v", err)
+		return
+	}
+	for _, s := range list {
+		if s.ID == base.ID {
+			continue
+		}
+		in, err := cli.ImageInspect(ctx, s.ID)
+		if err != nil || len(in.RootFS.Layers) <= len(base.RootFS.Layers) {
+			continue
+		}
+		if slices.Equal(in.RootFS.Layers[:len(base.RootFS.Layers)], base.RootFS.Layers) {
+			if _, err := cli.ImageRemove(ctx, s.ID, image.RemoveOptions{Force: true}); err != nil {
+				t.Errorf("removing image %.19s: %v", s.ID, err)
+			}
+		}
+	}
+	if _, err := cli.ImageRemove(ctx, base.ID, image.RemoveOptions{Force: true}); err != nil {
+		t.Errorf("removing image %.19s: %v", base.ID, err)
+	}
+}
+
+// FixtureImage returns an image FROM scratch that holds the fixture
+// server, a static binary, at FixtureMount and nothing else.
+func FixtureImage(t testing.TB, cli *client.Client) string {
+	t.Helper()
+	return Image(t, cli, ImageFile{Path: strings.TrimPrefix(FixtureMount, "/"), Mode: 0o755, Source: Fixture(t).Source})
 }

@@ -72,6 +72,7 @@ func main() {
 	if sets["schema"] {
 		addSchemaTwins(s)
 	}
+	addConfine(s, sets["confine"])
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
 	}
