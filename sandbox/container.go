@@ -84,6 +84,10 @@ type ContainerOptions struct {
 	// BeforeStart, if set, runs once the container exists and before it
 	// starts: to seed files, and to snapshot its state before the server.
 	BeforeStart func(ctx context.Context, id string) error
+	// AfterStart, if set, runs once the container has started (pid is its
+	// init's host pid) and before anything goes on its stdin: to mount
+	// into its mount namespace before the server starts.
+	AfterStart func(ctx context.Context, id string, pid int) error
 	// keep leaves out the owner label, so that the reaper spares a container
 	// kept for debugging (clean removes it).
 	keep bool
@@ -238,6 +242,18 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 	}
 	if err := cli.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
 		return nil, startError(opts, err)
+	}
+	if opts.AfterStart != nil {
+		in, err := cli.ContainerInspect(ctx, c.ID)
+		if err != nil {
+			return nil, fmt.Errorf("inspecting container %.12s: %w", c.ID, err)
+		}
+		if in.State == nil || in.State.Pid == 0 {
+			return nil, &InfraError{Cause: fmt.Sprintf("the container %.12s ended as it started", c.ID)}
+		}
+		if err := opts.AfterStart(ctx, c.ID, in.State.Pid); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }

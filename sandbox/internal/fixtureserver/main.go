@@ -72,6 +72,9 @@ func main() {
 	if sets["schema"] {
 		addSchemaTwins(s)
 	}
+	if sets["ws"] {
+		addWorkspaceTools(s)
+	}
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
 	}
