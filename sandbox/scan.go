@@ -26,8 +26,11 @@ type ScanOptions struct {
 	// Workspace is a host directory the server sees at /workspace; it is
 	// never modified. Empty means a fresh empty workspace.
 	Workspace string
-	Probes    []probes.Step
-	Limits    Limits
+	// CopyWorkspace copies it into an image layer even where it could be
+	// mounted copy-on-write.
+	CopyWorkspace bool
+	Probes        []probes.Step
+	Limits        Limits
 	// User is the server's UID[:GID] (default images.User(), the sandbox
 	// user, whatever the image's USER); uid 0 makes a server-runs-as-root
 	// finding.
@@ -171,7 +174,7 @@ func (sc *scanner) why() report.Problem {
 // open starts one session with the scan's options and the run's bait.
 func (sc *scanner) open() (*Session, error) {
 	o := sc.opts
-	so := SessionOptions{Image: o.Image, Argv: o.Argv, Env: append([]string{}, o.Env...), Mounts: o.Mounts, Workspace: o.Workspace,
+	so := SessionOptions{Image: o.Image, Argv: o.Argv, Env: append([]string{}, o.Env...), Mounts: o.Mounts, Workspace: o.Workspace, CopyWorkspace: o.CopyWorkspace,
 		Limits: o.Limits, RunID: o.RunID, User: o.User, Keep: o.Keep, Log: o.Log, Changes: o.Changes, FileLimits: o.FileLimits,
 		MaxListed: o.MaxListed, Agent: o.Agent, Network: o.Network, MaxEvents: o.MaxEvents,
 		StartTimeout: o.StartTimeout, CallTimeout: o.CallTimeout, ClientInfo: o.ClientInfo}

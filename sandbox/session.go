@@ -28,8 +28,11 @@ type SessionOptions struct {
 	// Workspace is a host directory the server sees at /workspace; it is
 	// never modified. Empty means a fresh empty workspace.
 	Workspace string
-	Limits    Limits
-	RunID     string
+	// CopyWorkspace copies the workspace into an image layer even where it
+	// could be mounted copy-on-write.
+	CopyWorkspace bool
+	Limits        Limits
+	RunID         string
 	// User is the server's UID[:GID] (default images.User()); uid 0 makes
 	// a server-runs-as-root finding.
 	User string
@@ -84,6 +87,8 @@ type Session struct {
 	transcript *Transcript
 	noise      *noiseFilter
 	image      string // the image the container runs (the workspace image, when there is one)
+	ws         *overlayMount
+	wsSince    time.Time // host edits to the mounted workspace after this are someone else's
 
 	closeOnce sync.Once
 	closeErr  error
@@ -169,48 +174,43 @@ func (s *Session) open(ctx context.Context) error {
 		}
 		s.image = ref
 	}
-	if o.Workspace != "" {
-		s.rep.Sandbox.Workspace = "host"
-		s.logf("preparing workspace image from %s", o.Workspace)
-		ref, skipped, err := WorkspaceImage(ctx, s.cli, s.image, o.Workspace, o.RunID)
-		for _, sk := range skipped {
-			s.problem("workspace", 0, "special file not copied into the workspace: %s", sk)
-		}
-		if err != nil {
-			return asInfra(err, "preparing the workspace")
-		}
-		s.image = ref
-	}
-
 	startCtx, cancel := context.WithTimeout(ctx, o.StartTimeout)
 	defer cancel()
-	s.rec = &recorder{maxListed: o.MaxListed, ignore: mountPoints(o.Mounts)}
-	// Before the server starts: the seeds go in, and the state with them is
-	// the baseline every effect is measured from.
-	beforeStart := func(ctx context.Context, id string) error {
-		if len(o.Seeds) > 0 {
-			if err := seed(ctx, s.cli, id, o.Seeds, o.Workspace); err != nil {
+	var ctr *Container
+	var err error
+	if o.Workspace != "" {
+		s.rep.Sandbox.Workspace = "host"
+		// Mounted copy-on-write where the kernel and the engine allow it
+		// (nothing copied); copied into an image layer otherwise. The API
+		// change source cannot see a mount: it gets the copy.
+		if o.Changes != ChangesAPI && !o.CopyWorkspace {
+			ctr, err = s.start(ctx, startCtx, true)
+			switch {
+			case err == nil:
+				s.rep.Sandbox.WorkspaceBy = "mount"
+			case errors.Is(err, ErrMountUnsupported) || errors.Is(err, errNoLayerDir):
+				s.problem("workspace", 0, "the workspace is copied, not mounted: %s", report.OneLine(err.Error()))
+			default:
 				return err
 			}
 		}
-		src, how, err := newChangeSource(ctx, s.cli, id, s.image, o.Changes, o.RunID, o.FileLimits)
-		if err != nil {
-			return asInfra(err, "reading the container's changes")
+		if ctr == nil {
+			s.logf("preparing workspace image from %s", o.Workspace)
+			ref, skipped, err := WorkspaceImage(ctx, s.cli, s.image, o.Workspace, o.RunID)
+			for _, sk := range skipped {
+				s.problem("workspace", 0, "special file not copied into the workspace: %s", sk)
+			}
+			if err != nil {
+				return asInfra(err, "preparing the workspace")
+			}
+			s.image = ref
+			s.rep.Sandbox.WorkspaceBy = "copy"
 		}
-		s.rec.src, s.rep.Sandbox.Changes = src, how.String()
-		base, err := src.Snapshot(ctx)
-		if err != nil {
-			return asInfra(err, "reading the container's changes")
-		}
-		s.rec.prev = base
-		return nil
 	}
-	s.logf("starting %s in %s", strings.Join(o.Argv, " "), s.image)
-	ctr, err := Start(startCtx, s.cli, ContainerOptions{Image: s.image, Argv: o.Argv, Env: o.Env, User: o.User,
-		Mounts: o.Mounts, Limits: o.Limits, RunID: o.RunID, keep: o.Keep,
-		Agent: o.Agent != "", Network: o.Network, MaxEvents: o.MaxEvents, BeforeStart: beforeStart})
-	if err != nil {
-		return err
+	if ctr == nil {
+		if ctr, err = s.start(ctx, startCtx, false); err != nil {
+			return err
+		}
 	}
 	s.ctr = ctr
 	if o.Agent != "" {
@@ -263,6 +263,80 @@ func (s *Session) open(ctx context.Context) error {
 	s.logf("initialized %s (protocol %s)", s.rep.Server.ServerInfo, s.rep.Server.ProtocolVersion)
 	return nil
 }
+
+// start creates and starts the container: the seeds go in, and the state
+// with them is the baseline every effect is measured from. With mount,
+// the workspace is mounted copy-on-write after the container starts and
+// before the server does; an error wrapping ErrMountUnsupported means the
+// caller should copy it instead (nothing is left behind).
+func (s *Session) start(ctx, startCtx context.Context, mount bool) (*Container, error) {
+	o := s.opts
+	s.rec = &recorder{maxListed: o.MaxListed, ignore: mountPoints(o.Mounts)}
+	var ws *overlayMount
+	seeds := o.Seeds
+	if mount {
+		seeds = nil
+		for _, f := range o.Seeds {
+			if !strings.HasPrefix(f.Path, overlay.Workspace+"/") {
+				seeds = append(seeds, f) // those under the mount go in its seed layer
+			}
+		}
+	}
+	beforeStart := func(ctx context.Context, id string) error {
+		if len(seeds) > 0 {
+			if err := seed(ctx, s.cli, id, seeds, o.Workspace); err != nil {
+				return err
+			}
+		}
+		src, how, err := newChangeSource(ctx, s.cli, id, s.image, o.Changes, o.RunID, o.FileLimits)
+		if err != nil {
+			return asInfra(err, "reading the container's changes")
+		}
+		s.rec.src, s.rep.Sandbox.Changes = src, how.String()
+		if mount {
+			dir := layerDir(src)
+			if dir == "" {
+				return errNoLayerDir
+			}
+			// Host edits from now on are someone else's: the walk at the end
+			// looks for ctimes after this (less a margin: ctime is coarse).
+			s.wsSince = time.Now().Add(-wsSinceMargin)
+			if ws, err = newOverlayMount(o.Workspace, overlay.Workspace, dir, o.Seeds); err != nil {
+				return err
+			}
+			s.rec.src = newMountedSource(src, ws, o.FileLimits)
+		}
+		base, err := s.rec.src.Snapshot(ctx)
+		if err != nil {
+			return asInfra(err, "reading the container's changes")
+		}
+		s.rec.prev = base
+		return nil
+	}
+	var afterStart func(ctx context.Context, id string, pid int) error
+	if mount {
+		afterStart = func(ctx context.Context, id string, pid int) error { return ws.attach(pid) }
+	}
+	s.logf("starting %s in %s", strings.Join(o.Argv, " "), s.image)
+	ctr, err := Start(startCtx, s.cli, ContainerOptions{Image: s.image, Argv: o.Argv, Env: o.Env, User: o.User,
+		Mounts: o.Mounts, Limits: o.Limits, RunID: o.RunID, keep: o.Keep,
+		Agent: o.Agent != "", Network: o.Network, MaxEvents: o.MaxEvents, BeforeStart: beforeStart, AfterStart: afterStart})
+	if err != nil {
+		if s.rec.src != nil {
+			err = errors.Join(err, s.rec.src.Close(context.WithoutCancel(ctx)))
+			s.rec.src = nil
+		} else if ws != nil {
+			ws.close()
+		}
+		return nil, err
+	}
+	s.ws = ws
+	return ctr, nil
+}
+
+// wsSinceMargin is how much earlier than the mount host edits count from:
+// file times are only as fine as the kernel's clock tick.
+const wsSinceMargin = 50 * time.Millisecond
 
 // Report is the session's observations so far; Close completes them.
 func (s *Session) Report() *report.Report { return s.rep }
@@ -459,6 +533,15 @@ func (s *Session) teardown(ctx context.Context) error {
 	if s.cs != nil {
 		closeSession(s.cs)
 	}
+	// The host edits are looked for while the container stops and goes:
+	// once the server is stopped, later edits cannot reach it.
+	edits := make(chan []report.Problem, 1)
+	if s.ws != nil {
+		go func() { edits <- s.hostEdits() }()
+	} else {
+		edits <- nil
+	}
+	defer func() { s.rep.Problems = append(s.rep.Problems, <-edits...) }()
 	// The session is closed (stdin at EOF): give the server a moment to
 	// exit on its own, so its exit status is its own, not our kill's.
 	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -504,6 +587,32 @@ func (s *Session) teardown(ctx context.Context) error {
 	}
 	return s.teardownErr(errs)
 }
+
+// hostEdits reports edits made to the mounted host workspace by someone
+// else during the run: the server saw them wherever it had not written
+// the file itself, and they are no effect of its.
+func (s *Session) hostEdits() []report.Problem {
+	var out []report.Problem
+	paths, n, err := overlay.ChangedSince(s.opts.Workspace, s.wsSince.UnixNano(), maxHostEdits)
+	if err != nil {
+		out = append(out, report.Problem{Kind: "workspace", Message: "checking the host workspace for edits during the run: " + report.OneLine(err.Error())})
+	}
+	if n == 0 {
+		return out
+	}
+	for i, p := range paths {
+		paths[i], _ = overlay.EscapePath(p)
+	}
+	more := ""
+	if n > len(paths) {
+		more = fmt.Sprintf(" and %d more", n-len(paths))
+	}
+	return append(out, report.Problem{Kind: "workspace-host-changed", Message: fmt.Sprintf(
+		"the host workspace changed during the run (not by the server; what it saw may include these): %s%s", strings.Join(paths, ", "), more)})
+}
+
+// maxHostEdits bounds the host edits named in the report.
+const maxHostEdits = 20
 
 func (s *Session) teardownErr(errs []error) error {
 	err := errors.Join(errs...)

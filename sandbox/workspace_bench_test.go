@@ -7,8 +7,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/client"
 
+	"github.com/mcpsandbox/mcpsandbox/probes"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
@@ -56,5 +59,75 @@ func BenchmarkWorkspaceImage(b *testing.B) {
 			}
 		})
 		cli.ImageRemove(ctx, ref, image.RemoveOptions{Force: true})
+	}
+}
+
+// BenchmarkScanWorkspace is a whole scan (the fixture server, one call)
+// with a workspace of 0 to 100,000 files, cold every time (the content
+// changes between iterations, so no layer is ever found cached), copied
+// into a layer and mounted copy-on-write, side by side.
+func BenchmarkScanWorkspace(b *testing.B) {
+	cli := sandboxtest.Docker(b)
+	sandboxtest.NodeImage(b, cli)
+	fx := sandboxtest.Fixture(b)
+	agentPath := sandboxtest.Agent(b)
+	ctx := context.Background()
+	for _, n := range []int{0, 1_000, 10_000, 100_000} {
+		ws := b.TempDir()
+		for i := 0; i < n; i++ {
+			d := filepath.Join(ws, fmt.Sprintf("d%03d", i/1000))
+			if i%1000 == 0 {
+				os.MkdirAll(d, 0o755)
+			}
+			if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("f%04d.txt", i%1000)), []byte(fmt.Sprintf("file %d\n", i)), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for _, copy := range []bool{true, false} {
+			name := fmt.Sprintf("files=%d/mount", n)
+			if copy {
+				name = fmt.Sprintf("files=%d/copy", n)
+			}
+			b.Run(name, func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					b.StopTimer()
+					// Cold: content no earlier iteration had.
+					if err := os.WriteFile(filepath.Join(ws, "iteration"), []byte(label.NewRunID()), 0o644); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+					res, err := sandbox.Scan(ctx, cli, sandbox.ScanOptions{Image: "mcpsandbox/node:latest", Argv: []string{fx.Target, "honest"},
+						Mounts: []sandbox.Mount{fx}, Agent: agentPath, Workspace: ws, CopyWorkspace: copy, NoSeed: true,
+						Probes: benchProbe(b)})
+					if err != nil {
+						b.Fatal(err)
+					}
+					if want := map[bool]string{true: "copy", false: "mount"}[copy]; res.Report.Sandbox.WorkspaceBy != want {
+						b.Fatalf("workspace by %q, want %q", res.Report.Sandbox.WorkspaceBy, want)
+					}
+					b.StopTimer()
+					removeWorkspaceImages(ctx, b, cli)
+					b.StartTimer()
+				}
+			})
+		}
+	}
+}
+
+func benchProbe(b *testing.B) []probes.Step {
+	s, err := probes.Parse([]byte(`[{"tool":"echo","arguments":{"text":"x"}}]`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+func removeWorkspaceImages(ctx context.Context, b *testing.B, cli *client.Client) {
+	list, err := cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("reference", sandbox.WorkspaceRepo))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, im := range list {
+		cli.ImageRemove(ctx, im.ID, image.RemoveOptions{Force: true})
 	}
 }

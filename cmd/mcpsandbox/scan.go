@@ -29,6 +29,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	opts := sandbox.ScanOptions{Changes: sandbox.ChangesAuto, Network: sandbox.NetworkNone, Isolation: sandbox.IsolationSession}
 	fs.StringVar(&opts.Image, "image", "mcpsandbox/node:latest", "image to run the server in (must be in the local engine; never pulled)")
 	fs.StringVar(&opts.Workspace, "workspace", "", "host directory the server sees at /workspace, read-write, never modified (default: empty)")
+	fs.BoolVar(&opts.CopyWorkspace, "copy-workspace", false, "copy the workspace into an image layer instead of mounting it copy-on-write")
 	probeFile := fs.String("probes", "", "probe file: JSON object of tool name to arguments, called in file order")
 	fs.StringArrayVar(&opts.Env, "env", nil, "environment variable KEY=VAL for the server (repeatable)")
 	fs.StringVar(&opts.User, "user", images.User(), "UID[:GID] the server runs as, whatever the image's USER; 0 runs it as root, with a warning and a server-runs-as-root finding")

@@ -116,6 +116,36 @@ func Agent(t testing.TB) string {
 	return agentBin.path
 }
 
+var runnerBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// Runner builds the mcpsandbox command (once per test binary), for tests
+// that run it as a process of its own, and returns its path.
+func Runner(t testing.TB) string {
+	t.Helper()
+	root := ModuleRoot(t)
+	runnerBin.once.Do(func() {
+		dir, err := os.MkdirTemp("", "mcpsandbox-runner-")
+		if err != nil {
+			runnerBin.err = err
+			return
+		}
+		runnerBin.path = filepath.Join(dir, "mcpsandbox")
+		cmd := exec.Command("go", "build", "-o", runnerBin.path, "./cmd/mcpsandbox")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			runnerBin.err = fmt.Errorf("building mcpsandbox: %v\n%s", err, out)
+		}
+	})
+	if runnerBin.err != nil {
+		t.Fatal(runnerBin.err)
+	}
+	return runnerBin.path
+}
+
 // FixtureMount is where tests mount the fixture server in the container.
 const FixtureMount = "/opt/fixture/server"
 

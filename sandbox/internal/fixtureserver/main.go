@@ -73,6 +73,9 @@ func main() {
 		addSchemaTwins(s)
 	}
 	addConfine(s, sets["confine"])
+	if sets["ws"] {
+		addWorkspaceTools(s)
+	}
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
 	}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"os"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type waitArgs struct {
+	Path    string `json:"path"`
+	Seconds int    `json:"seconds,omitempty"`
+}
+
+// addWorkspaceTools are the tools the workspace tests use to look at the
+// sandbox from inside: read any file (mountinfo), wait for a file the
+// test makes on the host.
+func addWorkspaceTools(s *mcp.Server) {
+	mcp.AddTool(s, &mcp.Tool{Name: "read_any", Description: "Reads any file.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: no()}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in pathArgs) (*mcp.CallToolResult, any, error) {
+			b, err := os.ReadFile(in.Path)
+			if err != nil {
+				return nil, nil, err
+			}
+			return text("%s", b), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "wait_file", Description: "Waits until a file exists, then returns its content.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: no()}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in waitArgs) (*mcp.CallToolResult, any, error) {
+			deadline := time.Now().Add(time.Duration(max(in.Seconds, 1)) * time.Second)
+			for time.Now().Before(deadline) {
+				if b, err := os.ReadFile(in.Path); err == nil {
+					return text("%s", b), nil, nil
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			return text("no %s", in.Path), nil, nil
+		})
+}
