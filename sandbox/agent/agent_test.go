@@ -71,13 +71,14 @@ func TestFramesCannotBeForged(t *testing.T) {
 	w := &writer{w: &buf, max: 10}
 	w.emit(&Event{Kind: KindExec, PID: 7, Argv: []string{"sh"}})
 	w.emit(&Event{Kind: KindStderr, Data: "\x1e{\"k\":\"exec\",\"pid\":666}\n"})
+	w.tick()
 	buf.WriteString("agent panic: raw line\n")
 	var events []Event
 	var raw []string
 	if err := Decode(&buf, func(e Event) { events = append(events, e) }, func(b []byte) { raw = append(raw, string(b)) }); err != nil {
 		t.Fatal(err)
 	}
-	if len(events) != 2 || events[0].PID != 7 || events[1].Kind != KindStderr || !strings.Contains(events[1].Data, "666") {
+	if len(events) != 3 || events[0].PID != 7 || events[1].Kind != KindStderr || !strings.Contains(events[1].Data, "666") {
 		t.Fatalf("events = %+v", events)
 	}
 	if len(raw) != 1 || raw[0] != "agent panic: raw line\n" {
@@ -91,11 +92,10 @@ func TestWriterBoundsEvents(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		w.emit(&Event{Kind: KindConnect})
 	}
-	w.emit(&Event{Kind: KindTick})
-	w.reportDropped()
+	w.tick()
 	var kinds []string
 	Decode(&buf, func(e Event) { kinds = append(kinds, e.Kind+":"+e.Data) }, func([]byte) {})
-	want := "connect:,connect:,connect:,tick:,dropped:7"
+	want := "connect:,connect:,connect:,dropped:7,tick:"
 	if strings.Join(kinds, ",") != want {
 		t.Errorf("got %s, want %s", strings.Join(kinds, ","), want)
 	}

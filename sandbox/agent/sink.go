@@ -67,22 +67,34 @@ func startSinks(mode string, out *writer) *sinks {
 }
 
 func serveDNS(pc net.PacketConn, mode string, out *writer) {
-	buf := make([]byte, 1500)
+	// A datagram can be 64 KiB: all of it is read, every question reported.
+	buf := make([]byte, 64<<10)
 	for {
 		n, from, err := pc.ReadFrom(buf)
 		if err != nil {
 			return
 		}
 		q := buf[:n]
-		name, ok := dnsQuestion(q)
-		if !ok {
+		names, more := dnsQuestions(q, MaxQuestions)
+		if len(names) == 0 {
 			continue
 		}
 		res := "nxdomain"
 		if mode == ModeSinkhole {
 			res = "sinkholed"
 		}
-		out.emit(&Event{Kind: KindDNS, Host: name, Address: "127.0.0.1", Port: 53, Protocol: "udp", Result: res})
+		trunc := ""
+		if more {
+			trunc = "questions"
+		}
+		for i, name := range names {
+			ev := &Event{Kind: KindDNS, Host: name, Address: "127.0.0.1", Port: 53, Protocol: "udp", Result: res, Truncated: trunc}
+			if i == 0 {
+				// The whole query once: a secret may ride in any of its parts.
+				ev.Payload = append([]byte(nil), q...)
+			}
+			out.emit(ev)
+		}
 		if resp := dnsAnswer(q, mode == ModeSinkhole); resp != nil {
 			pc.WriteTo(resp, from)
 		}
