@@ -130,7 +130,7 @@ const frameMark = '\x1e'
 // "frame", never as raw bytes.
 func Decode(r io.Reader, fn func(Event), raw func([]byte)) error {
 	br := bufio.NewReaderSize(r, 64<<10)
-	var long []byte // the start of a frame longer than the reader's buffer
+	var long []byte  // the start of a frame longer than the reader's buffer
 	rawLine := false // the line being read is not a frame: passed on as read
 	over := false    // the frame passed MaxFrame: its rest is skipped
 	for {

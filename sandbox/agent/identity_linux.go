@@ -169,4 +169,3 @@ func typeName(typ uint32) string {
 	}
 	return "type" + strconv.Itoa(int(typ))
 }
-

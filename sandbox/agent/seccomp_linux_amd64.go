@@ -123,7 +123,9 @@ func (a *asm) ld(off uint32) {
 	a.ins = append(a.ins, unix.SockFilter{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: off})
 }
 
-func (a *asm) ret(k uint32) { a.ins = append(a.ins, unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: k}) }
+func (a *asm) ret(k uint32) {
+	a.ins = append(a.ins, unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: k})
+}
 
 func (a *asm) jeq(k uint32, jt, jf string) { a.jmp(unix.BPF_JEQ, k, jt, jf) }
 func (a *asm) jge(k uint32, jt, jf string) { a.jmp(unix.BPF_JGE, k, jt, jf) }
