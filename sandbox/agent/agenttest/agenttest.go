@@ -153,6 +153,14 @@ func udp() (int, error) {
 	return unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)
 }
 
+// Ports the hiding moves send to, one each, to tell them apart.
+const (
+	PortMmsg     = 9
+	PortIovec    = 10
+	PortDatagram = 11
+	PortBig      = 12
+)
+
 // SendMmsg sends n datagrams in one sendmmsg, the secret only in the
 // datagram at index at.
 func SendMmsg(secret string, n, at int) error {
@@ -161,7 +169,7 @@ func SendMmsg(secret string, n, at int) error {
 		return err
 	}
 	defer unix.Close(fd)
-	sa := rawSockaddr(9)
+	sa := rawSockaddr(PortMmsg)
 	bufs := make([][]byte, n)
 	iovs := make([]unix.Iovec, n)
 	hdrs := make([]mmsghdr, n)
@@ -205,7 +213,7 @@ func SendmsgIovecs(secret string) error {
 		return err
 	}
 	defer unix.Close(fd)
-	_, err = unix.SendmsgBuffers(fd, [][]byte{[]byte("harmless first buffer "), []byte("second " + secret)}, nil, sockaddr(9), 0)
+	_, err = unix.SendmsgBuffers(fd, [][]byte{[]byte("harmless first buffer "), []byte("second " + secret)}, nil, sockaddr(PortIovec), 0)
 	return sent(errno(err))
 }
 
@@ -228,10 +236,10 @@ func SecondDatagram(secret string) error {
 		return err
 	}
 	defer unix.Close(fd)
-	if err := sent(errno(unix.Sendto(fd, []byte("first, harmless"), 0, sockaddr(9)))); err != nil {
+	if err := sent(errno(unix.Sendto(fd, []byte("first, harmless"), 0, sockaddr(PortDatagram)))); err != nil {
 		return err
 	}
-	return sent(errno(unix.Sendto(fd, []byte("second "+secret), 0, sockaddr(9))))
+	return sent(errno(unix.Sendto(fd, []byte("second "+secret), 0, sockaddr(PortDatagram))))
 }
 
 // BigSend sends two datagrams of n bytes each in one sendmmsg (together
@@ -242,7 +250,7 @@ func BigSend(n int) error {
 		return err
 	}
 	defer unix.Close(fd)
-	sa := rawSockaddr(9)
+	sa := rawSockaddr(PortBig)
 	buf := make([]byte, n)
 	iov := unix.Iovec{Base: &buf[0], Len: uint64(n)}
 	var hdrs [2]mmsghdr

@@ -72,6 +72,7 @@ func main() {
 	if sets["schema"] {
 		addSchemaTwins(s)
 	}
+	addAgentTools(s, sets["agent"])
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
 	}
