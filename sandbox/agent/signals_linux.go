@@ -12,13 +12,11 @@ import (
 
 // Signals the agent leaves to the Go runtime: SIGKILL and SIGSTOP cannot
 // be caught (and the kernel drops them when sent to a namespace's init
-// from inside it); SIGCHLD must keep its handler or wait4 stops working
-// (the runtime drops it when nobody asked for it); SIGURG and SIGPROF are
-// the runtime's preemption and profiling signals, which its handler takes
-// as harmless.
+// from inside it); SIGURG and SIGPROF are the runtime's preemption and
+// profiling signals, which its handler takes as harmless.
 func leftToRuntime(sig int) bool {
 	switch syscall.Signal(sig) {
-	case unix.SIGKILL, unix.SIGSTOP, unix.SIGCHLD, unix.SIGURG, unix.SIGPROF:
+	case unix.SIGKILL, unix.SIGSTOP, unix.SIGURG, unix.SIGPROF:
 		return true
 	}
 	return false
@@ -45,6 +43,12 @@ func ignoreSignals() {
 	for sig := 1; sig <= maxSignal; sig++ {
 		switch {
 		case leftToRuntime(sig):
+		case sig == int(unix.SIGCHLD):
+			// Not SIG_IGN, under which the kernel would reap the server
+			// before wait4 sees its exit status; SIG_DFL discards it when
+			// sent, as SIG_IGN would, and spares the agent a signal at
+			// every stop of every traced task.
+			setAction(sig, sigDfl)
 		case libcSignal(sig):
 			if action(sig) == sigDfl {
 				setAction(sig, sigIgn)

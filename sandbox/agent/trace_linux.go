@@ -723,14 +723,21 @@ func gone(tid int) bool {
 }
 
 // statusFields reads numeric fields of /proc/PID/status, 0 where missing
-// or unreadable.
+// or unreadable. Raw syscalls: it runs at stops of new tasks, while they
+// wait.
 func statusFields(pid int, fields ...string) []int {
 	out := make([]int, len(fields))
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/status", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return out
 	}
-	for _, l := range strings.Split(string(b), "\n") {
+	var buf [4096]byte
+	n, _ := unix.Read(fd, buf[:])
+	unix.Close(fd)
+	if n <= 0 {
+		return out
+	}
+	for _, l := range strings.Split(string(buf[:n]), "\n") {
 		for i, field := range fields {
 			if strings.HasPrefix(l, field) {
 				if v, err := strconv.Atoi(strings.TrimSpace(l[len(field):])); err == nil {
