@@ -69,6 +69,9 @@ type tracer struct {
 	// their creator's fork, vfork or clone event: that event must not
 	// report them again, even when they are gone by then.
 	early map[int]bool
+	// detached holds the early tasks that ended and were detached before
+	// their creator's event.
+	detached map[int]bool
 	// seen dedups datagram events per process, destination and payload.
 	seen map[string]bool
 	exes *exeCache
@@ -80,7 +83,7 @@ const maxSeen = 1 << 16
 
 func newTracer(main int, mode string, out *writer) *tracer {
 	return &tracer{main: main, mode: mode, out: out, tasks: map[int]*task{main: {tgid: main, started: true}},
-		procs: map[int]*process{main: newProcess(1)}, early: map[int]bool{}, seen: map[string]bool{}, exes: newExeCache()}
+		procs: map[int]*process{main: newProcess(1)}, early: map[int]bool{}, detached: map[int]bool{}, seen: map[string]bool{}, exes: newExeCache()}
 }
 
 // TRACEEXIT stops a process on its way out, before its parent can learn
@@ -251,6 +254,19 @@ func (t *tracer) event(tid int, tk *task, cause int) {
 					}
 					t.out.emit(&Event{Kind: KindExit, PID: tid, PPID: p.ppid, ExitCode: &code, Signal: sig})
 					p.exitSent = true
+					// Nothing more to learn of it: detached, it ends untraced,
+					// and its parent reaps it without waiting for the agent
+					// to reap it first (one wakeup less per process).
+					delete(t.tasks, tid)
+					delete(t.procs, tid)
+					if t.early[tid] {
+						// Its creator's event is still to come, and /proc may
+						// show it running a while yet: that event must not
+						// report it again.
+						t.detached[tid] = true
+					}
+					unix.PtraceDetach(tid)
+					return
 				}
 			}
 		}
@@ -286,7 +302,9 @@ func (t *tracer) event(tid int, tk *task, cause int) {
 func (t *tracer) created(tid int, tk *task, ntid, cause int) {
 	if t.early[ntid] {
 		delete(t.early, ntid)
-		if _, ok := t.tasks[ntid]; ok || gone(ntid) {
+		detached := t.detached[ntid]
+		delete(t.detached, ntid)
+		if _, ok := t.tasks[ntid]; ok || detached || gone(ntid) {
 			return // told and, if a process, reported at its first stop
 		}
 		// A mark left by an earlier task of the same tid whose creator never
