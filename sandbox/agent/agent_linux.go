@@ -191,6 +191,7 @@ func trace(argv []string, mode string, out *writer) int {
 // child installs the seccomp filter and execs the server; it runs traced.
 func child(args []string) int {
 	os.Unsetenv(childEnv)
+	setName(Name) // not "exe", from /proc/self/exe, until the server's exec
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
 	}
