@@ -115,8 +115,9 @@ const (
 	MaxMessages = 1024
 	// MaxQuestions bounds the DNS questions read from one query.
 	MaxQuestions = 64
-	// MaxExeHash bounds the size of a program the agent hashes.
-	MaxExeHash = 1 << 30
+	// MaxExeHash bounds the size of a program the agent hashes (node's is
+	// about 120 MiB): hashing stalls the tracer, once per distinct file.
+	MaxExeHash = 256 << 20
 )
 
 // frameMark starts every line the agent writes; the server's stderr only
