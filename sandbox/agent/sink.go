@@ -153,8 +153,15 @@ func serveTCP(c net.Conn, port int, out *writer) {
 		return
 	}
 	if first[0] == 0x16 {
-		hello := make([]byte, 4096)
-		n, _ := br.Read(hello)
+		// The whole first record (a TLS record is at most 16 KiB + 5):
+		// the SNI may be anywhere in the extensions.
+		hdr, err := br.Peek(5)
+		size := 4096
+		if err == nil {
+			size = 5 + int(binary.BigEndian.Uint16(hdr[3:]))
+		}
+		hello := make([]byte, size)
+		n, _ := io.ReadFull(br, hello)
 		out.emit(&Event{Kind: KindTLS, Port: port, Protocol: "tcp", Host: clientHelloSNI(hello[:n])})
 		return
 	}
