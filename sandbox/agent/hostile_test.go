@@ -34,6 +34,8 @@ func probe(args []string) int {
 	switch args[0] {
 	case "noop":
 		return 0
+	case "peek":
+		return peekProbe()
 	case "wait-stdin":
 		io.Copy(io.Discard, os.Stdin)
 		exec.Command(self, probeArg, "noop").Run()
