@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"syscall"
 	"testing"
 	"unsafe"
 
@@ -41,8 +40,9 @@ func TestReadFallsBackToPeek(t *testing.T) {
 		// ends with the goroutine (never unlocked).
 		runtime.LockOSThread()
 		self, _ := os.Executable()
+		// Untraced until it has said where peekMark is: a tracee stopped at
+		// a signal while its tracer waits for its output would never say.
 		cmd := exec.Command(self, probeArg, "peek")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
 		out, _ := cmd.StdoutPipe()
 		in, _ := cmd.StdinPipe()
 		if err := cmd.Start(); err != nil {
@@ -51,16 +51,27 @@ func TestReadFallsBackToPeek(t *testing.T) {
 		}
 		defer func() { in.Close(); cmd.Process.Kill(); cmd.Wait() }()
 		pid := cmd.Process.Pid
-		var ws unix.WaitStatus
-		unix.Wait4(pid, &ws, unix.WALL, nil) // its exec
-		unix.PtraceCont(pid, 0)
 		var addr uint64
 		if _, err := fmt.Fscan(bufio.NewReader(out), &addr); err != nil {
 			t.Error(err)
 			return
 		}
-		unix.Kill(pid, unix.SIGSTOP)
-		unix.Wait4(pid, &ws, unix.WALL, nil)
+		// Attached with CAP_SYS_PTRACE, as it is non-dumpable by now.
+		if err := unix.PtraceAttach(pid); err != nil {
+			t.Error(err)
+			return
+		}
+		var ws unix.WaitStatus
+		for {
+			if _, err := unix.Wait4(pid, &ws, unix.WALL, nil); err != nil || !ws.Stopped() {
+				t.Errorf("waiting for the probe to stop: %v, %v", err, ws)
+				return
+			}
+			if ws.StopSignal() == unix.SIGSTOP {
+				break
+			}
+			unix.PtraceCont(pid, int(ws.StopSignal())) // its own signals
+		}
 
 		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 		var data [2]unix.CapUserData
