@@ -123,12 +123,21 @@ func settings(args []string) (Config, []string, error) {
 // setName names every thread of the agent (and so the threads it makes
 // later, which take their creator's name) as Docker's init is named.
 func setName(name string) {
-	ents, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		os.WriteFile("/proc/self/task/"+e.Name()+"/comm", []byte(name), 0)
+	// Again while a pass renamed something: a thread made meanwhile by one
+	// not yet renamed took the old name.
+	for pass, renamed := 0, true; renamed && pass < 4; pass++ {
+		renamed = false
+		ents, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			return
+		}
+		for _, e := range ents {
+			comm := "/proc/self/task/" + e.Name() + "/comm"
+			if b, err := os.ReadFile(comm); err == nil && strings.TrimSpace(string(b)) != name {
+				os.WriteFile(comm, []byte(name), 0)
+				renamed = true
+			}
+		}
 	}
 }
 
