@@ -144,7 +144,7 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 	if _, err := cli.ImageInspect(ctx, opts.Image); err != nil {
 		return nil, imageError(opts.Image, err)
 	}
-	profile, err := seccompProfile()
+	profile, err := seccompProfile(opts.Agent)
 	if err != nil {
 		return nil, err
 	}

@@ -127,6 +127,9 @@ func mergeCall(rep, sub *report.Report, first int) {
 	}
 	rep.Problems = append(rep.Problems, sub.Problems...)
 	rep.NotCalled = append(rep.NotCalled, sub.NotCalled...)
+	// A bound hit in any session fails the whole report's gate.
+	rep.Sandbox.EventsDropped += sub.Sandbox.EventsDropped
+	rep.Sandbox.EventsTruncated += sub.Sandbox.EventsTruncated
 	if rep.Timing == nil {
 		rep.Timing = &report.Timing{}
 	}

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"sort"
 	"strings"
@@ -32,11 +33,55 @@ type procNet struct {
 	// straddle a mark is only a matter of timing.
 	forkOnly map[int]bool
 	lateExec map[int][]report.Process
+	// lastExec is each process's latest exec entry, for the program
+	// identity (agent.KindExe) that follows it, in this stretch or the next.
+	lastExec map[int]execRef
+	// truncated counts the events cut at one of the agent's bounds, by
+	// what was cut.
+	truncated map[string]int
+}
+
+// execRef points at an exec's entry: in the effects being collected
+// (whose slice may still grow), in a forked child's late execs, or, once
+// its stretch is collected, in that stretch's final slice, whose backing
+// array the report holds: the entry is set in place.
+type execRef struct {
+	eff   *report.Effects
+	late  bool
+	procs []report.Process
+	i     int
+}
+
+func (p *procNet) entry(pid int) *report.Process {
+	ref, ok := p.lastExec[pid]
+	if !ok {
+		return nil
+	}
+	procs := ref.procs
+	switch {
+	case ref.eff != nil:
+		procs = ref.eff.Processes
+	case ref.late:
+		procs = p.lateExec[pid]
+	}
+	if ref.i >= len(procs) || procs[ref.i].PID != pid {
+		return nil
+	}
+	return &procs[ref.i]
 }
 
 func newProcNet(events *eventStore, sink bool) *procNet {
 	return &procNet{events: events, live: map[int]bool{}, exits: map[int]int{}, sync: 2 * time.Second, sink: sink,
-		forkOnly: map[int]bool{}, lateExec: map[int][]report.Process{}}
+		forkOnly: map[int]bool{}, lateExec: map[int][]report.Process{}, lastExec: map[int]execRef{}, truncated: map[string]int{}}
+}
+
+// cut counts an event the agent truncated.
+func (p *procNet) cut(e agent.Event) bool {
+	if e.Truncated == "" {
+		return false
+	}
+	p.truncated[e.Truncated]++
+	return true
 }
 
 // collect adds to eff the events up to now; for a call, processes it
@@ -55,10 +100,10 @@ func (p *procNet) collect(ctx context.Context, eff *report.Effects, call bool) {
 			forked[e.PID] = e.PPID
 		case agent.KindExec:
 			if e.Result != "ok" && (p.failed(eff.Processes, e) || p.failed(p.lateExec[e.PID], e)) {
-				continue
+				continue // its truncation was counted with its first report
 			}
 			delete(forked, e.PID)
-			pr := report.Process{PID: e.PID, PPID: e.PPID, Argv: e.Argv, Cwd: e.Cwd}
+			pr := report.Process{PID: e.PID, PPID: e.PPID, Argv: e.Argv, Cwd: e.Cwd, Truncated: p.cut(e)}
 			if pr.Argv == nil {
 				pr.Argv = []string{}
 			}
@@ -73,10 +118,22 @@ func (p *procNet) collect(ctx context.Context, eff *report.Effects, call bool) {
 			if p.forkOnly[e.PID] {
 				pr.Background = true // it outlived the call that forked it
 				p.lateExec[e.PID] = append(p.lateExec[e.PID], pr)
+				p.lastExec[e.PID] = execRef{late: true, i: len(p.lateExec[e.PID]) - 1}
 				continue
 			}
 			eff.Processes = append(eff.Processes, pr)
+			p.lastExec[e.PID] = execRef{eff: eff, i: len(eff.Processes) - 1}
+		case agent.KindExe:
+			trunc := p.cut(e)
+			// It follows its exec at once: the entry is the process's latest.
+			if pr := p.entry(e.PID); pr != nil {
+				pr.Exe, pr.ExeSHA256, pr.Anonymous = e.Exe, e.SHA256, e.Anonymous
+				pr.Truncated = pr.Truncated || trunc
+			}
+		case agent.KindSocket:
+			eff.Network = append(eff.Network, report.NetEvent{Kind: e.Kind, PID: e.PID, Family: e.Family, Protocol: e.Protocol, Result: e.Result})
 		case agent.KindExit:
+			delete(p.lastExec, e.PID)
 			delete(p.live, e.PID)
 			delete(forked, e.PID)
 			delete(p.forkOnly, e.PID)
@@ -91,17 +148,21 @@ func (p *procNet) collect(ctx context.Context, eff *report.Effects, call bool) {
 			}
 		case agent.KindConnect, agent.KindListen, agent.KindDNS, agent.KindHTTP, agent.KindTLS:
 			if p.sink && e.Kind == agent.KindConnect && e.Address == "127.0.0.1" && e.Port == 53 {
+				p.cut(e)
 				continue
 			}
 			ip := net.ParseIP(e.Address)
 			ne := report.NetEvent{Kind: e.Kind, PID: e.PID, Host: e.Host, Address: e.Address,
 				Port: e.Port, Protocol: e.Protocol, Result: e.Result, Method: e.Method, Path: e.Path,
-				Loopback: ip != nil && ip.IsLoopback() && e.Kind != agent.KindHTTP && e.Kind != agent.KindTLS && e.Kind != agent.KindDNS}
+				Loopback:   ip != nil && ip.IsLoopback() && e.Kind != agent.KindHTTP && e.Kind != agent.KindTLS && e.Kind != agent.KindDNS,
+				Unreadable: e.Unreadable, Truncated: p.cut(e)}
 			if p.secrets != nil && !ne.Loopback {
 				// The tokens themselves stay out of the report: only their names.
 				ne.Secrets = p.secrets(e.Host + "\n" + e.Path + "\n" + string(e.Payload))
 			}
 			eff.Network = append(eff.Network, ne)
+		default:
+			p.cut(e) // a frame cut before its kind could be read
 		}
 	}
 	p.started = p.started[:0]
@@ -124,6 +185,11 @@ func (p *procNet) collect(ctx context.Context, eff *report.Effects, call bool) {
 				pr.Background = true
 				p.started = append(p.started, pr.PID)
 			}
+		}
+	}
+	for pid, ref := range p.lastExec {
+		if ref.eff == eff {
+			p.lastExec[pid] = execRef{procs: eff.Processes, i: ref.i}
 		}
 	}
 }
@@ -195,6 +261,11 @@ func (p *procNet) fill(rep *report.Report) {
 	if p == nil {
 		return
 	}
+	if n := p.truncatedTotal(); n > 0 {
+		rep.Sandbox.EventsTruncated = n
+		rep.Problems = append(rep.Problems, report.Problem{Kind: "agent",
+			Message: fmt.Sprintf("%d agent events cut at a bound (%s): what went past it was not looked at", n, p.truncatedBy())})
+	}
 	for i := range rep.Calls {
 		eff := &rep.Calls[i].Effects
 		for j := 0; j < len(eff.Processes); j++ {
@@ -225,4 +296,22 @@ func (p *procNet) fill(rep *report.Report) {
 	for i := range rep.Phases {
 		set(rep.Phases[i].Effects.Processes)
 	}
+}
+
+func (p *procNet) truncatedTotal() int {
+	n := 0
+	for _, c := range p.truncated {
+		n += c
+	}
+	return n
+}
+
+// truncatedBy says what was cut how often: "argv 1, payload 2".
+func (p *procNet) truncatedBy() string {
+	var out []string
+	for what, n := range p.truncated {
+		out = append(out, fmt.Sprintf("%s %d", what, n))
+	}
+	sort.Strings(out)
+	return strings.Join(out, ", ")
 }

@@ -70,7 +70,7 @@ const lowWord = 0xffffffff
 // ignores the others. It ignores defaultErrnoRet (tried: a default of
 // ENOSYS still gave EPERM), so that field is checked to be EPERM, what the
 // engine gives anyway, and left out.
-func seccompProfile() (string, error) {
+func seccompProfile(traced bool) (string, error) {
 	var p profile
 	dec := json.NewDecoder(bytes.NewReader(mobyDefault))
 	dec.DisallowUnknownFields()
@@ -105,8 +105,12 @@ func seccompProfile() (string, error) {
 		p.Syscalls = append(p.Syscalls, rule{Names: []string{"socket"}, Action: "SCMP_ACT_ALLOW",
 			Args: []arg{{Index: 0, Value: lowWord, ValueTwo: d, Op: "SCMP_CMP_MASKED_EQ"}}})
 	}
+	refuse := "SCMP_ACT_ERRNO"
+	if traced {
+		refuse = "SCMP_ACT_TRACE"
+	}
 	for _, m := range refusedDomains(socketDomains()) {
-		p.Syscalls = append(p.Syscalls, rule{Names: []string{"socket"}, Action: "SCMP_ACT_ERRNO", ErrnoRet: errno(errnoEAFNOSUPPORT),
+		p.Syscalls = append(p.Syscalls, rule{Names: []string{"socket"}, Action: refuse, ErrnoRet: errno(errnoEAFNOSUPPORT),
 			Args: []arg{{Index: 0, Value: m.mask, ValueTwo: m.value, Op: "SCMP_CMP_MASKED_EQ"}}})
 	}
 	b, err := json.Marshal(p)

@@ -9,7 +9,7 @@ import (
 
 func decodeProfile(t *testing.T) profile {
 	t.Helper()
-	js, err := seccompProfile()
+	js, err := seccompProfile(false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestSeccompProfileIsMobysWithThreeChanges(t *testing.T) {
 // profile loosely and drops what it does not know (defaultErrnoRet, tried:
 // ignored), so nothing else may be sent.
 func TestSeccompProfileHasOnlyWhatEngine2010Reads(t *testing.T) {
-	js, err := seccompProfile()
+	js, err := seccompProfile(false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,6 +69,9 @@ func (r *Report) Normalize() {
 			if a.ExecError != b.ExecError {
 				return a.ExecError < b.ExecError
 			}
+			if ka, kb := a.Exe+"\x00"+a.ExeSHA256, b.Exe+"\x00"+b.ExeSHA256; ka != kb {
+				return ka < kb
+			}
 			if a.Background != b.Background {
 				return !a.Background
 			}
@@ -133,7 +136,8 @@ func less(callA, callB int, pairs ...string) bool {
 }
 
 func netKey(n NetEvent) string {
-	return strings.Join([]string{n.Kind, n.Host, n.Address, itoa(n.Port), n.Protocol, n.Result, n.Method, n.Path, strings.Join(n.Secrets, ",")}, "\x00")
+	return strings.Join([]string{n.Kind, n.Host, n.Address, itoa(n.Port), n.Protocol, n.Result, n.Method, n.Path, strings.Join(n.Secrets, ","),
+		n.Family, strconv.FormatBool(n.Unreadable), strconv.FormatBool(n.Truncated)}, "\x00")
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }

@@ -122,6 +122,10 @@ type Sandbox struct {
 	// EventsDropped counts agent events lost to the event bound (a flood):
 	// what happened after is not fully recorded, and the gate fails.
 	EventsDropped int `json:"eventsDropped,omitempty"`
+	// EventsTruncated counts agent events cut at one of the agent's bounds
+	// (an argv, a call's payload, a query's questions, a program too large
+	// to hash, a frame): what they carried is not whole, and the gate fails.
+	EventsTruncated int `json:"eventsTruncated,omitempty"`
 }
 
 // Tool is one tool as the server listed it.
@@ -210,6 +214,17 @@ type Process struct {
 	PPID int      `json:"ppid"`
 	Argv []string `json:"argv"`
 	Cwd  string   `json:"cwd,omitempty"`
+	// Exe is the program that really ran, whatever argv[0] says: its path
+	// in the container (the interpreter, for a script), or "/memfd:NAME
+	// (deleted)" for one run from memory. ExeSHA256 is its content's.
+	Exe       string `json:"exe,omitempty"`
+	ExeSHA256 string `json:"exeSha256,omitempty"`
+	// Anonymous is set for a program with no file left behind: a memfd, or
+	// a file deleted before or after the exec.
+	Anonymous bool `json:"anonymous,omitempty"`
+	// Truncated is set when the argv (or the program, too large to hash)
+	// hit one of the agent's bounds.
+	Truncated bool `json:"truncated,omitempty"`
 	// ExecError is set when the execve failed (an errno name).
 	ExecError string `json:"execError,omitempty"`
 	// ExitCode is set once the process ended (128+n for signal n).
@@ -222,13 +237,17 @@ type Process struct {
 type NetEvent struct {
 	// Kind is dns (a query: Host), connect (a connection or a datagram
 	// sent), listen (a listening socket), http or tls (a request the
-	// sinkhole answered: Method, Host, Path; or a TLS ClientHello's SNI).
+	// sinkhole answered: Method, Host, Path; or a TLS ClientHello's SNI),
+	// socket (a socket of a refused family: Family, Result EAFNOSUPPORT).
 	Kind     string `json:"kind"`
 	PID      int    `json:"pid,omitempty"`
 	Host     string `json:"host,omitempty"`
 	Address  string `json:"address,omitempty"`
 	Port     int    `json:"port,omitempty"`
 	Protocol string `json:"protocol,omitempty"`
+	// Family is the socket family of a refused socket (vsock, packet,
+	// alg, bluetooth, netlink:N, ...).
+	Family string `json:"family,omitempty"`
 	// Result is ok, an errno name (ECONNREFUSED, ENETUNREACH, ...),
 	// EINPROGRESS for a non-blocking connect, "sinkholed:..." when the
 	// sinkhole took the connection, nxdomain or sinkholed for DNS.
@@ -240,6 +259,13 @@ type NetEvent struct {
 	// Secrets names the honeytokens planted for this run that this attempt
 	// carried (in a DNS name, an HTTP request, or a payload).
 	Secrets []string `json:"secrets,omitempty"`
+	// Unreadable is set when the agent could not read the call's address
+	// or data (a non-dumpable process): it refused the call (EACCES).
+	Unreadable bool `json:"unreadable,omitempty"`
+	// Truncated is set when what the call sent passed the agent's bound
+	// (64 KiB per call, 64 questions per query): secrets were looked for
+	// in what was read only.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // NotCalled is a listed tool that was not called, with the reason.
@@ -285,7 +311,7 @@ type Finding struct {
 
 // Problem is a failure of the run or the server.
 type Problem struct {
-	Kind    string `json:"kind"` // timeout, crash, stdout-noise, protocol, interrupted, run-timeout, probe, teardown
+	Kind    string `json:"kind"` // timeout, crash, stdout-noise, protocol, interrupted, run-timeout, probe, teardown, agent
 	Call    int    `json:"call,omitempty"`
 	Message string `json:"message"`
 }

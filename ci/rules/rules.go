@@ -29,6 +29,7 @@ const (
 	ContractSchemaChanged     = "contract-schema-changed"
 	ContractAnnotationChanged = "contract-annotation-changed"
 	EventsDropped             = "events-dropped"
+	CaptureTruncated          = "capture-truncated"
 	BaselineStale             = "baseline-stale"
 )
 
@@ -80,6 +81,7 @@ func All() []Rule {
 		{ID: ContractSchemaChanged, Severity: report.SeverityWarning, Rationale: "A tool's inputSchema differs from the contract."},
 		{ID: ContractAnnotationChanged, Severity: report.SeverityError, Rationale: "A tool's annotations differ from the contract; a flipped safety hint changes what clients let it do unasked."},
 		{ID: EventsDropped, Severity: report.SeverityError, Rationale: "The agent dropped events over its bound (a flood): what the server did afterwards is not fully recorded, so no verdict can clear it."},
+		{ID: CaptureTruncated, Severity: report.SeverityError, Rationale: "The agent cut what it captured at one of its bounds (an argv, a call's payload, a query's questions, a program too large to hash): what went past it was not looked at, so no verdict can clear it."},
 		{ID: BaselineStale, Severity: report.SeverityError, Rationale: "A baseline entry no longer occurs: the problem is fixed, so the exception must go."},
 		serverRunsAsRootRule(),
 	}
@@ -196,6 +198,11 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 			Evidence: []string{fmt.Sprintf("%d events dropped", n)}, EvidencePaths: []string{""}, Isolation: r.Sandbox.Isolation})
 	}
 	e.out = append(e.out, runsAsRoot(r)...)
+	if n := r.Sandbox.EventsTruncated; n > 0 {
+		rl, _ := ByID(CaptureTruncated)
+		e.out = append(e.out, report.Finding{Rule: rl.ID, Severity: rl.Severity, Message: fmt.Sprintf("%d agent events were cut at a bound; %s", n, rl.Rationale),
+			Evidence: []string{fmt.Sprintf("%d events truncated", n)}, EvidencePaths: []string{""}, Isolation: r.Sandbox.Isolation})
+	}
 	return e.out
 }
 

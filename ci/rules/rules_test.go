@@ -249,6 +249,7 @@ func TestRulesRaiseRawFindings(t *testing.T) {
 	ro := report.Tool{Name: "ro", Hints: report.Hints{ReadOnly: b(true)}}
 	r := scenario(call{tool: ro, files: []report.FileChange{wsWrite, tmpWrite}, procs: []report.Process{{Argv: []string{"x"}, Background: true}}})
 	r.Sandbox.EventsDropped = 7
+	r.Sandbox.EventsTruncated = 2
 	for _, f := range Evaluate(r, Options{}) {
 		if f.Severity != DefaultSeverity(f.Rule) || f.Severity == 0 {
 			t.Errorf("%s: severity %v, want the default %v", f.Rule, f.Severity, DefaultSeverity(f.Rule))
@@ -310,5 +311,20 @@ ignore:
 	}
 	if want := []string{"baseline-stale legacy tool legacy", "contract-tool-added new rule off", "readonly-writes ro path /workspace/** (rule readonly-writes)"}; !reflect.DeepEqual(reasons, want) {
 		t.Errorf("ignored %q\nwant %q", reasons, want)
+	}
+}
+
+// TestCaptureTruncatedFailsTheGate: events cut at the agent's bounds raise
+// one server-level finding (no tool) that fails the default gate.
+func TestCaptureTruncatedFailsTheGate(t *testing.T) {
+	r := scenario()
+	if fs := Evaluate(r, Options{}); len(fs) != 0 {
+		t.Fatalf("nothing truncated: %+v", fs)
+	}
+	r.Sandbox.EventsTruncated = 3
+	fs := Evaluate(r, Options{})
+	if len(fs) != 1 || fs[0].Rule != CaptureTruncated || fs[0].Tool != "" || fs[0].Severity != report.SeverityError ||
+		!reflect.DeepEqual(fs[0].Evidence, []string{"3 events truncated"}) {
+		t.Errorf("findings %+v", fs)
 	}
 }

@@ -265,3 +265,22 @@ func TestIgnoredFindingKeepsItsBaselineEntry(t *testing.T) {
 		}
 	}
 }
+
+// TestTruncatedCaptureFailsTheDefaultGate: events the agent cut at a bound
+// make a server-level finding that fails --fail-on error, as dropped
+// events do.
+func TestTruncatedCaptureFailsTheDefaultGate(t *testing.T) {
+	r := report.New()
+	r.Sandbox.EventsTruncated = 2
+	verdict.Finish(r, verdict.Config{})
+	if len(r.Findings) != 1 || r.Findings[0].Rule != rules.CaptureTruncated || r.Findings[0].Tool != "" {
+		t.Fatalf("findings %+v", r.Findings)
+	}
+	failOn, err := verdict.ParseFailOn("error")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !verdict.Fails(r, failOn) {
+		t.Error("the default gate passes a report with truncated events")
+	}
+}

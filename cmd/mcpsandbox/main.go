@@ -18,7 +18,7 @@ import (
 
 func main() {
 	if filepath.Base(os.Args[0]) == agent.Name {
-		os.Exit(agentMain(os.Args[1:]))
+		os.Exit(agent.Main(os.Args[1:]))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)

@@ -6,109 +6,138 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"runtime"
-	"sync"
+	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// childArg makes the agent binary the traced child that installs the
-// seccomp filter and execs the server.
-const childArg = "__mcpsandbox_child"
+// childEnv marks the agent binary, run again as its own traced child, as
+// the child that installs the seccomp filter and execs the server. It is
+// in the environment, not argv (which the server can read in
+// /proc/PID/cmdline), and is removed before the server's exec.
+const childEnv = "MCPSANDBOX_AGENT_CHILD"
+
+// Defaults of the agent's settings, for a config that leaves them out.
+const (
+	defaultMaxEvents = 200_000
+	defaultTick      = 10 * time.Millisecond
+)
 
 // Main runs the agent with its command line and returns the exit code.
+// Two command lines are understood: the runner's current one,
+// "--network MODE [--max-events N] [--tick D] -- SERVER...", and the
+// one-binary agent's, "[--] SERVER..." (as Docker's --init runs
+// /sbin/docker-init), whose settings come as a Config frame on stdin.
 func Main(args []string) int {
-	if len(args) > 0 && args[0] == childArg {
-		return child(args[1:])
+	if os.Getenv(childEnv) != "" {
+		return child(args)
 	}
-	fs := flag.NewFlagSet("mcpsandbox-agent", flag.ContinueOnError)
-	mode := fs.String("network", ModeNone, "none, sinkhole or open")
-	tick := fs.Duration("tick", 10*time.Millisecond, "heartbeat interval")
-	maxEvents := fs.Int("max-events", 200_000, "events sent at most; the rest are counted")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	argv := fs.Args()
-	if len(argv) == 0 {
-		fmt.Fprintln(os.Stderr, "mcpsandbox-agent: no server command")
-		return 2
-	}
-	// The server runs as our uid and could signal PID 1; the kernel drops
-	// ignored signals to a namespace's init, so only SIGKILL from outside
-	// (the runner's teardown) ends the agent.
-	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2,
-		syscall.SIGPIPE, syscall.SIGALRM, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU)
-	out := &writer{w: os.Stderr, max: *maxEvents}
+	setName(Name)
+	ignoreSignals()
 	// Nobody but root may attach to or read the agent: the server runs as
 	// the same uid.
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
-	out.emit(&Event{Kind: KindStart, PID: os.Getpid(), Data: *mode})
+	cfg, argv, err := settings(args)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", Name, err)
+		return 2
+	}
+	out := &writer{w: os.Stderr, max: cfg.MaxEvents}
+	if cfg.Dir != "" {
+		if err := os.Chdir(cfg.Dir); err != nil {
+			out.errorf("entering the server's directory: %v", err)
+		}
+	}
+	out.emit(&Event{Kind: KindStart, PID: os.Getpid(), Data: cfg.Network})
 
-	sinks := startSinks(*mode, out)
+	sinks := startSinks(cfg.Network, out)
 	defer sinks.close()
 	stopTick := make(chan struct{})
 	defer close(stopTick)
 	go func() {
-		t := time.NewTicker(*tick)
+		t := time.NewTicker(cfg.Tick)
 		defer t.Stop()
 		for {
 			select {
 			case <-t.C:
-				out.reportDropped()
-				out.emit(&Event{Kind: KindTick})
+				out.tick()
 			case <-stopTick:
 				return
 			}
 		}
 	}()
-	code := trace(argv, *mode, out)
-	out.emit(&Event{Kind: KindTick})
-	out.reportDropped()
+	code := trace(argv, cfg.Network, out)
+	out.tick()
 	return code
 }
 
-// writer serialises frames and stamps each with the time it is written,
-// so that the stream is in time order and a tick proves that everything
-// before it has been sent.
-type writer struct {
-	mu       sync.Mutex
-	w        io.Writer
-	n, max   int
-	dropped  int
-	reported int
+// settings reads the agent's settings from its flags (the runner's
+// current command line) or, without flags, from the Config frame on
+// stdin; it returns them and the server's command.
+func settings(args []string) (Config, []string, error) {
+	cfg := Config{Network: ModeNone, MaxEvents: defaultMaxEvents, Tick: defaultTick}
+	if len(args) > 0 && strings.HasPrefix(args[0], "-") && args[0] != "--" {
+		fs := flag.NewFlagSet(Name, flag.ContinueOnError)
+		fs.StringVar(&cfg.Network, "network", cfg.Network, "none, sinkhole or open")
+		fs.DurationVar(&cfg.Tick, "tick", cfg.Tick, "heartbeat interval")
+		fs.IntVar(&cfg.MaxEvents, "max-events", cfg.MaxEvents, "events sent at most; the rest are counted")
+		if err := fs.Parse(args); err != nil {
+			return cfg, nil, err
+		}
+		args = fs.Args()
+	} else {
+		if len(args) > 0 && args[0] == "--" {
+			args = args[1:]
+		}
+		c, err := ReadConfig(os.Stdin)
+		if err != nil {
+			return cfg, nil, fmt.Errorf("reading the config on stdin: %w", err)
+		}
+		if c.Network != "" {
+			cfg.Network = c.Network
+		}
+		if c.MaxEvents > 0 {
+			cfg.MaxEvents = c.MaxEvents
+		}
+		if c.Tick > 0 {
+			cfg.Tick = c.Tick
+		}
+		cfg.Dir = c.Dir
+	}
+	switch cfg.Network {
+	case ModeNone, ModeSinkhole, ModeOpen:
+	default:
+		return cfg, nil, fmt.Errorf("unknown network mode %q", cfg.Network)
+	}
+	if len(args) == 0 {
+		return cfg, nil, errors.New("no server command")
+	}
+	return cfg, args, nil
 }
 
-func (w *writer) emit(e *Event) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if e.Kind != KindTick && e.Kind != KindStderr {
-		if w.n >= w.max {
-			w.dropped++
+// setName names every thread of the agent (and so the threads it makes
+// later, which take their creator's name) as Docker's init is named.
+func setName(name string) {
+	// Again while a pass renamed something: a thread made meanwhile by one
+	// not yet renamed took the old name.
+	for pass, renamed := 0, true; renamed && pass < 4; pass++ {
+		renamed = false
+		ents, err := os.ReadDir("/proc/self/task")
+		if err != nil {
 			return
 		}
-		w.n++
-	}
-	e.T = Now()
-	encode(w.w, e)
-}
-
-func (w *writer) errorf(format string, args ...any) {
-	w.emit(&Event{Kind: KindError, Data: fmt.Sprintf(format, args...)})
-}
-
-// reportDropped sends how many events were dropped since it last said.
-func (w *writer) reportDropped() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if d := w.dropped - w.reported; d > 0 {
-		encode(w.w, &Event{T: Now(), Kind: KindDropped, Data: fmt.Sprint(d)})
-		w.reported = w.dropped
+		for _, e := range ents {
+			comm := "/proc/self/task/" + e.Name() + "/comm"
+			if b, err := os.ReadFile(comm); err == nil && strings.TrimSpace(string(b)) != name {
+				os.WriteFile(comm, []byte(name), 0)
+				renamed = true
+			}
+		}
 	}
 }
 
@@ -120,11 +149,6 @@ func trace(argv []string, mode string, out *writer) int {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 
-	self, err := os.Executable()
-	if err != nil {
-		out.errorf("finding the agent binary: %v", err)
-		return 127
-	}
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		out.errorf("making the stderr pipe: %v", err)
@@ -144,7 +168,10 @@ func trace(argv []string, mode string, out *writer) int {
 			}
 		}
 	}()
-	cmd := exec.Command(self, append([]string{childArg, "--"}, argv...)...)
+	// The agent again, as its own child: /proc/self/exe needs no path and
+	// shows the agent's own argv[0] until the server's exec.
+	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: append([]string{os.Args[0], "--"}, argv...)}
+	cmd.Env = append(os.Environ(), childEnv+"=1")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, pw
 	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
 	if err := cmd.Start(); err != nil {
@@ -172,24 +199,29 @@ func trace(argv []string, mode string, out *writer) int {
 
 // child installs the seccomp filter and execs the server; it runs traced.
 func child(args []string) int {
+	os.Unsetenv(childEnv)
+	setName(Name) // not "exe", from /proc/self/exe, until the server's exec
 	if len(args) > 0 && args[0] == "--" {
 		args = args[1:]
 	}
 	if len(args) == 0 {
-		fmt.Fprintln(os.Stderr, "mcpsandbox-agent: no server command")
+		fmt.Fprintf(os.Stderr, "%s: no server command\n", Name)
 		return 127
 	}
 	path, err := exec.LookPath(args[0])
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "mcpsandbox-agent: %v\n", err)
+		fmt.Fprintf(os.Stderr, "%s: %v\n", Name, err)
 		return 127
 	}
 	if err := installFilter(); err != nil {
-		fmt.Fprintf(os.Stderr, "mcpsandbox-agent: installing the seccomp filter: %v\n", err)
+		fmt.Fprintf(os.Stderr, "%s: installing the seccomp filter: %v\n", Name, err)
 		return 126
 	}
+	// The server starts with every signal at its default, as under
+	// Docker's init: an ignored one would be inherited through exec.
+	resetSignals()
 	err = syscall.Exec(path, args, os.Environ())
-	fmt.Fprintf(os.Stderr, "mcpsandbox-agent: exec %s: %v\n", path, err)
+	fmt.Fprintf(os.Stderr, "%s: exec %s: %v\n", Name, path, err)
 	if errors.Is(err, syscall.ENOENT) {
 		return 127
 	}

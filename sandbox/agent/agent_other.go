@@ -12,6 +12,6 @@ import (
 // and register access are written for that ABI. The runner itself (the
 // event reader) builds everywhere.
 func Main(args []string) int {
-	fmt.Fprintf(os.Stderr, "mcpsandbox-agent: %s/%s is not supported (linux/amd64 only)\n", runtime.GOOS, runtime.GOARCH)
+	fmt.Fprintf(os.Stderr, "docker-init: %s/%s is not supported (linux/amd64 only)\n", runtime.GOOS, runtime.GOARCH)
 	return 127
 }

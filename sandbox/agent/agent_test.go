@@ -5,6 +5,8 @@ package agent
 import (
 	"bytes"
 	"crypto/tls"
+	"fmt"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -71,13 +73,14 @@ func TestFramesCannotBeForged(t *testing.T) {
 	w := &writer{w: &buf, max: 10}
 	w.emit(&Event{Kind: KindExec, PID: 7, Argv: []string{"sh"}})
 	w.emit(&Event{Kind: KindStderr, Data: "\x1e{\"k\":\"exec\",\"pid\":666}\n"})
+	w.tick()
 	buf.WriteString("agent panic: raw line\n")
 	var events []Event
 	var raw []string
 	if err := Decode(&buf, func(e Event) { events = append(events, e) }, func(b []byte) { raw = append(raw, string(b)) }); err != nil {
 		t.Fatal(err)
 	}
-	if len(events) != 2 || events[0].PID != 7 || events[1].Kind != KindStderr || !strings.Contains(events[1].Data, "666") {
+	if len(events) != 3 || events[0].PID != 7 || events[1].Kind != KindStderr || !strings.Contains(events[1].Data, "666") {
 		t.Fatalf("events = %+v", events)
 	}
 	if len(raw) != 1 || raw[0] != "agent panic: raw line\n" {
@@ -91,12 +94,55 @@ func TestWriterBoundsEvents(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		w.emit(&Event{Kind: KindConnect})
 	}
-	w.emit(&Event{Kind: KindTick})
-	w.reportDropped()
+	w.tick()
 	var kinds []string
 	Decode(&buf, func(e Event) { kinds = append(kinds, e.Kind+":"+e.Data) }, func([]byte) {})
-	want := "connect:,connect:,connect:,tick:,dropped:7"
+	want := "connect:,connect:,connect:,dropped:7,tick:"
 	if strings.Join(kinds, ",") != want {
 		t.Errorf("got %s, want %s", strings.Join(kinds, ","), want)
+	}
+}
+
+// TestSinkholeReadsEveryRequest: a body past MaxPayload is marked
+// truncated, a request pipelined behind another is recorded too, and
+// bytes that are not HTTP are kept from their first.
+func TestSinkholeReadsEveryRequest(t *testing.T) {
+	var buf bytes.Buffer
+	w := &writer{w: &buf, max: 100}
+	c, s := net.Pipe()
+	done := make(chan struct{})
+	go func() { serveTCP(s, 80, w); close(done) }()
+	go io.Copy(io.Discard, c) // the answers
+	big := strings.Repeat("x", MaxPayload+10) + "MARK"
+	fmt.Fprintf(c, "POST /a HTTP/1.1\r\nHost: one.example\r\nContent-Length: %d\r\n\r\n%s", len(big), big)
+	fmt.Fprintf(c, "GET /second?k=SECRET HTTP/1.1\r\nHost: two.example\r\nConnection: close\r\n\r\n")
+	<-done
+	c.Close()
+
+	c, s = net.Pipe()
+	done = make(chan struct{})
+	go func() { serveTCP(s, 80, w); close(done) }()
+	c.Write([]byte("HELLO SECRET\r\n\r\nmore after a blank line"))
+	c.Close()
+	<-done
+	w.tick()
+
+	var evs []Event
+	Decode(&buf, func(e Event) {
+		if e.Kind == KindHTTP {
+			evs = append(evs, e)
+		}
+	}, func([]byte) {})
+	if len(evs) != 3 {
+		t.Fatalf("events %+v", evs)
+	}
+	if evs[0].Path != "/a" || evs[0].Truncated != "payload" || bytes.Contains(evs[0].Payload, []byte("MARK")) {
+		t.Errorf("over-long body: path %q truncated %q", evs[0].Path, evs[0].Truncated)
+	}
+	if evs[1].Path != "/second?k=SECRET" || evs[1].Host != "two.example" {
+		t.Errorf("pipelined request: %+v", evs[1])
+	}
+	if evs[2].Result != "not http" || string(evs[2].Payload) != "HELLO SECRET\r\n\r\nmore after a blank line" {
+		t.Errorf("not http: %q %q", evs[2].Result, evs[2].Payload)
 	}
 }

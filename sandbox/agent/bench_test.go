@@ -6,12 +6,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcpsandbox/mcpsandbox/sandbox/agent"
 )
 
 // BenchmarkOverhead runs a syscall-heavy workload (100k rounds of stat,
-// open, read, close; and 1k execs) bare, under the agent, and under
-// Debian's strace -f, side by side. It runs on the host: the tracer works
-// the same there, and container start-up would blur the ratios.
+// open, read, close; and 1k execs) bare, under the agent, under Debian's
+// strace -f, and under a seccomp user-notification supervisor that only
+// sees execs (the design the agent did not take), side by side. It runs
+// on the host: the tracer works the same there, and container start-up
+// would blur the ratios.
 func BenchmarkOverhead(b *testing.B) {
 	dir := b.TempDir()
 	root := moduleRoot(b)
@@ -25,8 +29,9 @@ func BenchmarkOverhead(b *testing.B) {
 		}
 		return out
 	}
-	agentBin := build("mcpsandbox-agent", "./cmd/mcpsandbox-agent")
+	agentBin := build(agent.Name, "./cmd/mcpsandbox") // the runner is the agent when named docker-init
 	work := build("fixtureserver", "./sandbox/internal/fixtureserver")
+	notif := build("usernotif", "./sandbox/agent/internal/usernotif")
 	strace, _ := exec.LookPath("strace")
 	truePath, _ := exec.LookPath("true")
 	workloads := map[string][]string{
@@ -36,11 +41,12 @@ func BenchmarkOverhead(b *testing.B) {
 	for _, name := range []string{"stat-open-read-100k", "exec-1k"} {
 		argv := workloads[name]
 		runners := map[string][]string{
-			"bare":     argv,
-			"agent":    append([]string{agentBin, "--network", "open", "--"}, argv...),
-			"strace-f": append([]string{strace, "-f", "-qq", "-o", "/dev/null"}, argv...),
+			"bare":      argv,
+			"agent":     append([]string{agentBin, "--network", "open", "--"}, argv...),
+			"strace-f":  append([]string{strace, "-f", "-qq", "-o", "/dev/null"}, argv...),
+			"usernotif": append([]string{notif}, argv...),
 		}
-		for _, r := range []string{"bare", "agent", "strace-f"} {
+		for _, r := range []string{"bare", "agent", "strace-f", "usernotif"} {
 			cmdline := runners[r]
 			if r == "strace-f" && strace == "" {
 				continue

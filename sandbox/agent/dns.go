@@ -7,31 +7,67 @@ import (
 
 // dnsQuestion returns the first question's name of a DNS query.
 func dnsQuestion(msg []byte) (string, bool) {
-	if len(msg) < 12 || binary.BigEndian.Uint16(msg[4:]) == 0 {
+	names, _ := dnsQuestions(msg, 1)
+	if len(names) == 0 {
 		return "", false
 	}
-	name, _, ok := readName(msg, 12)
-	return name, ok
+	return names[0], true
 }
 
-// readName reads an uncompressed name (queries carry no pointers) and
-// returns the offset after it.
+// dnsQuestions returns the names of a DNS message's questions (QDCOUNT of
+// them, at most max; more is set when there were more).
+func dnsQuestions(msg []byte, max int) (names []string, more bool) {
+	if len(msg) < 12 {
+		return nil, false
+	}
+	n := int(binary.BigEndian.Uint16(msg[4:]))
+	off := 12
+	for i := 0; i < n; i++ {
+		if i == max {
+			return names, true
+		}
+		name, end, ok := readName(msg, off)
+		if !ok || end+4 > len(msg) {
+			return names, false
+		}
+		names = append(names, name)
+		off = end + 4 // QTYPE, QCLASS
+	}
+	return names, false
+}
+
+// readName reads a name at off, following compression pointers (bounded:
+// a later question may point into an earlier one), and returns the offset
+// after it in place.
 func readName(msg []byte, off int) (string, int, bool) {
 	var labels []string
+	end := -1
 	for steps := 0; off < len(msg) && steps < 128; steps++ {
 		n := int(msg[off])
 		off++
-		if n == 0 {
-			if len(labels) == 0 {
-				return ".", off, true
+		switch {
+		case n == 0:
+			if end < 0 {
+				end = off
 			}
-			return strings.Join(labels, "."), off, true
-		}
-		if n&0xc0 != 0 || off+n > len(msg) {
+			if len(labels) == 0 {
+				return ".", end, true
+			}
+			return strings.Join(labels, "."), end, true
+		case n&0xc0 == 0xc0:
+			if off >= len(msg) {
+				return "", off, false
+			}
+			if end < 0 {
+				end = off + 1
+			}
+			off = (n&0x3f)<<8 | int(msg[off])
+		case n&0xc0 != 0 || off+n > len(msg):
 			return "", off, false
+		default:
+			labels = append(labels, string(msg[off:off+n]))
+			off += n
 		}
-		labels = append(labels, string(msg[off:off+n]))
-		off += n
 	}
 	return "", off, false
 }

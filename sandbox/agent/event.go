@@ -55,10 +55,26 @@ type Event struct {
 	Method string `json:"method,omitempty"`
 	Path   string `json:"path,omitempty"`
 
-	// Payload is the start of what a network call sent (bounded).
+	// Payload is what a network call sent: every message and iovec of
+	// the call, up to MaxPayload bytes.
 	Payload []byte `json:"payload,omitempty"`
 	// Data is server stderr (KindStderr) or a message (KindError).
 	Data string `json:"d,omitempty"`
+
+	// Exe is the program a process runs (KindExe): /proc/PID/exe after
+	// its exec, "/memfd:NAME (deleted)" for one run from memory; SHA256 is
+	// the file's, when it could be read (files up to MaxExeHash bytes).
+	Exe       string `json:"exe,omitempty"`
+	SHA256    string `json:"sha,omitempty"`
+	Anonymous bool   `json:"anon,omitempty"`
+
+	// Unreadable is set when the task's memory was closed to the agent (a
+	// non-dumpable task) where the agent had to read it: a network call is
+	// then refused (Result EACCES), an exec is reported from /proc.
+	Unreadable bool `json:"unread,omitempty"`
+	// Truncated names what hit one of the agent's bounds (argv, payload,
+	// questions, exe, frame): the event is not whole.
+	Truncated string `json:"trunc,omitempty"`
 }
 
 // Event kinds.
@@ -76,55 +92,123 @@ const (
 	KindStderr  = "stderr"  // the server's stderr
 	KindError   = "error"   // the agent's own trouble
 	KindDropped = "dropped" // events lost to the agent's bound (Data: count)
+	KindSocket  = "socket"  // a socket of a refused family (Family; Result EAFNOSUPPORT)
+	KindExe     = "exe"     // the program a process runs after its exec (Exe, SHA256)
+)
+
+// Bounds of what the agent reads from a server and puts in a frame. Each
+// one that is hit marks the event Truncated; nothing is cut silently.
+const (
+	// MaxFrame bounds one frame on the wire. The agent keeps its own frames
+	// under it; a longer one reaching Decode is delivered marked
+	// "frame", with its kind and pid.
+	MaxFrame = 1 << 20
+	// MaxArgv bounds the bytes of an exec's argv (all strings together),
+	// MaxArgs their count: far above any real command line.
+	MaxArgv = 128 << 10
+	MaxArgs = 8192
+	// MaxPayload bounds the bytes read from one network call: every
+	// datagram of a sendmmsg and every iovec of each, in order.
+	MaxPayload = 64 << 10
+	// MaxMessages is the kernel's own cap on sendmmsg's vlen and on an
+	// iovec's length (UIO_MAXIOV): all of them are read, never cut.
+	MaxMessages = 1024
+	// MaxQuestions bounds the DNS questions read from one query.
+	MaxQuestions = 64
+	// MaxExeHash bounds the size of a program the agent hashes (node's is
+	// about 120 MiB): hashing stalls the tracer, once per distinct file.
+	MaxExeHash = 256 << 20
 )
 
 // frameMark starts every line the agent writes; the server's stderr only
 // ever reaches the runner inside KindStderr frames.
 const frameMark = '\x1e'
 
-// encode writes one frame.
-func encode(w io.Writer, e *Event) error {
-	b, err := json.Marshal(e)
-	if err != nil {
-		return err
-	}
-	buf := make([]byte, 0, len(b)+2)
-	buf = append(buf, frameMark)
-	buf = append(buf, b...)
-	buf = append(buf, '\n')
-	_, err = w.Write(buf)
-	return err
-}
-
 // Decode reads frames from r until it ends, calling fn for each event.
 // Bytes that are not frames (the agent's own crash output, or an image
-// without the agent) are passed to raw.
+// without the agent) are passed to raw. A frame longer than MaxFrame is
+// delivered as the event it starts (time, kind, pids) marked Truncated
+// "frame", never as raw bytes.
 func Decode(r io.Reader, fn func(Event), raw func([]byte)) error {
 	br := bufio.NewReaderSize(r, 64<<10)
+	var long []byte  // the start of a frame longer than the reader's buffer
+	rawLine := false // the line being read is not a frame: passed on as read
+	over := false    // the frame passed MaxFrame: its rest is skipped
 	for {
-		line, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			// An over-long line cannot be a frame the agent wrote whole.
-			raw(append([]byte(nil), line...))
-			continue
-		}
-		if len(line) > 0 {
-			if line[0] == frameMark {
-				var e Event
-				if jerr := json.Unmarshal(bytes.TrimSpace(line[1:]), &e); jerr == nil {
-					fn(e)
+		chunk, err := br.ReadSlice('\n')
+		whole := err != bufio.ErrBufferFull
+		switch {
+		case rawLine || (long == nil && !over && !whole && (len(chunk) == 0 || chunk[0] != frameMark)):
+			raw(append([]byte(nil), chunk...))
+			rawLine = !whole
+		case over:
+			over = !whole
+		case !whole:
+			if len(long)+len(chunk) > MaxFrame {
+				fn(frameHead(long))
+				long, over = nil, true
+			} else {
+				long = append(long, chunk...)
+			}
+		default:
+			line := chunk
+			if long != nil {
+				line, long = append(long, chunk...), nil
+			}
+			if len(line) > MaxFrame {
+				fn(frameHead(line))
+			} else if len(line) > 0 {
+				if line[0] == frameMark {
+					var e Event
+					if jerr := json.Unmarshal(bytes.TrimSpace(line[1:]), &e); jerr == nil {
+						fn(e)
+					} else {
+						raw(append([]byte(nil), line...))
+					}
 				} else {
 					raw(append([]byte(nil), line...))
 				}
-			} else {
-				raw(append([]byte(nil), line...))
 			}
 		}
-		if err != nil {
+		if err != nil && whole {
 			if err == io.EOF {
 				return nil
 			}
 			return err
 		}
 	}
+}
+
+// frameHead reads the first fields of a frame cut at MaxFrame: the agent
+// writes t, k, pid and ppid first.
+func frameHead(b []byte) Event {
+	e := Event{Truncated: "frame"}
+	d := json.NewDecoder(bytes.NewReader(b[1:]))
+	d.UseNumber()
+	if t, err := d.Token(); err != nil || t != json.Delim('{') {
+		return e
+	}
+	for i := 0; i < 4; i++ {
+		k, err := d.Token()
+		if err != nil {
+			return e
+		}
+		v, err := d.Token()
+		if err != nil {
+			return e
+		}
+		n, _ := v.(json.Number)
+		num, _ := n.Int64()
+		switch k {
+		case "t":
+			e.T = num
+		case "k":
+			e.Kind, _ = v.(string)
+		case "pid":
+			e.PID = int(num)
+		case "ppid":
+			e.PPID = int(num)
+		}
+	}
+	return e
 }

@@ -28,36 +28,73 @@ const (
 	auditArchX8664     = 0xc000003e
 )
 
-// traced are the syscalls that stop for the tracer; all others run at full
-// speed.
-var traced = []uint32{sysSocket, sysExecve, sysExecveat, sysConnect, sysSendto, sysSendmsg, sysSendmmsg, sysBind, sysListen}
+// traced are the syscalls that stop for the tracer (socket only for the
+// families below); all others run at full speed.
+var traced = []uint32{sysExecve, sysExecveat, sysConnect, sysSendto, sysSendmsg, sysSendmmsg, sysBind, sysListen}
 
-// installFilter installs, on every thread, a filter that stops the traced
-// syscalls for the tracer and refuses io_uring (which could connect and
-// send without a syscall we see), the x32 ABI and other architectures.
-func installFilter() error {
-	const (
-		ldW  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		jeqK = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		jgeK = unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K
-		retK = unix.BPF_RET | unix.BPF_K
-	)
-	enosys := uint32(unix.SECCOMP_RET_ERRNO | (uint32(unix.ENOSYS) & unix.SECCOMP_RET_DATA))
-	prog := []unix.SockFilter{
-		{Code: ldW, K: 4}, // seccomp_data.arch
-		{Code: jeqK, Jt: 1, Jf: 0, K: auditArchX8664},
-		{Code: retK, K: enosys},
-		{Code: ldW, K: 0}, // seccomp_data.nr
-		{Code: jgeK, Jt: 0, Jf: 1, K: x32Bit},
-		{Code: retK, K: enosys},
+// allowedFamily says whether socket() may make a socket of this family
+// and protocol: the loopback's and the network's (inet, inet6), local IPC
+// (unix) and the routing netlink that runtimes read interfaces and
+// addresses from. Any other (vsock, which can reach the host; packet;
+// bluetooth; alg; ...) fails with EAFNOSUPPORT and is recorded. The kernel
+// reads both arguments as int: their upper 32 bits do not count.
+func allowedFamily(family, protocol uint32) bool {
+	switch family {
+	case unix.AF_UNIX, unix.AF_INET, unix.AF_INET6:
+		return true
+	case unix.AF_NETLINK:
+		return protocol == unix.NETLINK_ROUTE
 	}
+	return false
+}
+
+// seccomp_data offsets: nr, arch, then the arguments (little-endian: an
+// argument's low 32 bits come first).
+const (
+	offNr   = 0
+	offArch = 4
+	offArg0 = 16
+	offArg2 = 32
+)
+
+// filter is the program installFilter installs: it stops the traced
+// syscalls and socket() of inet, inet6 and refused families for the
+// tracer, lets unix and routing-netlink sockets through, and refuses
+// io_uring (which could connect and send without a syscall we see), the
+// x32 ABI and other architectures.
+func filter() []unix.SockFilter {
+	var a asm
+	a.ld(offArch)
+	a.jeq(auditArchX8664, "", "enosys")
+	a.ld(offNr)
+	a.jge(x32Bit, "enosys", "")
 	for _, nr := range []uint32{sysIoUringSetup, sysIoUringEnter, sysIoUringRegister} {
-		prog = append(prog, unix.SockFilter{Code: jeqK, Jt: 0, Jf: 1, K: nr}, unix.SockFilter{Code: retK, K: enosys})
+		a.jeq(nr, "enosys", "")
 	}
+	a.jeq(sysSocket, "", "other")
+	a.ld(offArg0)
+	a.jeq(unix.AF_INET, "trace", "")
+	a.jeq(unix.AF_INET6, "trace", "")
+	a.jeq(unix.AF_UNIX, "allow", "")
+	a.jeq(unix.AF_NETLINK, "", "trace")
+	a.ld(offArg2)
+	a.jeq(unix.NETLINK_ROUTE, "allow", "trace")
+	a.label("other")
 	for _, nr := range traced {
-		prog = append(prog, unix.SockFilter{Code: jeqK, Jt: 0, Jf: 1, K: nr}, unix.SockFilter{Code: retK, K: unix.SECCOMP_RET_TRACE})
+		a.jeq(nr, "trace", "")
 	}
-	prog = append(prog, unix.SockFilter{Code: retK, K: unix.SECCOMP_RET_ALLOW})
+	a.label("allow")
+	a.ret(unix.SECCOMP_RET_ALLOW)
+	a.label("trace")
+	a.ret(unix.SECCOMP_RET_TRACE)
+	a.label("enosys")
+	a.ret(unix.SECCOMP_RET_ERRNO | (uint32(unix.ENOSYS) & unix.SECCOMP_RET_DATA))
+	return a.assemble()
+}
+
+// installFilter installs the filter on every thread.
+func installFilter() error {
+	prog := filter()
 	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("no_new_privs: %w", err)
@@ -69,11 +106,68 @@ func installFilter() error {
 	return nil
 }
 
-// regs are a stopped task's syscall number, arguments and return value.
+// asm builds a classic BPF program with named jump targets ("" is the
+// next instruction).
+type asm struct {
+	ins    []unix.SockFilter
+	labels map[string]int
+	jumps  []jump
+}
+
+type jump struct {
+	at     int
+	jt, jf string
+}
+
+func (a *asm) ld(off uint32) {
+	a.ins = append(a.ins, unix.SockFilter{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: off})
+}
+
+func (a *asm) ret(k uint32) {
+	a.ins = append(a.ins, unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: k})
+}
+
+func (a *asm) jeq(k uint32, jt, jf string) { a.jmp(unix.BPF_JEQ, k, jt, jf) }
+func (a *asm) jge(k uint32, jt, jf string) { a.jmp(unix.BPF_JGE, k, jt, jf) }
+
+func (a *asm) jmp(op uint16, k uint32, jt, jf string) {
+	a.jumps = append(a.jumps, jump{len(a.ins), jt, jf})
+	a.ins = append(a.ins, unix.SockFilter{Code: unix.BPF_JMP | op | unix.BPF_K, K: k})
+}
+
+func (a *asm) label(name string) {
+	if a.labels == nil {
+		a.labels = map[string]int{}
+	}
+	a.labels[name] = len(a.ins)
+}
+
+// assemble resolves the jumps; targets are always ahead and near (BPF
+// jumps are forward, 8 bits).
+func (a *asm) assemble() []unix.SockFilter {
+	off := func(at int, name string) uint8 {
+		if name == "" {
+			return 0
+		}
+		to, ok := a.labels[name]
+		if !ok || to <= at || to-at-1 > 255 {
+			panic("seccomp filter: bad jump to " + name)
+		}
+		return uint8(to - at - 1)
+	}
+	for _, j := range a.jumps {
+		a.ins[j.at].Jt, a.ins[j.at].Jf = off(j.at, j.jt), off(j.at, j.jf)
+	}
+	return a.ins
+}
+
+// regs are a stopped task's registers: the syscall number, arguments and
+// return value, and the raw set to write back.
 type regs struct {
 	nr   int
 	args [6]uint64
 	ret  int64
+	raw  unix.PtraceRegs
 }
 
 func getRegs(tid int) (regs, error) {
@@ -81,5 +175,14 @@ func getRegs(tid int) (regs, error) {
 	if err := unix.PtraceGetRegs(tid, &r); err != nil {
 		return regs{}, err
 	}
-	return regs{nr: int(int64(r.Orig_rax)), args: [6]uint64{r.Rdi, r.Rsi, r.Rdx, r.R10, r.R8, r.R9}, ret: int64(r.Rax)}, nil
+	return regs{nr: int(int64(r.Orig_rax)), args: [6]uint64{r.Rdi, r.Rsi, r.Rdx, r.R10, r.R8, r.R9}, ret: int64(r.Rax), raw: r}, nil
+}
+
+// refuse makes the syscall a task is stopped at (a seccomp stop) fail
+// with errno without running.
+func refuse(tid int, r regs, errno unix.Errno) error {
+	raw := r.raw
+	raw.Orig_rax = ^uint64(0) // -1: no syscall
+	raw.Rax = uint64(-int64(errno))
+	return unix.PtraceSetRegs(tid, &raw)
 }

@@ -67,22 +67,34 @@ func startSinks(mode string, out *writer) *sinks {
 }
 
 func serveDNS(pc net.PacketConn, mode string, out *writer) {
-	buf := make([]byte, 1500)
+	// A datagram can be 64 KiB: all of it is read, every question reported.
+	buf := make([]byte, 64<<10)
 	for {
 		n, from, err := pc.ReadFrom(buf)
 		if err != nil {
 			return
 		}
 		q := buf[:n]
-		name, ok := dnsQuestion(q)
-		if !ok {
+		names, more := dnsQuestions(q, MaxQuestions)
+		if len(names) == 0 {
 			continue
 		}
 		res := "nxdomain"
 		if mode == ModeSinkhole {
 			res = "sinkholed"
 		}
-		out.emit(&Event{Kind: KindDNS, Host: name, Address: "127.0.0.1", Port: 53, Protocol: "udp", Result: res})
+		trunc := ""
+		if more {
+			trunc = "questions"
+		}
+		for i, name := range names {
+			ev := &Event{Kind: KindDNS, Host: name, Address: "127.0.0.1", Port: 53, Protocol: "udp", Result: res, Truncated: trunc}
+			if i == 0 {
+				// The whole query once: a secret may ride in any of its parts.
+				ev.Payload = append([]byte(nil), q...)
+			}
+			out.emit(ev)
+		}
 		if resp := dnsAnswer(q, mode == ModeSinkhole); resp != nil {
 			pc.WriteTo(resp, from)
 		}
@@ -116,38 +128,100 @@ func dnsAnswer(q []byte, sinkhole bool) []byte {
 	return append(resp, 0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 30, 0, 4, 127, 0, 0, 1)
 }
 
-// serveTCP records what a redirected connection says first: a TLS
-// ClientHello's SNI, or an HTTP request's method, Host and path.
+// Bounds of the sinkhole's TCP side: how long a connection may stay
+// silent, and how many requests one connection may make; each request's
+// body is read up to MaxPayload.
+const (
+	sinkTimeout = 5 * time.Second
+	sinkIdle    = 200 * time.Millisecond
+	maxRequests = 64
+)
+
+// serveTCP records what a redirected connection says: a TLS
+// ClientHello's SNI; or each HTTP request's method, Host, path, headers
+// and body (answered 204, the connection kept for the next); or, for
+// anything else, what it sent until it paused. What passes a bound is
+// marked truncated.
 func serveTCP(c net.Conn, port int, out *writer) {
 	defer c.Close()
-	c.SetDeadline(time.Now().Add(5 * time.Second))
-	br := bufio.NewReader(c)
+	c.SetDeadline(time.Now().Add(sinkTimeout))
+	rec := &capped{max: MaxPayload}
+	br := bufio.NewReader(io.TeeReader(c, rec))
 	first, err := br.Peek(1)
 	if err != nil {
 		out.emit(&Event{Kind: KindHTTP, Port: port, Protocol: "tcp", Result: "no data"})
 		return
 	}
 	if first[0] == 0x16 {
-		hello := make([]byte, 4096)
-		n, _ := br.Read(hello)
+		// The whole first record (a TLS record is at most 16 KiB + 5):
+		// the SNI may be anywhere in the extensions.
+		hdr, err := br.Peek(5)
+		size := 4096
+		if err == nil {
+			size = 5 + int(binary.BigEndian.Uint16(hdr[3:]))
+		}
+		hello := make([]byte, size)
+		n, _ := io.ReadFull(br, hello)
 		out.emit(&Event{Kind: KindTLS, Port: port, Protocol: "tcp", Host: clientHelloSNI(hello[:n])})
 		return
 	}
-	req, err := http.ReadRequest(br)
-	if err != nil {
-		raw := make([]byte, 4096)
-		n, _ := br.Read(raw)
-		out.emit(&Event{Kind: KindHTTP, Port: port, Protocol: "tcp", Result: "not http", Payload: raw[:n]})
-		return
+	for i := 0; i < maxRequests; i++ {
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			if i == 0 {
+				// Not HTTP: everything it sent, from its first byte.
+				buf := make([]byte, 4096)
+				for rec.n <= rec.max {
+					c.SetReadDeadline(time.Now().Add(sinkIdle))
+					if _, err := br.Read(buf); err != nil {
+						break
+					}
+				}
+				ev := &Event{Kind: KindHTTP, Port: port, Protocol: "tcp", Result: "not http", Payload: rec.b}
+				if rec.n > rec.max {
+					ev.Truncated = "payload"
+				}
+				out.emit(ev)
+			}
+			return
+		}
+		// Headers and body, bounded, for the runner to look for its
+		// honeytokens.
+		var head strings.Builder
+		req.Header.Write(&head)
+		body, _ := io.ReadAll(io.LimitReader(req.Body, MaxPayload+1))
+		ev := &Event{Kind: KindHTTP, Port: port, Protocol: "tcp", Method: req.Method, Host: req.Host, Path: req.URL.RequestURI()}
+		if len(body) > MaxPayload {
+			body, ev.Truncated = body[:MaxPayload], "payload"
+			io.Copy(io.Discard, req.Body)
+		}
+		if i == maxRequests-1 {
+			ev.Truncated = addTrunc(ev.Truncated, "requests")
+		}
+		ev.Payload = append([]byte(head.String()), body...)
+		out.emit(ev)
+		if req.Close {
+			c.Write([]byte("HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"))
+			return
+		}
+		c.Write([]byte("HTTP/1.1 204 No Content\r\n\r\n"))
+		c.SetDeadline(time.Now().Add(sinkTimeout))
 	}
-	// What was sent, bounded: headers and the start of the body, for the
-	// runner to look for its honeytokens.
-	var head strings.Builder
-	req.Header.Write(&head)
-	body, _ := io.ReadAll(io.LimitReader(req.Body, 16<<10))
-	out.emit(&Event{Kind: KindHTTP, Port: port, Protocol: "tcp", Method: req.Method, Host: req.Host, Path: req.URL.RequestURI(),
-		Payload: append([]byte(head.String()), body...)})
-	c.Write([]byte("HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"))
+}
+
+// capped keeps the first max bytes written to it and counts them all.
+type capped struct {
+	b   []byte
+	n   int
+	max int
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - len(c.b); room > 0 {
+		c.b = append(c.b, p[:min(room, len(p))]...)
+	}
+	c.n += len(p)
+	return len(p), nil
 }
 
 // clientHelloSNI returns the server_name of a TLS ClientHello record, or "".

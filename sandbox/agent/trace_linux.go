@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"net"
 	"os"
 	"strconv"
@@ -24,15 +25,18 @@ type task struct {
 	started bool // its initial SIGSTOP was consumed
 }
 
-// sysSocketKind marks a pending socket(): recorded, never emitted.
-const sysSocketKind = "socket"
-
 // pending is an event finished at the syscall's exit.
 type pending struct {
 	ev      *Event
 	restore []byte // original sockaddr, after a sinkhole rewrite
 	addrPtr uint64
 	fd      int
+	// socket is set for socket(): the new fd's protocol is remembered,
+	// nothing is emitted.
+	socket bool
+	// unread is set for an exec whose argv the agent could not read: it
+	// is reported at the exec event (argv from /proc) or at its failure.
+	unread bool
 }
 
 // process is one traced thread group.
@@ -65,13 +69,21 @@ type tracer struct {
 	// their creator's fork, vfork or clone event: that event must not
 	// report them again, even when they are gone by then.
 	early map[int]bool
-	// seen dedups connect events per process and destination.
+	// detached holds the early tasks that ended and were detached before
+	// their creator's event.
+	detached map[int]bool
+	// seen dedups datagram events per process, destination and payload.
 	seen map[string]bool
+	exes *exeCache
 }
+
+// maxSeen bounds the datagram dedup set; past it, it starts afresh (a
+// datagram may then be reported twice, never lost).
+const maxSeen = 1 << 16
 
 func newTracer(main int, mode string, out *writer) *tracer {
 	return &tracer{main: main, mode: mode, out: out, tasks: map[int]*task{main: {tgid: main, started: true}},
-		procs: map[int]*process{main: newProcess(1)}, early: map[int]bool{}, seen: map[string]bool{}}
+		procs: map[int]*process{main: newProcess(1)}, early: map[int]bool{}, detached: map[int]bool{}, seen: map[string]bool{}, exes: newExeCache()}
 }
 
 // TRACEEXIT stops a process on its way out, before its parent can learn
@@ -242,6 +254,19 @@ func (t *tracer) event(tid int, tk *task, cause int) {
 					}
 					t.out.emit(&Event{Kind: KindExit, PID: tid, PPID: p.ppid, ExitCode: &code, Signal: sig})
 					p.exitSent = true
+					// Nothing more to learn of it: detached, it ends untraced,
+					// and its parent reaps it without waiting for the agent
+					// to reap it first (one wakeup less per process).
+					delete(t.tasks, tid)
+					delete(t.procs, tid)
+					if t.early[tid] {
+						// Its creator's event is still to come, and /proc may
+						// show it running a while yet: that event must not
+						// report it again.
+						t.detached[tid] = true
+					}
+					unix.PtraceDetach(tid)
+					return
 				}
 			}
 		}
@@ -253,10 +278,18 @@ func (t *tracer) event(tid int, tk *task, cause int) {
 			delete(t.tasks, int(former))
 		}
 		tk.tgid = tid
-		t.proc(tid).reported = true
-		if tk.exit != nil && tk.exit.ev.Kind == KindExec {
+		p := t.proc(tid)
+		p.reported = true
+		if pd := tk.exit; pd != nil && pd.ev != nil && pd.ev.Kind == KindExec {
 			tk.exit = nil // it worked: reported at the seccomp stop
+			if pd.unread {
+				// Its new program is readable again, and its argv is in /proc.
+				pd.ev.Argv, pd.ev.Truncated = cmdline(tid)
+				pd.ev.Result = "ok"
+				t.out.emit(pd.ev)
+			}
 		}
+		t.identify(tid)
 		unix.PtraceCont(tid, 0)
 		return
 	}
@@ -269,7 +302,9 @@ func (t *tracer) event(tid int, tk *task, cause int) {
 func (t *tracer) created(tid int, tk *task, ntid, cause int) {
 	if t.early[ntid] {
 		delete(t.early, ntid)
-		if _, ok := t.tasks[ntid]; ok || gone(ntid) {
+		detached := t.detached[ntid]
+		delete(t.detached, ntid)
+		if _, ok := t.tasks[ntid]; ok || detached || gone(ntid) {
 			return // told and, if a process, reported at its first stop
 		}
 		// A mark left by an earlier task of the same tid whose creator never
@@ -310,34 +345,51 @@ func (t *tracer) seccomp(tid int, tk *task) bool {
 	p := t.proc(tk.tgid)
 	switch r.nr {
 	case sysSocket:
-		domain, typ := int(r.args[0]), int(r.args[1])&0xf
-		if domain != unix.AF_INET && domain != unix.AF_INET6 {
+		family, typ, proto := uint32(r.args[0]), uint32(r.args[1])&0xf, uint32(r.args[2])
+		if !allowedFamily(family, proto) {
+			res := "EAFNOSUPPORT"
+			if err := refuse(tid, r, unix.EAFNOSUPPORT); err != nil {
+				res = "refusal failed: " + err.Error()
+			}
+			t.out.emit(&Event{Kind: KindSocket, PID: tk.tgid, Family: familyName(family, proto), Protocol: typeName(typ), Result: res})
 			return false
 		}
-		proto := map[int]string{unix.SOCK_STREAM: "tcp", unix.SOCK_DGRAM: "udp", unix.SOCK_RAW: "raw"}[typ]
-		tk.exit = &pending{ev: &Event{Kind: sysSocketKind, Protocol: proto}}
+		if family != unix.AF_INET && family != unix.AF_INET6 {
+			return false
+		}
+		proto2 := map[uint32]string{unix.SOCK_STREAM: "tcp", unix.SOCK_DGRAM: "udp", unix.SOCK_RAW: "raw"}[typ]
+		tk.exit = &pending{socket: true, ev: &Event{Protocol: proto2}}
 		return true
 	case sysExecve, sysExecveat:
 		pathArg, argvArg := r.args[0], r.args[1]
 		if r.nr == sysExecveat {
 			pathArg, argvArg = r.args[1], r.args[2]
 		}
-		argv := readStrings(tid, argvArg, 256)
-		if len(argv) == 0 {
-			argv = []string{readString(tid, pathArg, 4096)}
+		argv, trunc, err := readArgv(tid, argvArg)
+		if err == nil && len(argv) == 0 {
+			var path string
+			path, _, err = readString(tid, pathArg, pageSize)
+			argv = []string{path}
 		}
 		cwd, _ := os.Readlink(fmt.Sprintf("/proc/%d/cwd", tid))
+		p.reported = true
+		if err != nil {
+			tk.exit = &pending{unread: true, ev: &Event{Kind: KindExec, PID: tk.tgid, PPID: p.ppid, Cwd: cwd, Unreadable: true}}
+			return true
+		}
 		// Sent now, before the exec: the parent of a fork-exec learns of its
 		// success (its close-on-exec pipe) before PTRACE_EVENT_EXEC, and may
 		// answer its caller at once. A failure is sent at the syscall's exit.
-		ev := &Event{Kind: KindExec, PID: tk.tgid, PPID: p.ppid, Argv: argv, Cwd: cwd, Result: "ok"}
-		t.out.emit(ev)
-		p.reported = true
-		tk.exit = &pending{ev: &Event{Kind: KindExec, PID: tk.tgid, PPID: p.ppid, Argv: argv, Cwd: cwd}}
+		t.out.emit(&Event{Kind: KindExec, PID: tk.tgid, PPID: p.ppid, Argv: argv, Cwd: cwd, Result: "ok", Truncated: trunc})
+		tk.exit = &pending{ev: &Event{Kind: KindExec, PID: tk.tgid, PPID: p.ppid, Argv: argv, Cwd: cwd, Truncated: trunc}}
 		return true
 	case sysConnect:
 		fd := int(r.args[0])
-		ev := readSockaddr(tid, r.args[1], int(r.args[2]))
+		ev, err := readSockaddr(tid, r.args[1], int(r.args[2]))
+		if err != nil {
+			t.refuseUnreadable(tid, r, tk.tgid)
+			return false
+		}
 		if ev == nil {
 			return false // AF_UNIX and the like: local IPC
 		}
@@ -351,19 +403,28 @@ func (t *tracer) seccomp(tid int, tk *task) bool {
 		tk.exit = pd
 		return true
 	case sysSendto:
-		fd, buf, n, addr, alen := int(r.args[0]), r.args[1], int(r.args[2]), r.args[4], int(r.args[5])
-		t.sent(tid, tk.tgid, p, fd, addr, alen, readBytes(tid, buf, min(n, 512)))
+		msg := message{name: r.args[4], namelen: int(uint32(r.args[5])), iov: []iovec{{r.args[1], r.args[2]}}}
+		t.send(tid, r, tk.tgid, p, int(r.args[0]), []message{msg})
 	case sysSendmsg:
-		t.sendmsg(tid, tk.tgid, p, int(r.args[0]), r.args[1])
-	case sysSendmmsg:
-		for i := 0; i < int(min(r.args[2], 16)); i++ {
-			t.sendmsg(tid, tk.tgid, p, int(r.args[0]), r.args[1]+uint64(i)*64)
+		msgs, err := readMsghdrs(tid, r.args[1], 1, 56)
+		if err != nil {
+			t.refuseUnreadable(tid, r, tk.tgid)
+			return false
 		}
+		t.send(tid, r, tk.tgid, p, int(r.args[0]), msgs)
+	case sysSendmmsg:
+		// The kernel itself sends at most MaxMessages.
+		msgs, err := readMsghdrs(tid, r.args[1], min(uint64(uint32(r.args[2])), MaxMessages), 64)
+		if err != nil {
+			t.refuseUnreadable(tid, r, tk.tgid)
+			return false
+		}
+		t.send(tid, r, tk.tgid, p, int(r.args[0]), msgs)
 	case sysBind:
 		fd := int(r.args[0])
-		ev := readSockaddr(tid, r.args[1], int(r.args[2]))
+		ev, _ := readSockaddr(tid, r.args[1], int(r.args[2]))
 		if ev == nil {
-			return false
+			return false // not inet, or unreadable: listen() is still recorded
 		}
 		ev.Kind, ev.PID = KindListen, tk.tgid
 		ev.Protocol = p.socks[fd]
@@ -385,54 +446,141 @@ func (t *tracer) seccomp(tid int, tk *task) bool {
 	return false
 }
 
-// sendmsg reads a struct msghdr: name, namelen, iov, iovlen.
-func (t *tracer) sendmsg(tid, tgid int, p *process, fd int, msg uint64) {
-	hdr := readBytes(tid, msg, 32)
-	if len(hdr) < 32 {
-		return
+// refuseUnreadable fails a network call whose destination or data the
+// agent cannot read (EACCES), and records it: fail closed, never blind.
+func (t *tracer) refuseUnreadable(tid int, r regs, tgid int) {
+	res := "EACCES"
+	if err := refuse(tid, r, unix.EACCES); err != nil {
+		res = "refusal failed: " + err.Error()
 	}
-	name, namelen := binary.LittleEndian.Uint64(hdr[0:]), int(binary.LittleEndian.Uint32(hdr[8:]))
-	iov, iovlen := binary.LittleEndian.Uint64(hdr[16:]), binary.LittleEndian.Uint64(hdr[24:])
-	var payload []byte
-	if iovlen > 0 {
-		if v := readBytes(tid, iov, 16); len(v) == 16 {
-			base, n := binary.LittleEndian.Uint64(v[0:]), binary.LittleEndian.Uint64(v[8:])
-			payload = readBytes(tid, base, int(min(n, 512)))
-		}
-	}
-	t.sent(tid, tgid, p, fd, name, namelen, payload)
+	t.out.emit(&Event{Kind: KindConnect, PID: tgid, Result: res, Unreadable: true})
 }
 
-// sent records a datagram: its destination (given, or the socket's
-// connected one) and, for DNS, the query name.
-func (t *tracer) sent(tid, tgid int, p *process, fd int, addr uint64, alen int, payload []byte) {
-	var dst *Event
-	if addr != 0 {
-		dst = readSockaddr(tid, addr, alen)
-	} else if d := p.dests[fd]; d != nil {
-		c := *d
-		dst = &c
+// message is one datagram of a send call: its destination (none: the
+// socket's connected one) and its buffers.
+type message struct {
+	name    uint64
+	namelen int
+	iov     []iovec
+}
+
+// readMsghdrs reads n struct msghdr (size apart: 56 for sendmsg, 64 for
+// sendmmsg's struct mmsghdr) with their iovec arrays.
+func readMsghdrs(tid int, addr, n uint64, size int) ([]message, error) {
+	if n == 0 {
+		return nil, nil
 	}
-	if dst == nil {
-		return
+	b, err := readBytes(tid, addr, int(n)*size)
+	if err != nil {
+		return nil, err
 	}
-	if dst.Port == 53 && !(t.mode != ModeOpen && isLoopback(dst.Address)) {
-		// The agent's own DNS sink reports queries to the loopback resolver.
-		if name, ok := dnsQuestion(payload); ok {
-			t.out.emit(&Event{Kind: KindDNS, PID: tgid, Host: name, Address: dst.Address, Port: 53, Protocol: "udp"})
+	var out []message
+	for off := 0; off+56 <= len(b); off += size {
+		h := b[off:]
+		m := message{name: binary.LittleEndian.Uint64(h[0:]), namelen: int(binary.LittleEndian.Uint32(h[8:]))}
+		if m.iov, err = readIovecs(tid, binary.LittleEndian.Uint64(h[16:]), binary.LittleEndian.Uint64(h[24:])); err != nil {
+			return nil, err
 		}
+		out = append(out, m)
 	}
-	if addr == 0 {
-		return // a connected socket: its connect was recorded
+	return out, nil
+}
+
+// send records what one send call sends: for each destination (given, or
+// the socket's connected one) a connect event with the data, and for DNS
+// every question, reading every message and buffer up to MaxPayload
+// bytes for the whole call. A call whose destination or data cannot be
+// read is refused.
+func (t *tracer) send(tid int, r regs, tgid int, p *process, fd int, msgs []message) {
+	type dest struct {
+		ev   *Event
+		data []byte
 	}
-	dst.Kind, dst.PID, dst.Protocol, dst.Result = KindConnect, tgid, "udp", "sent"
-	key := fmt.Sprintf("%d %s %d", tgid, dst.Address, dst.Port)
-	if t.seen[key] {
-		return
+	var dests []*dest
+	byAddr := map[string]*dest{}
+	left := MaxPayload
+	cut := false
+	for _, m := range msgs {
+		var dst *Event
+		if m.name != 0 {
+			d, err := readSockaddr(tid, m.name, m.namelen)
+			if err != nil {
+				t.refuseUnreadable(tid, r, tgid)
+				return
+			}
+			dst = d
+		} else if d := p.dests[fd]; d != nil {
+			c := *d
+			dst = &c
+		}
+		if dst == nil {
+			continue // not inet: local IPC
+		}
+		data, c, err := gather(tid, m.iov, &left)
+		if err != nil {
+			t.refuseUnreadable(tid, r, tgid)
+			return
+		}
+		cut = cut || c
+		if dst.Port == 53 && !(t.mode != ModeOpen && isLoopback(dst.Address)) {
+			// The agent's own DNS sink reports queries to the loopback resolver.
+			t.dnsQueries(tgid, dst, data, c)
+		}
+		if m.name == 0 && p.socks[fd] != "udp" {
+			continue // a connected stream: its connect was recorded
+		}
+		key := dst.Address + " " + strconv.Itoa(dst.Port)
+		d := byAddr[key]
+		if d == nil {
+			d = &dest{ev: dst}
+			byAddr[key] = d
+			dests = append(dests, d)
+		}
+		d.data = append(d.data, data...)
 	}
-	t.seen[key] = true
-	dst.Payload = payload
-	t.out.emit(dst)
+	for _, d := range dests {
+		dst := d.ev
+		dst.Kind, dst.PID, dst.Protocol, dst.Result = KindConnect, tgid, "udp", "sent"
+		// The loopback is deduplicated by address (nothing leaves there);
+		// elsewhere each distinct payload is reported, whatever carries a
+		// secret. A DNS query's id (its first two bytes) does not count.
+		key := fmt.Sprintf("%d %s %d", tgid, dst.Address, dst.Port)
+		if !isLoopback(dst.Address) {
+			h := fnv.New64a()
+			if dst.Port == 53 && len(d.data) > 2 {
+				h.Write(d.data[2:])
+			} else {
+				h.Write(d.data)
+			}
+			key += fmt.Sprintf(" %x", h.Sum64())
+		}
+		if cut {
+			dst.Truncated = "payload"
+		} else if t.seen[key] {
+			continue
+		}
+		if len(t.seen) >= maxSeen {
+			clear(t.seen)
+		}
+		t.seen[key] = true
+		dst.Payload = d.data
+		t.out.emit(dst)
+	}
+}
+
+// dnsQueries reports every question of a DNS query sent to dst.
+func (t *tracer) dnsQueries(tgid int, dst *Event, payload []byte, cut bool) {
+	names, more := dnsQuestions(payload, MaxQuestions)
+	trunc := ""
+	if cut {
+		trunc = "payload"
+	}
+	if more {
+		trunc = addTrunc(trunc, "questions")
+	}
+	for _, name := range names {
+		t.out.emit(&Event{Kind: KindDNS, PID: tgid, Host: name, Address: dst.Address, Port: 53, Protocol: "udp", Truncated: trunc})
+	}
 }
 
 func (t *tracer) syscallExit(tid int, tk *task) {
@@ -458,7 +606,7 @@ func (t *tracer) syscallExit(tid int, tk *task) {
 	if pd.ev.Kind == KindExec && res == "ok" {
 		return // reported at PTRACE_EVENT_EXEC
 	}
-	if pd.ev.Kind == sysSocketKind {
+	if pd.socket {
 		if r.ret >= 0 {
 			t.proc(tk.tgid).socks[int(r.ret)] = pd.ev.Protocol
 		}
@@ -477,108 +625,10 @@ func (t *tracer) syscallExit(tid int, tk *task) {
 	t.out.emit(pd.ev)
 }
 
-// readBytes reads n bytes of a task's memory (fewer at an unmapped page)
-// with process_vm_readv: one syscall, no file to open.
-func readBytes(tid int, addr uint64, n int) []byte {
-	if addr == 0 || n <= 0 {
-		return nil
-	}
-	b := make([]byte, n)
-	local := []unix.Iovec{{Base: &b[0], Len: uint64(n)}}
-	remote := []unix.RemoteIovec{{Base: uintptr(addr), Len: n}}
-	m, err := unix.ProcessVMReadv(tid, local, remote, 0)
-	if err != nil || m <= 0 {
-		return readMem(tid, addr, b)
-	}
-	return b[:m]
-}
-
-// readMem is the fallback through /proc/pid/mem.
-func readMem(tid int, addr uint64, b []byte) []byte {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/mem", tid))
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	m, _ := f.ReadAt(b, int64(addr))
-	return b[:m]
-}
-
-func writeBytes(tid int, addr uint64, b []byte) {
-	f, err := os.OpenFile(fmt.Sprintf("/proc/%d/mem", tid), os.O_WRONLY, 0)
-	if err != nil {
-		return
-	}
-	defer f.Close()
-	f.WriteAt(b, int64(addr))
-}
-
-func readString(tid int, addr uint64, max int) string {
-	var out []byte
-	for len(out) < max {
-		chunk := readBytes(tid, addr+uint64(len(out)), 256)
-		if len(chunk) == 0 {
-			break
-		}
-		if i := indexByte(chunk, 0); i >= 0 {
-			return string(append(out, chunk[:i]...))
-		}
-		out = append(out, chunk...)
-	}
-	return string(out)
-}
-
-func indexByte(b []byte, c byte) int {
-	for i, x := range b {
-		if x == c {
-			return i
-		}
-	}
-	return -1
-}
-
-// readStrings reads a NULL-terminated array of string pointers.
-func readStrings(tid int, addr uint64, max int) []string {
-	var out []string
-	for i := 0; i < max && addr != 0; i++ {
-		p := readBytes(tid, addr+uint64(i*8), 8)
-		if len(p) < 8 {
-			break
-		}
-		ptr := binary.LittleEndian.Uint64(p)
-		if ptr == 0 {
-			break
-		}
-		out = append(out, readString(tid, ptr, 4096))
-	}
-	return out
-}
-
-// readSockaddr decodes an AF_INET or AF_INET6 address; others give nil.
-func readSockaddr(tid int, addr uint64, n int) *Event {
-	b := readBytes(tid, addr, min(n, 128))
-	if len(b) < 2 {
-		return nil
-	}
-	switch binary.LittleEndian.Uint16(b) {
-	case unix.AF_INET:
-		if len(b) < 8 {
-			return nil
-		}
-		return &Event{Family: "inet", Port: int(binary.BigEndian.Uint16(b[2:])), Address: net.IP(b[4:8]).String()}
-	case unix.AF_INET6:
-		if len(b) < 24 {
-			return nil
-		}
-		return &Event{Family: "inet6", Port: int(binary.BigEndian.Uint16(b[2:])), Address: net.IP(b[8:24]).String()}
-	}
-	return nil
-}
-
 // redirect rewrites a connect() destination to the loopback, same port,
 // where the sinkhole listens; it returns the original bytes.
 func redirect(tid int, addr uint64, n int) ([]byte, uint64) {
-	orig := readBytes(tid, addr, min(n, 28))
+	orig, _ := readBytes(tid, addr, min(n, 28))
 	if len(orig) < 8 {
 		return nil, 0
 	}
@@ -651,7 +701,7 @@ func cloneFlags(tid int) (uint64, bool) {
 	case sysClone:
 		return r.args[0], true
 	case sysClone3:
-		b := readBytes(tid, r.args[0], 8)
+		b, _ := readBytes(tid, r.args[0], 8)
 		if len(b) < 8 {
 			return 0, false
 		}
@@ -691,14 +741,21 @@ func gone(tid int) bool {
 }
 
 // statusFields reads numeric fields of /proc/PID/status, 0 where missing
-// or unreadable.
+// or unreadable. Raw syscalls: it runs at stops of new tasks, while they
+// wait.
 func statusFields(pid int, fields ...string) []int {
 	out := make([]int, len(fields))
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	fd, err := unix.Open("/proc/"+strconv.Itoa(pid)+"/status", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return out
 	}
-	for _, l := range strings.Split(string(b), "\n") {
+	var buf [4096]byte
+	n, _ := unix.Read(fd, buf[:])
+	unix.Close(fd)
+	if n <= 0 {
+		return out
+	}
+	for _, l := range strings.Split(string(buf[:n]), "\n") {
 		for i, field := range fields {
 			if strings.HasPrefix(l, field) {
 				if v, err := strconv.Atoi(strings.TrimSpace(l[len(field):])); err == nil {

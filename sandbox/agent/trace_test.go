@@ -25,14 +25,17 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(Main(os.Args[1:]))
+	}
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case agentArg:
 			os.Exit(Main(os.Args[2:]))
-		case childArg:
-			os.Exit(Main(os.Args[1:]))
 		case workloadArg:
 			os.Exit(workload(os.Args[2:]))
+		case probeArg:
+			os.Exit(probe(os.Args[2:]))
 		}
 	}
 	os.Exit(m.Run())

@@ -76,6 +76,7 @@ func main() {
 	if sets["ws"] {
 		addWorkspaceTools(s)
 	}
+	addAgentTools(s, sets["agent"])
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
 	}

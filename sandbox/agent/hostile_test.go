@@ -1,0 +1,486 @@
+//go:build linux && amd64
+
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mcpsandbox/mcpsandbox/sandbox/agent/agenttest"
+)
+
+// probeArg runs the test binary as a hostile server (see probe).
+const probeArg = "__agent_test_probe"
+
+// testSecret is the token the probes hide; the tests look for it.
+const testSecret = "HONEYTOKENabc123xyz"
+
+// probe is the traced program of the tests below.
+func probe(args []string) int {
+	self, _ := os.Executable()
+	switch args[0] {
+	case "noop":
+		return 0
+	case "peek":
+		return peekProbe()
+	case "wait-stdin":
+		io.Copy(io.Discard, os.Stdin)
+		exec.Command(self, probeArg, "noop").Run()
+		return 7
+	case "sockets":
+		fmt.Println(strings.Join(agenttest.MakeSockets(), "\n"))
+	case "lost":
+		steps := map[string]error{
+			"sendmmsg": agenttest.SendMmsg(testSecret, 20, 16),
+			"dns":      agenttest.DNSSecondQuestion([4]byte{192, 0, 2, 53}, testSecret),
+			"sendmsg":  agenttest.SendmsgIovecs(testSecret),
+			"datagram": agenttest.SecondDatagram(testSecret),
+			"big":      agenttest.BigSend(40 << 10),
+			"argv":     agenttest.ExecArgv(self, []string{probeArg, "noop"}, 70<<10, testSecret),
+			"hugeargv": agenttest.ExecArgv(self, []string{probeArg, "noop"}, MaxArgv+(10<<10), testSecret),
+		}
+		for name, err := range steps {
+			if err != nil {
+				fmt.Println(name, err)
+				return 1
+			}
+		}
+	case "identity":
+		dir, err := os.MkdirTemp("", "agent-identity-")
+		if err != nil {
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		copyPath, err := agenttest.ExecDisguised(self, dir, "/usr/bin/ls", probeArg, "noop")
+		fmt.Println("copy", copyPath, err)
+		fmt.Println("memfd", agenttest.ExecMemfd(self, "payload", probeArg, "noop"))
+	case "nondumpable":
+		out, err := agenttest.NonDumpable(self, probeArg, "noop")
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		fmt.Println(strings.Join(out, "\n"))
+	case "state":
+		// What the server sees of its start: cwd, ignored signals, env.
+		wd, _ := os.Getwd()
+		status, _ := os.ReadFile("/proc/self/status")
+		for _, l := range strings.Split(string(status), "\n") {
+			if strings.HasPrefix(l, "SigIgn:") {
+				fmt.Println("sigign", strings.TrimSpace(l[7:]))
+			}
+		}
+		fmt.Println("cwd", wd)
+		fmt.Println("env", os.Getenv(childEnv) != "")
+		b, _ := io.ReadAll(os.Stdin)
+		fmt.Printf("stdin %q\n", b)
+	}
+	return 0
+}
+
+// agentRun is how a test runs the agent.
+type agentRun struct {
+	args   []string // after agentArg
+	stdin  io.Reader
+	netns  bool // a network namespace of its own: only a loopback, down
+	nobody bool // as uid 65534, without capabilities
+	// during runs once the agent has started, with its pid.
+	during func(pid int)
+}
+
+type agentResult struct {
+	events []Event
+	stdout string
+	code   int
+}
+
+func runAgent(t *testing.T, r agentRun) agentResult {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	attr := &syscall.SysProcAttr{}
+	if r.netns || r.nobody {
+		if os.Getuid() != 0 {
+			t.Skip("needs root: a network namespace, or dropping to another user")
+		}
+	}
+	if r.netns {
+		attr.Cloneflags = syscall.CLONE_NEWNET
+	}
+	if r.nobody {
+		// The test binary, where uid 65534 can run it.
+		dir, err := os.MkdirTemp("", "agent-nobody-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		os.Chmod(dir, 0o755)
+		b, err := os.ReadFile(self)
+		if err != nil {
+			t.Fatal(err)
+		}
+		self = filepath.Join(dir, "agent.test")
+		if err := os.WriteFile(self, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		attr.Credential = &syscall.Credential{Uid: 65534, Gid: 65534}
+	}
+	args := make([]string, len(r.args))
+	for i, a := range r.args {
+		args[i] = strings.ReplaceAll(a, "SELF", self)
+	}
+	cmd := exec.Command(self, append([]string{agentArg}, args...)...)
+	cmd.SysProcAttr = attr
+	cmd.Dir = os.TempDir()
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stdin = &stdout, r.stdin
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	events := make(chan Event, 1<<16)
+	decoded := make(chan struct{})
+	var raw bytes.Buffer
+	go func() {
+		defer close(decoded)
+		Decode(bufio.NewReader(stderr), func(e Event) { events <- e }, func(b []byte) { raw.Write(b) })
+	}()
+	var res agentResult
+	if r.during != nil {
+		for e := range events {
+			res.events = append(res.events, e)
+			if e.Kind == KindStart {
+				break
+			}
+		}
+		r.during(cmd.Process.Pid)
+	}
+	done := make(chan error, 1)
+	go func() { <-decoded; done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(2 * time.Minute):
+		cmd.Process.Kill()
+		t.Fatalf("the agent did not end; raw stderr:\n%s", raw.String())
+	}
+	close(events)
+	for e := range events {
+		res.events = append(res.events, e)
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		res.code = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			t.Logf("the agent was killed by %v; raw stderr: %s", ws.Signal(), raw.String())
+		}
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	res.stdout = stdout.String()
+	for _, e := range res.events {
+		if e.Kind == KindError {
+			t.Errorf("agent error: %s", e.Data)
+		}
+	}
+	if raw.Len() > 0 {
+		t.Logf("raw stderr: %s", raw.String())
+	}
+	return res
+}
+
+func (r agentResult) of(kind string) []Event {
+	var out []Event
+	for _, e := range r.events {
+		if e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// TestSignalsCannotStopTheAgent sends the agent every signal but SIGKILL
+// and SIGSTOP (which a server cannot send its PID 1), by kill, tgkill to
+// each of its threads and rt_sigqueueinfo: it is not even PID 1 here,
+// where the kernel protects nothing. It goes on tracing, and the server's
+// exit and its later exec are recorded.
+func TestSignalsCannotStopTheAgent(t *testing.T) {
+	stdin, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	res := runAgent(t, agentRun{args: []string{"--network", "open", "--", "SELF", probeArg, "wait-stdin"}, stdin: stdin,
+		during: func(pid int) {
+			stdin.Close()
+			lines = agenttest.Signals(pid, func(sig int) bool { return sig == int(syscall.SIGKILL) || sig == int(syscall.SIGSTOP) })
+			w.Close()
+		}})
+	if len(lines) != 62 {
+		t.Fatalf("sent %d signals: %q", len(lines), lines)
+	}
+	for _, l := range lines {
+		// tgkill may find a thread ended since the list was read; kill
+		// finds the process or not.
+		if strings.Contains(l, ": kill ESRCH") {
+			t.Errorf("the agent was gone: %s", l)
+		}
+	}
+	if res.code != 7 {
+		t.Fatalf("agent exit %d, want the server's 7; events %+v", res.code, res.events)
+	}
+	var noop, exit bool
+	for _, e := range res.events {
+		noop = noop || (e.Kind == KindExec && len(e.Argv) == 3 && e.Argv[2] == "noop")
+		exit = exit || (e.Kind == KindExit && e.PPID == 1 && e.ExitCode != nil && *e.ExitCode == 7)
+	}
+	if !noop || !exit {
+		t.Errorf("after the signals: exec of noop %v, the server's exit %v; events %+v", noop, exit, res.events)
+	}
+}
+
+// TestRefusedSocketFamilies: socket() of a family other than unix, inet,
+// inet6 and routing netlink fails with EAFNOSUPPORT, whatever the upper
+// bits of the argument, and is recorded; the allowed ones are made.
+func TestRefusedSocketFamilies(t *testing.T) {
+	res := runAgent(t, agentRun{args: []string{"--network", "open", "--", "SELF", probeArg, "sockets"}})
+	got := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(res.stdout), "\n") {
+		if f := strings.Fields(l); len(f) == 2 {
+			got[f[0]] = f[1]
+		}
+	}
+	refused := map[string]int{}
+	for _, e := range res.of(KindSocket) {
+		if e.Result != "EAFNOSUPPORT" {
+			t.Errorf("socket event %+v, want EAFNOSUPPORT", e)
+		}
+		refused[e.Family]++
+	}
+	for _, s := range agenttest.Sockets {
+		if s.Refused {
+			if got[s.Name] != "EAFNOSUPPORT" {
+				t.Errorf("%s: socket() = %s, want EAFNOSUPPORT", s.Name, got[s.Name])
+			}
+			continue
+		}
+		if got[s.Name] != "ok" {
+			t.Errorf("%s: socket() = %s, want ok", s.Name, got[s.Name])
+		}
+		if refused[s.Name] > 0 {
+			t.Errorf("%s recorded as refused", s.Name)
+		}
+	}
+	if refused["vsock"] != 2 || refused["packet"] != 1 || refused["alg"] != 1 || refused["bluetooth"] != 1 || refused["netlink:15"] != 1 {
+		t.Errorf("refused sockets recorded: %v", refused)
+	}
+}
+
+// TestNothingLostInSends: a secret only in the 17th datagram of a
+// sendmmsg, in a DNS query's second question, in a sendmsg's second
+// iovec, in the second of two datagrams, and the last argument of a 70
+// KiB argv, all reach the runner; a datagram and an argv over the bounds
+// are marked truncated. In a network namespace of its own: nothing leaves.
+func TestNothingLostInSends(t *testing.T) {
+	res := runAgent(t, agentRun{netns: true, args: []string{"--network", "open", "--", "SELF", probeArg, "lost"}})
+	if res.code != 0 {
+		t.Fatalf("probe exit %d: %s", res.code, res.stdout)
+	}
+	found := map[string]bool{}
+	var truncPayload, truncArgv bool
+	for _, e := range res.events {
+		switch e.Kind {
+		case KindConnect:
+			switch {
+			case bytes.Contains(e.Payload, []byte("datagram "+testSecret)):
+				found["sendmmsg"] = true
+				if !bytes.Contains(e.Payload, []byte("datagram 19 of 20")) {
+					t.Errorf("sendmmsg payload lacks the last datagram: %q", e.Payload)
+				}
+			case bytes.Contains(e.Payload, []byte("harmless first buffer second "+testSecret)):
+				found["sendmsg"] = true
+			case bytes.Contains(e.Payload, []byte("second "+testSecret)):
+				found["datagram"] = true
+			}
+			if e.Truncated == "payload" && len(e.Payload) == MaxPayload {
+				truncPayload = true
+			}
+		case KindDNS:
+			if strings.HasPrefix(e.Host, strings.ToLower(testSecret)+".") {
+				found["dns"] = true
+			}
+		case KindExec:
+			if n := len(e.Argv); n > 3 && e.Argv[n-1] == testSecret && e.Truncated == "" {
+				found["argv"] = true
+			}
+			if e.Truncated == "argv" {
+				truncArgv = true
+				if size := len(strings.Join(e.Argv, "")); size > MaxArgv {
+					t.Errorf("truncated argv holds %d bytes, over %d", size, MaxArgv)
+				}
+			}
+		}
+	}
+	for _, want := range []string{"sendmmsg", "dns", "sendmsg", "datagram", "argv"} {
+		if !found[want] {
+			t.Errorf("the secret in %s was not recorded", want)
+		}
+	}
+	if !truncPayload || !truncArgv {
+		t.Errorf("over the bounds: payload marked %v, argv marked %v", truncPayload, truncArgv)
+	}
+}
+
+// TestNonDumpableIsRefusedNotHidden: a server that makes itself
+// non-dumpable closes its memory to an agent without CAP_SYS_PTRACE (as
+// in the sandbox). Its connect and sendto then fail with EACCES and are
+// recorded, and the program its child runs is still reported, argv from
+// /proc.
+func TestNonDumpableIsRefusedNotHidden(t *testing.T) {
+	res := runAgent(t, agentRun{netns: true, nobody: true, args: []string{"--network", "open", "--", "SELF", probeArg, "nondumpable"}})
+	if !strings.Contains(res.stdout, "connect EACCES") || !strings.Contains(res.stdout, "sendto EACCES") || !strings.Contains(res.stdout, "exec ok") {
+		t.Errorf("probe said %q, want connect and sendto refused (EACCES), exec ok", res.stdout)
+	}
+	refused := 0
+	for _, e := range res.of(KindConnect) {
+		if e.Unreadable && e.Result == "EACCES" {
+			refused++
+		}
+	}
+	if refused != 2 {
+		t.Errorf("%d refusals recorded, want 2: %+v", refused, res.of(KindConnect))
+	}
+	var child bool
+	for _, e := range res.of(KindExec) {
+		child = child || (e.Unreadable && e.Result == "ok" && len(e.Argv) == 3 && e.Argv[2] == "noop")
+	}
+	if !child {
+		t.Errorf("the non-dumpable child's exec is not reported with its argv: %+v", res.of(KindExec))
+	}
+}
+
+// TestProgramIdentity: a copy of a program run under a misleading argv[0]
+// is identified by its path and sha256; one run from a memfd is anonymous.
+func TestProgramIdentity(t *testing.T) {
+	res := runAgent(t, agentRun{args: []string{"--network", "open", "--", "SELF", probeArg, "identity"}})
+	var copyPath string
+	for _, l := range strings.Split(res.stdout, "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "copy" {
+			copyPath = f[1]
+		}
+	}
+	self, _ := os.Executable()
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	want := hex.EncodeToString(sum[:])
+	var disguised, memfd bool
+	for _, e := range res.of(KindExe) {
+		if e.SHA256 != want {
+			continue
+		}
+		disguised = disguised || (e.Exe == copyPath && !e.Anonymous)
+		memfd = memfd || (e.Exe == "/memfd:payload (deleted)" && e.Anonymous)
+	}
+	if copyPath == "" || !disguised || !memfd {
+		t.Errorf("stdout %q; exe events %+v: want %s and the memfd with sha256 %s", res.stdout, res.of(KindExe), copyPath, want)
+	}
+	var argv0 bool
+	for _, e := range res.of(KindExec) {
+		argv0 = argv0 || (len(e.Argv) > 0 && e.Argv[0] == "/usr/bin/ls")
+	}
+	if !argv0 {
+		t.Errorf("the disguised exec's argv is not as given: %+v", res.of(KindExec))
+	}
+}
+
+// TestExeHashedOnce: a thousand execs of one file hash it once.
+func TestExeHashedOnce(t *testing.T) {
+	c := newExeCache()
+	self, _ := os.Executable()
+	var st unix.Stat_t
+	if err := unix.Stat(self, &st); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := c.sum(self, st)
+	for i := 0; i < 1000; i++ {
+		if s, _ := c.sum(self, st); s != first || s == "" {
+			t.Fatalf("sum %d = %q, want %q", i, s, first)
+		}
+	}
+	if c.hashed != 1 {
+		t.Errorf("hashed %d times, want once", c.hashed)
+	}
+	big := st
+	big.Size = MaxExeHash + 1
+	if s, trunc := c.sum(self, big); s != "" || trunc != "exe" {
+		t.Errorf("a file over MaxExeHash: sum %q, trunc %q", s, trunc)
+	}
+}
+
+// TestConfigOnStdin: without flags the agent reads its config frame from
+// stdin, enters Config.Dir, and leaves the rest of stdin to the server,
+// which starts with no signal ignored and without the child marker.
+func TestConfigOnStdin(t *testing.T) {
+	var in bytes.Buffer
+	dir := t.TempDir()
+	if err := WriteConfig(&in, Config{Network: ModeOpen, Dir: dir}); err != nil {
+		t.Fatal(err)
+	}
+	in.WriteString("the MCP stream\n")
+	res := runAgent(t, agentRun{args: []string{"--", "SELF", probeArg, "state"}, stdin: &in})
+	for _, want := range []string{"sigign 0000000000000000", "cwd " + dir, "env false", `stdin "the MCP stream\n"`} {
+		if !strings.Contains(res.stdout, want) {
+			t.Errorf("server said %q, want %q", res.stdout, want)
+		}
+	}
+	if s := res.of(KindStart); len(s) != 1 || s[0].Data != ModeOpen {
+		t.Errorf("start events %+v, want one in mode open", s)
+	}
+}
+
+// TestAgentLooksLikeDockerInit: the agent's threads are named as Docker's
+// init.
+func TestAgentLooksLikeDockerInit(t *testing.T) {
+	var comms []string
+	stdin, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runAgent(t, agentRun{args: []string{"--network", "open", "--", "SELF", probeArg, "wait-stdin"}, stdin: stdin,
+		during: func(pid int) {
+			stdin.Close()
+			ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+			for _, e := range ents {
+				b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/comm", pid, e.Name()))
+				comms = append(comms, strings.TrimSpace(string(b)))
+			}
+			w.Close()
+		}})
+	if len(comms) == 0 {
+		t.Fatal("no threads read")
+	}
+	for _, c := range comms {
+		if c != Name {
+			t.Errorf("a thread is named %q, want %q (all: %q)", c, Name, comms)
+		}
+	}
+}
