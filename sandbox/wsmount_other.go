@@ -12,7 +12,7 @@ import (
 // copy into an image layer is the fallback (always, off Linux).
 var ErrMountUnsupported = errors.New("the workspace cannot be mounted here")
 
-type overlayMount struct{}
+type overlayMount struct{ target string }
 
 func newOverlayMount(host, target, layerDir string, seeds []probes.SeedFile) (*overlayMount, error) {
 	return nil, ErrMountUnsupported

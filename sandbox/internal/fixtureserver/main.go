@@ -28,6 +28,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 2 && os.Args[1] == "under-seccomp" {
+		os.Exit(underSeccomp(os.Args[2:]))
+	}
 	if len(os.Args) > 2 && os.Args[1] == "workload" {
 		os.Exit(workload(os.Args[2:]))
 	}
