@@ -12,8 +12,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-
-	"golang.org/x/sys/unix"
 )
 
 // Modes of the network: none (loopback only, DNS answered NXDOMAIN),
@@ -24,13 +22,6 @@ const (
 	ModeSinkhole = "sinkhole"
 	ModeOpen     = "open"
 )
-
-// Now is CLOCK_MONOTONIC in nanoseconds.
-func Now() int64 {
-	var ts unix.Timespec
-	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-	return ts.Nano()
-}
 
 // Event is one thing the agent saw. T is CLOCK_MONOTONIC in nanoseconds,
 // the same clock as the runner's (containers share the kernel's).

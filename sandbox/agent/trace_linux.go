@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -94,30 +93,6 @@ const ptraceOptions = unix.PTRACE_O_TRACESECCOMP | unix.PTRACE_O_TRACEFORK | uni
 	unix.PTRACE_O_TRACECLONE | unix.PTRACE_O_TRACEEXEC | unix.PTRACE_O_EXITKILL | unix.PTRACE_O_TRACESYSGOOD |
 	unix.PTRACE_O_TRACEEXIT
 
-// waitAny waits for any tracee. Stops come in bursts (a fork, the child's
-// first stop, its exec, its exit), and a wait that blocks hands its P to
-// the scheduler, which costs more than a stop's work: it polls, without
-// blocking, for a short while first, and only then blocks in an ordinary
-// wait4. (Blocking in a raw wait4 would keep the P but stall every
-// stop-the-world, and with it the sinks, until the next stop.)
-func waitAny(ws *unix.WaitStatus) (int, error) {
-	deadline := Now() + spinNanos
-	for Now() < deadline {
-		r, _, e := unix.RawSyscall6(unix.SYS_WAIT4, ^uintptr(0), uintptr(unsafe.Pointer(ws)), unix.WALL|unix.WNOHANG, 0, 0, 0)
-		if e != 0 {
-			return int(r), e
-		}
-		if r != 0 {
-			return int(r), nil
-		}
-	}
-	return unix.Wait4(-1, ws, unix.WALL, nil)
-}
-
-// spinNanos bounds the polling before the tracer blocks: a few of a
-// stop's round trips, a few percent of a CPU at most between bursts.
-const spinNanos = 50_000
-
 // loop follows every task until none is left and returns the main
 // process's exit code.
 func (t *tracer) loop() int {
@@ -133,7 +108,7 @@ func (t *tracer) loop() int {
 	unix.PtraceCont(t.main, 0)
 	code := -1
 	for {
-		tid, err := waitAny(&ws)
+		tid, err := unix.Wait4(-1, &ws, unix.WALL, nil)
 		if err == unix.EINTR {
 			continue
 		}
