@@ -69,18 +69,25 @@ func (s *eventStore) end() {
 // sync waits, bounded, until every event up to time m has arrived: a tick
 // at or after m, or the end of the stream.
 func (s *eventStore) sync(ctx context.Context, m int64, bound time.Duration) {
-	timer := time.AfterFunc(bound, func() {
+	// The waiter stops on a flag the timer sets under the lock, not on a
+	// clock read of its own: a deadline computed apart from the timer can
+	// fall after the timer's only wake-up, and the wait never ends.
+	expired := false
+	wake := func() {
 		s.mu.Lock()
+		expired = true
 		s.cond.Broadcast()
 		s.mu.Unlock()
-	})
+	}
+	timer := time.AfterFunc(bound, wake)
 	defer timer.Stop()
-	deadline := time.Now().Add(bound)
+	stop := context.AfterFunc(ctx, wake)
+	defer stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// Before the agent's first word, wait for it too: the first phase must
 	// not close before the agent can report what happened in it.
-	for !s.ended && s.tick < m && time.Now().Before(deadline) && ctx.Err() == nil {
+	for !s.ended && s.tick < m && !expired {
 		s.cond.Wait()
 	}
 }

@@ -110,3 +110,17 @@ func TestIdentityTruncationAndRefusals(t *testing.T) {
 		t.Errorf("problems %+v", rep.Problems)
 	}
 }
+
+// TestSyncEndsAtItsBound: a sync no tick answers ends when its bound
+// elapses or its context ends, however late the waiter gets the lock.
+// (A deadline read apart from the timer once left a waiter asleep after
+// the timer's only wake-up: a CI run hung for 15 minutes.)
+func TestSyncEndsAtItsBound(t *testing.T) {
+	s := newEventStore(10)
+	for range 200 {
+		s.sync(context.Background(), agent.Now()+int64(time.Hour), time.Microsecond)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(time.Millisecond); cancel() }()
+	s.sync(ctx, agent.Now()+int64(time.Hour), time.Hour)
+}
