@@ -26,8 +26,12 @@ type ScanOptions struct {
 	// Workspace is a host directory the server sees at /workspace; it is
 	// never modified. Empty means a fresh empty workspace.
 	Workspace string
-	// CopyWorkspace copies it into an image layer even where it could be
-	// mounted copy-on-write.
+	// Package is a host directory (the server's code) the server sees at
+	// PackageTarget (default DefaultPackageTarget) as it sees the
+	// workspace: writable, copy-on-write, never modified.
+	Package, PackageTarget string
+	// CopyWorkspace copies the workspace and the package into image layers
+	// even where they could be mounted copy-on-write.
 	CopyWorkspace bool
 	Probes        []probes.Step
 	Limits        Limits
@@ -175,6 +179,7 @@ func (sc *scanner) why() report.Problem {
 func (sc *scanner) open() (*Session, error) {
 	o := sc.opts
 	so := SessionOptions{Image: o.Image, Argv: o.Argv, Env: append([]string{}, o.Env...), Mounts: o.Mounts, Workspace: o.Workspace, CopyWorkspace: o.CopyWorkspace,
+		Package: o.Package, PackageTarget: o.PackageTarget,
 		Limits: o.Limits, RunID: o.RunID, User: o.User, Keep: o.Keep, Log: o.Log, Changes: o.Changes, FileLimits: o.FileLimits,
 		MaxListed: o.MaxListed, Agent: o.Agent, Network: o.Network, MaxEvents: o.MaxEvents,
 		StartTimeout: o.StartTimeout, CallTimeout: o.CallTimeout, ClientInfo: o.ClientInfo}

@@ -109,10 +109,15 @@ type Sandbox struct {
 	// Workspace is "empty" or "host" (a copy of a host directory, never
 	// written back).
 	Workspace string `json:"workspace"`
-	// WorkspaceBy says how a host workspace reached the server: "mount"
-	// (copy-on-write over the host directory, nothing copied) or "copy"
-	// (an image layer, when the kernel or engine cannot mount it).
+	// WorkspaceBy says how a host workspace (and the package, if any)
+	// reached the server: "mount" (copy-on-write over the host directory,
+	// nothing copied) or "copy" (an image layer, when the kernel or engine
+	// cannot mount it).
 	WorkspaceBy string `json:"workspaceBy,omitempty"`
+	// Package is where the server saw the host directory given with
+	// --package (its code, writable copy-on-write like the workspace; its
+	// changes are file effects), or "" without one.
+	Package string `json:"package,omitempty"`
 	// Changes says how file effects were read: "upperdir" (the overlayfs
 	// upper dir, on the host) or "api" (the Engine API).
 	Changes string `json:"changes"`

@@ -29,7 +29,8 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	opts := sandbox.ScanOptions{Changes: sandbox.ChangesAuto, Network: sandbox.NetworkNone, Isolation: sandbox.IsolationSession}
 	fs.StringVar(&opts.Image, "image", "mcpsandbox/node:latest", "image to run the server in (must be in the local engine; never pulled)")
 	fs.StringVar(&opts.Workspace, "workspace", "", "host directory the server sees at /workspace, read-write, never modified (default: empty)")
-	fs.BoolVar(&opts.CopyWorkspace, "copy-workspace", false, "copy the workspace into an image layer instead of mounting it copy-on-write")
+	pkg := fs.String("package", "", "DIR[:/TARGET]: the server's code, seen at TARGET (default "+sandbox.DefaultPackageTarget+") as the workspace is: writable copy-on-write, never modified, its changes effects")
+	fs.BoolVar(&opts.CopyWorkspace, "copy-workspace", false, "copy the workspace and the package into image layers instead of mounting them copy-on-write")
 	probeFile := fs.String("probes", "", "probe file: JSON object of tool name to arguments, called in file order")
 	fs.StringArrayVar(&opts.Env, "env", nil, "environment variable KEY=VAL for the server (repeatable)")
 	fs.StringVar(&opts.User, "user", images.User(), "UID[:GID] the server runs as, whatever the image's USER; 0 runs it as root, with a warning and a server-runs-as-root finding")
@@ -99,6 +100,16 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err != nil || !fi.IsDir() {
 			return usageError{fmt.Sprintf("--workspace %q is not a directory", opts.Workspace)}
 		}
+	}
+	if *pkg != "" {
+		dir, target := *pkg, ""
+		if i := strings.LastIndex(dir, ":"); i >= 0 && strings.HasPrefix(dir[i+1:], "/") {
+			dir, target = dir[:i], dir[i+1:]
+		}
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return usageError{fmt.Sprintf("--package %q: %q is not a directory", *pkg, dir)}
+		}
+		opts.Package, opts.PackageTarget = dir, target
 	}
 	if *probeFile != "" {
 		steps, err := probes.Load(*probeFile)
