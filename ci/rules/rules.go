@@ -45,6 +45,10 @@ type Rule struct {
 	// Message, for the rules on calls, says what the call did: a format of
 	// the call number and the evidence count, after the tool's name.
 	Message string
+	// ServerMessage, for the rules that raise server-level findings from
+	// their evidence (no tool, no call), says what the server did: a
+	// format of the places the evidence names and its count.
+	ServerMessage string
 }
 
 // The specification's words for each hint (MCP, ToolAnnotations).
@@ -57,7 +61,7 @@ const (
 
 // All lists every rule, in a stable order.
 func All() []Rule {
-	return []Rule{
+	all := []Rule{
 		{ID: ReadonlyWrites, Severity: report.SeverityError, Hint: "readOnlyHint", Rationale: specReadOnly,
 			Message: "declares readOnlyHint: true, but call %d changed %d file(s)"},
 		{ID: ReadonlyBackground, Severity: report.SeverityWarning, Hint: "readOnlyHint", Rationale: specReadOnly + " A process left running after the call can modify it later.",
@@ -70,8 +74,8 @@ func All() []Rule {
 			Message: "declares openWorldHint: false, but call %d made %d network attempt(s) beyond the sandbox"},
 		{ID: WritesOutsideWorkspace, Severity: report.SeverityWarning, Rationale: "Whatever its hints, a tool that changes files outside the workspace reaches beyond what it was given.",
 			Message: "call %d changed %d file(s) outside the workspace"},
-		{ID: SecretExfiltration, Severity: report.SeverityCritical, Rationale: "A honeytoken planted for this run left the tool in a network payload, DNS name or HTTP request.",
-			Message: "call %d sent %d planted secret(s) out of the sandbox"},
+		{ID: SecretExfiltration, Severity: report.SeverityCritical, Rationale: "A honeytoken planted for this run left the sandbox in a network payload, DNS name or HTTP request.",
+			Message: "call %d sent %d planted secret(s) out of the sandbox", ServerMessage: "the server, " + outsideCalls + " (%s), sent %d planted secret(s) out of the sandbox"},
 		{ID: SchemaViolationAccepted, Severity: report.SeverityWarning, Rationale: "The tool accepted input its own inputSchema forbids.",
 			Message: "call %d accepted input that breaks its own input schema (%d evidence items: the rule broken, the arguments)"},
 		{ID: SchemaViolationEffects, Severity: report.SeverityError, Rationale: "Input its own inputSchema forbids made the tool change something.",
@@ -85,6 +89,7 @@ func All() []Rule {
 		{ID: BaselineStale, Severity: report.SeverityError, Rationale: "A baseline entry no longer occurs: the problem is fixed, so the exception must go."},
 		serverRunsAsRootRule(),
 	}
+	return append(all, phaseRules()...)
 }
 
 // ByID returns the rule with id.
@@ -118,12 +123,7 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 	for _, t := range r.Tools {
 		tools[t.Name] = t
 	}
-	after := map[int][]report.Effects{}
-	for _, ph := range r.Phases {
-		if ph.Name == "between" && ph.After > 0 {
-			after[ph.After] = append(after[ph.After], ph.Effects)
-		}
-	}
+	after := afterCalls(r)
 	e := &evaluator{opts: opts, isolation: r.Sandbox.Isolation, out: []report.Finding{}}
 	for i, c := range r.Calls {
 		t := tools[c.Tool]
@@ -190,8 +190,17 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 			}
 		}
 		e.add(SecretExfiltration, c, "", leaked, nil)
-		e.files(WritesOutsideWorkspace, c, effs, "", func(f report.FileChange) bool { return f.Scope == "outside" })
+		e.files(ShellOrCredentialFiles, c, effs, "", func(f report.FileChange) bool { return IsShellOrCredentialFile(f.Path) })
+		// Shell start-up and credential files are the rule above's, at its
+		// higher severity: not listed twice.
+		e.files(WritesOutsideWorkspace, c, effs, "", func(f report.FileChange) bool {
+			return f.Scope == "outside" && !IsShellOrCredentialFile(f.Path)
+		})
 	}
+	// Outside calls: startup, initialize, tools/list, before the first
+	// call, teardown; then the snapshot's bounds, wherever they were hit.
+	e.phases(r)
+	e.truncation(r)
 	if n := r.Sandbox.EventsDropped; n > 0 {
 		rl, _ := ByID(EventsDropped)
 		e.out = append(e.out, report.Finding{Rule: rl.ID, Severity: rl.Severity, Message: fmt.Sprintf("the agent dropped %d events; %s", n, rl.Rationale),
@@ -253,9 +262,17 @@ func (e *evaluator) add(rule string, c report.Call, hint string, evidence, paths
 }
 
 // message is a call finding's message: the tool, what its call did, and
-// for a hint the specification's words. The policy renders it again when
-// it drops evidence, so that the count stays true.
+// for a hint the specification's words; or a server-level finding's:
+// what the server did, where, and the rule's rationale. The policy
+// renders it again when it drops evidence, so that the count stays true.
 func message(rl Rule, f report.Finding) string {
+	if f.Tool == "" && rl.ServerMessage != "" {
+		text := fmt.Sprintf(rl.ServerMessage, where(f.Evidence), len(f.Evidence))
+		if f.Hint != "" {
+			return text + "; every tool declares " + f.Hint + ", and the specification: " + specOpenWorld
+		}
+		return text + "; " + rl.Rationale
+	}
 	text := fmt.Sprintf("%s %s", quote(f.Tool), fmt.Sprintf(rl.Message, f.Call, len(f.Evidence)))
 	if rl.Rationale != "" && f.Hint != "" {
 		text += "; the specification: " + rl.Rationale

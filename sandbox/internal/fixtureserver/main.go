@@ -80,6 +80,7 @@ func main() {
 		addWorkspaceTools(s)
 	}
 	addAgentTools(s, sets["agent"])
+	addPhaseTools(s, sets)
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
 	}
