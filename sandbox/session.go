@@ -95,6 +95,8 @@ type Session struct {
 	mounts     []*overlayMount
 	wsSince    time.Time // host edits to the mounted directories after this are someone else's
 
+	bounds struct{ walk, listed bool } // snapshot bounds already reported
+
 	closeOnce sync.Once
 	closeErr  error
 	kept      string
@@ -386,6 +388,20 @@ func (s *Session) Mark(ctx context.Context, call bool, seq int) report.Effects {
 	eff, err := s.rec.mark(context.WithoutCancel(ctx), call)
 	if err != nil {
 		s.problem("effects", seq, "reading file effects: %s", report.OneLine(err.Error()))
+	}
+	// A bound hit is said once, where it first was; the verdict's
+	// snapshot-truncated finding lists every place.
+	where := 0
+	if call {
+		where = seq
+	}
+	if eff.FilesTruncated && !s.bounds.walk {
+		s.bounds.walk = true
+		s.problem("snapshot", where, "the file snapshot hit its entry bound (--max-files): changes past it were not seen (the workspace and the home directories were walked first)")
+	}
+	if eff.FilesOmitted > 0 && !s.bounds.listed {
+		s.bounds.listed = true
+		s.problem("snapshot", where, "%d file change(s) past the listing bound were counted, not listed, and not judged", eff.FilesOmitted)
 	}
 	return eff
 }

@@ -50,6 +50,14 @@ func (s *mountedSource) Snapshot(ctx context.Context) (overlay.Snapshot, error) 
 		for p, e := range ms.Entries {
 			snap.Entries[target+p] = e
 		}
+		// Under the target the mount's walk counts, elsewhere the root's.
+		root, mount := snap.Reached, ms.Reached
+		snap.Covers = func(p string) bool {
+			if rel, ok := strings.CutPrefix(p, target); ok && (rel == "" || rel[0] == '/') {
+				return rel == "" || mount(rel)
+			}
+			return root(p)
+		}
 		snap.Count += ms.Count
 		snap.Bytes += ms.Bytes
 		snap.Truncated = snap.Truncated || ms.Truncated
@@ -79,3 +87,4 @@ func layerDir(src changeSource) string {
 // errNoLayerDir: the engine's storage gives no layer directory to keep the
 // mount's state in (not overlay2, or read through the API).
 var errNoLayerDir = errors.New("no overlay2 layer directory for the mounts' changes")
+
