@@ -87,4 +87,3 @@ func layerDir(src changeSource) string {
 // errNoLayerDir: the engine's storage gives no layer directory to keep the
 // mount's state in (not overlay2, or read through the API).
 var errNoLayerDir = errors.New("no overlay2 layer directory for the mounts' changes")
-
