@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -64,6 +65,17 @@ type ScanOptions struct {
 	// Settle bounds the wait, after a call, while processes it left behind
 	// still run (default 2s).
 	Settle time.Duration
+	// Linger keeps observing after the last call for this long (default
+	// 3s; negative: not at all), so that what a call set off for later
+	// (a timer, a thread, a child) is seen.
+	Linger time.Duration
+	// Suspects, when set, names the calls to replay once the calls are
+	// made (see report.Replay): ci/gate gives rules.Suspects. Nil: no
+	// replay (--no-replay).
+	Suspects func(*report.Report) []int
+	// MaxReplays bounds the calls replayed (default 16); a call past it
+	// has its replay "skipped": nothing is pinned on it.
+	MaxReplays int
 	// MaxEvents bounds the agent's events (default 100,000).
 	MaxEvents int
 	// NoSeed leaves out the canary workspace and the honeytokens.
@@ -114,9 +126,14 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (Result, error) {
 	case IsolationCall:
 		res, err = sc.scanPerCall()
 	}
+	rep := res.Report
+	rep.Sandbox.LingerMs = max(sc.opts.Linger, 0).Milliseconds()
+	rep.Sandbox.Replay = "not-run" // the scan did not run every step
+	if err == nil {
+		sc.replay(rep)
+	}
 	// Last, after teardown: the deterministic form, with what differs
 	// between runs in Timing.
-	rep := res.Report
 	if rep.Timing == nil {
 		rep.Timing = &report.Timing{}
 	}
@@ -133,6 +150,7 @@ type scanner struct {
 	// parent is the caller's context; ctx adds the run's timeout.
 	parent, ctx context.Context
 	cancel      context.CancelFunc
+	mu          sync.Mutex // guards reaped: replays open sessions side by side
 	reaped      []report.Problem
 }
 
@@ -148,6 +166,12 @@ func newScanner(ctx context.Context, cli Engine, opts ScanOptions) (*scanner, er
 	}
 	setDefault(&opts.Timeout, 10*time.Minute)
 	setDefault(&opts.Settle, 2*time.Second)
+	if opts.Linger == 0 {
+		opts.Linger = DefaultLinger
+	}
+	if opts.MaxReplays <= 0 {
+		opts.MaxReplays = 16
+	}
 	sc := &scanner{cli: cli, opts: opts, started: time.Now(), parent: ctx}
 	sc.ctx, sc.cancel = context.WithTimeout(ctx, opts.Timeout)
 	if !opts.NoSeed {
@@ -189,8 +213,10 @@ func (sc *scanner) open() (*Session, error) {
 		so.Secrets = sc.tokens.Find
 	}
 	s, err := Open(sc.ctx, sc.cli, so)
+	sc.mu.Lock()
 	s.rep.Problems = append(s.rep.Problems, sc.reaped...)
 	sc.reaped = nil
+	sc.mu.Unlock()
 	if err != nil && sc.ctx.Err() != nil {
 		s.rep.Problems = append(s.rep.Problems, sc.why())
 	}
@@ -339,8 +365,10 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 			return fmt.Errorf("%w: %s", ErrIncomplete, msg)
 		}
 	}
-	// What the last call left running did after it (settled above) is a
-	// "between" phase of that call, not a teardown effect.
+	// What the last call left running or set off for later did in the
+	// linger window is a "between" phase of that call, not a teardown
+	// effect (a replay checks that it is the call's).
+	sc.linger(s, first+len(plan))
 	s.Phase(sc.ctx, "between", first+len(plan))
 	return nil
 }

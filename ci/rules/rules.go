@@ -126,76 +126,14 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 	after := afterCalls(r)
 	e := &evaluator{opts: opts, isolation: r.Sandbox.Isolation, out: []report.Finding{}}
 	for i, c := range r.Calls {
-		t := tools[c.Tool]
 		// What a call caused includes what it left running did after it
 		// returned.
 		effs := append([]report.Effects{c.Effects}, after[c.Seq]...)
-		h := t.Hints
-		if isTrue(h.ReadOnly) {
-			e.files(ReadonlyWrites, c, effs, "readOnlyHint: true", func(f report.FileChange) bool { return true })
-			var ev []string
-			for _, pr := range c.Effects.Processes {
-				if pr.Background {
-					ev = append(ev, "background: "+argv(pr))
-				}
-			}
-			e.add(ReadonlyBackground, c, "readOnlyHint: true", ev, nil)
+		if c.Replay == nil {
+			e.call(r, i, c, tools[c.Tool], effs, true)
+			continue
 		}
-		if !isTrue(h.ReadOnly) && isFalse(h.Destructive) {
-			e.files(NondestructiveDeletes, c, effs, "destructiveHint: false", func(f report.FileChange) bool {
-				// Appending is additive; deleting, truncating or rewriting is not.
-				return f.Change == report.ChangeDeleted || (f.Change == report.ChangeModified && f.Type == "file" && !f.Appended)
-			})
-		}
-		if isTrue(h.Idempotent) {
-			if prev := previousSame(r.Calls[:i], c); prev != nil {
-				e.files(IdempotentRepeats, c, effs, "idempotentHint: true", further(r.Calls[:i], c))
-			}
-		}
-		if isFalse(h.OpenWorld) {
-			var ev []string
-			for _, ef := range effs {
-				for _, n := range ef.Network {
-					if s, ok := e.outward(n); ok {
-						ev = append(ev, s)
-					}
-				}
-			}
-			e.add(ClosedWorldNetwork, c, "openWorldHint: false", ev, nil)
-		}
-		if c.Negative != "" {
-			args := "arguments " + string(c.Arguments)
-			if c.ErrorKind == "" && !c.IsError {
-				e.add(SchemaViolationAccepted, c, "", []string{c.Negative, args}, nil)
-			}
-			ev, paths := []string{c.Negative}, []string{""}
-			for _, ef := range effs {
-				for _, f := range ef.Files {
-					ev, paths = append(ev, f.Change.String()+" "+f.Path), append(paths, f.Path)
-				}
-				for _, p := range ef.Processes {
-					ev, paths = append(ev, "ran "+argv(p)), append(paths, "")
-				}
-			}
-			if len(ev) > 1 {
-				e.add(SchemaViolationEffects, c, "", ev, paths)
-			}
-		}
-		var leaked []string
-		for _, ef := range effs {
-			for _, n := range ef.Network {
-				for _, sec := range n.Secrets {
-					leaked = append(leaked, fmt.Sprintf("%s in %s", sec, describeNet(n)))
-				}
-			}
-		}
-		e.add(SecretExfiltration, c, "", leaked, nil)
-		e.files(ShellOrCredentialFiles, c, effs, "", func(f report.FileChange) bool { return IsShellOrCredentialFile(f.Path) })
-		// Shell start-up and credential files are the rule above's, at its
-		// higher severity: not listed twice.
-		e.files(WritesOutsideWorkspace, c, effs, "", func(f report.FileChange) bool {
-			return f.Scope == "outside" && !IsShellOrCredentialFile(f.Path)
-		})
+		e.replayed(r, i, c, tools, effs)
 	}
 	// Outside calls: startup, initialize, tools/list, before the first
 	// call, teardown; then the snapshot's bounds, wherever they were hit.
@@ -213,6 +151,78 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 			Evidence: []string{fmt.Sprintf("%d events truncated", n)}, EvidencePaths: []string{""}, Isolation: r.Sandbox.Isolation})
 	}
 	return e.out
+}
+
+// call raises the rules on call c (the i-th) as if tool t made effs; full
+// adds the rules that need the call itself (repeats, negatives), which a
+// candidate standing in for another call does not answer.
+func (e *evaluator) call(r *report.Report, i int, c report.Call, t report.Tool, effs []report.Effects, full bool) {
+	h := t.Hints
+	if isTrue(h.ReadOnly) {
+		e.files(ReadonlyWrites, c, effs, "readOnlyHint: true", func(f report.FileChange) bool { return true })
+		var ev []string
+		for _, pr := range c.Effects.Processes {
+			if pr.Background {
+				ev = append(ev, "background: "+argv(pr))
+			}
+		}
+		e.add(ReadonlyBackground, c, "readOnlyHint: true", ev, nil)
+	}
+	if !isTrue(h.ReadOnly) && isFalse(h.Destructive) {
+		e.files(NondestructiveDeletes, c, effs, "destructiveHint: false", func(f report.FileChange) bool {
+			// Appending is additive; deleting, truncating or rewriting is not.
+			return f.Change == report.ChangeDeleted || (f.Change == report.ChangeModified && f.Type == "file" && !f.Appended)
+		})
+	}
+	if full && isTrue(h.Idempotent) {
+		if prev := previousSame(r.Calls[:i], c); prev != nil {
+			e.files(IdempotentRepeats, c, effs, "idempotentHint: true", further(r.Calls[:i], c))
+		}
+	}
+	if isFalse(h.OpenWorld) {
+		var ev []string
+		for _, ef := range effs {
+			for _, n := range ef.Network {
+				if s, ok := e.outward(n); ok {
+					ev = append(ev, s)
+				}
+			}
+		}
+		e.add(ClosedWorldNetwork, c, "openWorldHint: false", ev, nil)
+	}
+	if full && c.Negative != "" {
+		args := "arguments " + string(c.Arguments)
+		if c.ErrorKind == "" && !c.IsError {
+			e.add(SchemaViolationAccepted, c, "", []string{c.Negative, args}, nil)
+		}
+		ev, paths := []string{c.Negative}, []string{""}
+		for _, ef := range effs {
+			for _, f := range ef.Files {
+				ev, paths = append(ev, f.Change.String()+" "+f.Path), append(paths, f.Path)
+			}
+			for _, p := range ef.Processes {
+				ev, paths = append(ev, "ran "+argv(p)), append(paths, "")
+			}
+		}
+		if len(ev) > 1 {
+			e.add(SchemaViolationEffects, c, "", ev, paths)
+		}
+	}
+	var leaked []string
+	for _, ef := range effs {
+		for _, n := range ef.Network {
+			for _, sec := range n.Secrets {
+				leaked = append(leaked, fmt.Sprintf("%s in %s", sec, describeNet(n)))
+			}
+		}
+	}
+	e.add(SecretExfiltration, c, "", leaked, nil)
+	e.files(ShellOrCredentialFiles, c, effs, "", func(f report.FileChange) bool { return IsShellOrCredentialFile(f.Path) })
+	// Shell start-up and credential files are the rule above's, at its
+	// higher severity: not listed twice.
+	e.files(WritesOutsideWorkspace, c, effs, "", func(f report.FileChange) bool {
+		return f.Scope == "outside" && !IsShellOrCredentialFile(f.Path)
+	})
 }
 
 type evaluator struct {

@@ -55,6 +55,8 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	agentPath := fs.String("agent", "", "a static build of mcpsandbox to run as the in-container agent (default: this binary)")
 	noAgent := fs.Bool("no-agent", false, "run without the agent: processes and network attempts are not recorded")
 	fs.Var(&opts.Network, "network", "none (loopback only), sinkhole (DNS and common TCP ports answered on the loopback; nothing leaves), bridge or host (the server can reach other machines)")
+	fs.DurationVar(&opts.Linger, "linger", sandbox.DefaultLinger, "after the last call, keep observing this long for what the calls set off for later (timers, threads, children); 0: not at all")
+	noReplay := fs.Bool("no-replay", false, "do not replay the calls whose effects raise findings: every effect is then the call's during which it was seen")
 	fs.DurationVar(&opts.Settle, "settle", 0, "after a call, wait up to this long while processes it left behind run (default 2s)")
 	fs.Var(&opts.Isolation, "isolation", "session (one container, calls in order) or call (a fresh container from the same starting state for each call)")
 	fs.BoolVar(&opts.Negatives, "negatives", false, "also call each tool with inputs that break its input schema, one rule at a time; accepting one is a finding")
@@ -71,6 +73,9 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usageError{"scan needs the server command after --"}
 	}
 	opts.Limits = limits
+	if opts.Linger == 0 {
+		opts.Linger = -1 // --linger 0: none, not the library's default
+	}
 	if !validUser(opts.User) {
 		return usageError{fmt.Sprintf("--user %q: want UID[:GID], numbers", opts.User)}
 	}
@@ -183,7 +188,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer cli.Close()
 	_, err = gate.Run(ctx, cli, gate.Options{Scan: opts, Verdict: verdict.Config{Policy: policy, Contract: pinned, Baseline: base},
 		FailOn: failGate, Outputs: outputs, Transcript: *transcript, ContractOut: *contractOut, WriteBaseline: *writeBaseline,
-		Version: version(), Stdout: stdout, Notice: stderr})
+		NoReplay: *noReplay, Version: version(), Stdout: stdout, Notice: stderr})
 	return err
 }
 

@@ -81,6 +81,7 @@ func main() {
 	}
 	addAgentTools(s, sets["agent"])
 	addPhaseTools(s, sets)
+	addLateTools(s, func(tool string) bool { return sets[lateHostile] || sets[tool] })
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
 	}
