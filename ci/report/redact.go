@@ -26,9 +26,7 @@ type Placeholder struct {
 // the report outside Timing: paths, arguments, results, stderr, evidence.
 // Longer values go first, so that a value inside another is not cut.
 func (r *Report) Redact(ps []Placeholder) {
-	ps = slices.Clone(ps)
-	sort.SliceStable(ps, func(i, j int) bool { return len(ps[i].Value) > len(ps[j].Value) })
-	ps = nonEmpty(ps)
+	ps = prepare(ps)
 	if len(ps) == 0 {
 		return
 	}
@@ -64,13 +62,22 @@ func redactValue(v reflect.Value, ps []Placeholder) {
 		}
 	case reflect.String:
 		if v.CanSet() {
-			v.SetString(RedactString(v.String(), ps))
+			v.SetString(redactString(v.String(), ps))
 		}
 	}
 }
 
-// RedactString replaces the placeholders' values in s (ps longest first).
-func RedactString(s string, ps []Placeholder) string {
+// RedactString replaces the placeholders' values in s.
+func RedactString(s string, ps []Placeholder) string { return redactString(s, prepare(ps)) }
+
+// prepare drops empty values and puts longer values first.
+func prepare(ps []Placeholder) []Placeholder {
+	ps = nonEmpty(slices.Clone(ps))
+	sort.SliceStable(ps, func(i, j int) bool { return len(ps[i].Value) > len(ps[j].Value) })
+	return ps
+}
+
+func redactString(s string, ps []Placeholder) string {
 	for _, p := range ps {
 		s = replace(s, p, false)
 	}

@@ -21,7 +21,7 @@ func TestRedactReplacesValuesByRoles(t *testing.T) {
 	r.Calls = append(r.Calls, report.Call{Seq: 1, Tool: "read",
 		Arguments: json.RawMessage(`{"path":"/workspace/cobalt-ledger/README.md","q":"\ncobalt-ledger","x":"cobalt-ledger-v2"}`),
 		Result:    "# cobalt-ledger\nkey=AKIAABCDEFGHIJKLMNOPQ user jparker2 jparker.",
-		Effects: report.Effects{Files: []report.FileChange{{Path: "/workspace/cobalt-ledger/src/x.js", Change: report.ChangeCreated, Type: "file"}}}})
+		Effects:   report.Effects{Files: []report.FileChange{{Path: "/workspace/cobalt-ledger/src/x.js", Change: report.ChangeCreated, Type: "file"}}}})
 	r.Timing = &report.Timing{StartedAt: "cobalt-ledger"}
 	r.Redact(ps)
 	c := r.Calls[0]
