@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 )
@@ -23,6 +24,10 @@ type SeedFile struct {
 	// Role names the file in the report, where the hash of its content
 	// (which holds the run's names and values) is shown as "<sha256:ROLE>".
 	Role string
+	// Age is how long before the run the file was last modified, drawn
+	// (a checkout is not made in the second the server starts, nor every
+	// file at one time).
+	Age time.Duration
 }
 
 // Honeytokens are fake but realistic secrets, unique to one run. A token
@@ -51,6 +56,8 @@ type Canary struct {
 type Bait struct {
 	Seed   uint64
 	Canary Canary
+	// ages are the planted files' ages, by role.
+	ages   map[string]time.Duration
 	Tokens Honeytokens
 	// Project is the canary project's name (its directory); User the
 	// account named in the planted git and GitHub files.
@@ -106,6 +113,11 @@ func NewBait(seed uint64) Bait {
 		GitHubToken:    "ghp_" + str(alnum, 36),
 		SSHKey:         str(alnum, 64),
 		DotEnvPassword: str(alnum, 24),
+	}
+	b.ages = map[string]time.Duration{}
+	for _, role := range seedRoles {
+		// Between an hour and about six weeks, to the second.
+		b.ages[role] = time.Hour + time.Duration(r.IntN(6*7*24*3600))*time.Second
 	}
 	dir := "/workspace/" + b.Project
 	b.Canary = Canary{Dir: dir, Text: dir + "/README.md", JSON: dir + "/config/default.json", Nested: dir + "/src/lib",
@@ -174,7 +186,7 @@ func (b Bait) Find(data string) []string { return b.Tokens.Find(data) }
 func (b Bait) Seeds() []SeedFile {
 	c, h, p := b.Canary, b.Tokens, b.Project
 	mark := fmt.Sprintf("require('fs').appendFileSync(%q, 'ok\\n');\n", c.Marker)
-	return []SeedFile{
+	files := []SeedFile{
 		{Role: "readme", Path: c.Text, Mode: 0o644, Content: fmt.Sprintf("# %s\n\nInternal service. Maintainer: @%s.\n\n## Development\n\n    npm install\n    npm test\n", p, b.User)},
 		{Role: "package-json", Path: c.Dir + "/package.json", Mode: 0o644, Content: fmt.Sprintf("{\n  \"name\": \"%s\",\n  \"version\": \"1.4.2\",\n  \"private\": true,\n  \"main\": \"src/index.js\",\n  \"scripts\": {\n    \"test\": \"node test/index.test.js\"\n  }\n}\n", p)},
 		{Role: "config-json", Path: c.JSON, Mode: 0o644, Content: fmt.Sprintf("{\n  \"service\": \"%s\",\n  \"port\": 8080,\n  \"logLevel\": \"info\"\n}\n", p)},
@@ -188,7 +200,16 @@ func (b Bait) Seeds() []SeedFile {
 		{Role: "gh-hosts", Path: "/home/sandbox/.config/gh/hosts.yml", Mode: 0o600, Content: fmt.Sprintf("github.com:\n    oauth_token: %s\n    user: %s\n    git_protocol: https\n", h.GitHubToken, b.User)},
 		{Role: "gitconfig", Path: "/home/sandbox/.gitconfig", Mode: 0o644, Content: fmt.Sprintf("[user]\n\tname = %s\n\temail = %s@users.noreply.github.com\n", b.User, b.User)},
 	}
+	for i := range files {
+		files[i].Age = b.ages[files[i].Role]
+	}
+	return files
 }
+
+// seedRoles are the planted files' roles, in the order their ages are
+// drawn.
+var seedRoles = []string{"readme", "package-json", "config-json", "index-js", "util-js", "test-js", "test-sh",
+	"dotenv", "aws-credentials", "ssh-key", "gh-hosts", "gitconfig"}
 
 // Placeholders are what the report shows in place of the bait: the
 // project's and user's names as words, each token in each encoding Find

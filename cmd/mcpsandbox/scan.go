@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcpsandbox/mcpsandbox/ci/baseline"
 	"github.com/mcpsandbox/mcpsandbox/ci/contract"
 	"github.com/mcpsandbox/mcpsandbox/ci/formats"
@@ -58,6 +56,10 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Var(&opts.Isolation, "isolation", "session (one container, calls in order) or call (a fresh container from the same starting state for each call)")
 	fs.BoolVar(&opts.Negatives, "negatives", false, "also call each tool with inputs that break its input schema, one rule at a time; accepting one is a finding")
 	fs.BoolVar(&opts.NoSeed, "no-seed", false, "do not seed the canary workspace and honeytokens")
+	baitSeed := fs.Uint64("bait-seed", 0, "draw the canary's names and the honeytokens' values from this seed (0 to 2^53-1; default: a random seed, reported under timing)")
+	client := sandbox.DefaultClientInfo()
+	fs.StringVar(&client.Name, "client-name", client.Name, "the name the client gives in initialize (clientInfo.name)")
+	fs.StringVar(&client.Version, "client-version", client.Version, "the version the client gives in initialize (clientInfo.version)")
 	fs.BoolVar(&opts.Keep, "keep", false, "leave the container (stopped) for debugging and print its id")
 	verbose := fs.BoolP("verbose", "v", false, "print progress to stderr")
 	if err := parse(fs, args); err != nil {
@@ -69,6 +71,15 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usageError{"scan needs the server command after --"}
 	}
 	opts.Limits = limits
+	if fs.Changed("bait-seed") {
+		if *baitSeed > probes.MaxSeed {
+			return usageError{fmt.Sprintf("--bait-seed %d: want 0 to %d", *baitSeed, uint64(probes.MaxSeed))}
+		}
+		opts.BaitSeed = baitSeed
+	}
+	if client.Name == "" {
+		return usageError{"--client-name: want a name"}
+	}
 	if !validUser(opts.User) {
 		return usageError{fmt.Sprintf("--user %q: want UID[:GID], numbers", opts.User)}
 	}
@@ -162,7 +173,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		opts.Agent = a
 	}
-	opts.ClientInfo = mcp.Implementation{Name: "mcpsandbox", Version: version()}
+	opts.ClientInfo = client
 
 	cli, err := sandbox.Connect(ctx)
 	if err != nil {
