@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 )
@@ -64,6 +65,9 @@ func TestBaitIsDrawnFromTheSeed(t *testing.T) {
 				if strings.Contains(strings.ToLower(s.Path+s.Content), tell) {
 					t.Errorf("seed %d: %s says %q:\n%s", seed, s.Path, tell, s.Content)
 				}
+			}
+			if s.Age < time.Hour || s.Age > 6*7*24*time.Hour+time.Hour || s.Role == "" {
+				t.Errorf("seed %d: %s: age %s, role %q", seed, s.Path, s.Age, s.Role)
 			}
 			if strings.HasSuffix(s.Path, ".json") && !json.Valid([]byte(s.Content)) {
 				t.Errorf("%s is not JSON", s.Path)
