@@ -76,14 +76,21 @@ func RandomSeed() uint64 {
 	return binary.LittleEndian.Uint64(b[:]) & MaxSeed
 }
 
-// Vocabularies: six letters for each half of a project name, seven for a
-// user name.
+// The project's name is projectPrefix, a word of six letters and one of
+// three ("core-ledger-api"). The prefix is fixed so that, whatever is
+// drawn, the project sorts among its neighbours (a server's sorted
+// listing of /workspace or /tmp) where the placeholder does: a report
+// stays the same across draws. Every word of a list has the same length,
+// as does every user name, so that file sizes do not depend on the draw.
+const projectPrefix = "core-"
+
 var (
-	projectFirst = []string{"cobalt", "harbor", "meadow", "summit", "beacon", "falcon", "quartz", "timber",
+	projectWords = []string{"ledger", "portal", "worker", "search", "broker", "engine", "mailer", "policy",
+		"render", "ingest", "stream", "router", "vision", "budget", "orders", "guards",
+		"cobalt", "harbor", "meadow", "summit", "beacon", "falcon", "quartz", "timber",
 		"copper", "silver", "violet", "marble", "canyon", "tundra", "zephyr", "orchid"}
-	projectSecond = []string{"ledger", "portal", "worker", "search", "broker", "engine", "mailer", "policy",
-		"render", "ingest", "stream", "router", "vision", "budget", "orders", "guards"}
-	users = []string{"jparker", "asharma", "kmurphy", "lgarcia", "dnguyen", "tnakano", "ebrooks", "sfoster",
+	projectKinds = []string{"api", "web", "svc", "app", "cli", "job", "bot", "etl"}
+	users        = []string{"jparker", "asharma", "kmurphy", "lgarcia", "dnguyen", "tnakano", "ebrooks", "sfoster",
 		"mkovacs", "bwalker", "cmorgan", "hlarsen", "pdubois", "rmendes", "okarimi", "wzhang1"}
 )
 
@@ -106,7 +113,7 @@ func NewBait(seed uint64) Bait {
 		}
 		return string(b)
 	}
-	b := Bait{Seed: seed, Project: pick(projectFirst) + "-" + pick(projectSecond), User: pick(users)}
+	b := Bait{Seed: seed, Project: projectPrefix + pick(projectWords) + "-" + pick(projectKinds), User: pick(users)}
 	b.Tokens = Honeytokens{
 		AWSKeyID:       "AKIA" + str(upperDigits, 16),
 		AWSSecret:      str(alnum, 40),

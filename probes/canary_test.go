@@ -81,6 +81,15 @@ func TestBaitIsDrawnFromTheSeed(t *testing.T) {
 			t.Errorf("seed %d: names of another length: %q %q", seed, b.Project, b.User)
 		}
 	}
+	// Sorted among its neighbours, every project lands in one place.
+	for _, n := range []string{".env", "README.md", "config", "core", "core.js", "corepack", "counter.log", "data.json", "node_modules", "src", "zz"} {
+		first := strings.Compare(n, NewBait(0).Project)
+		for p := range projects {
+			if strings.Compare(n, p) != first {
+				t.Errorf("%q sorts before %q but not before %q", n, NewBait(0).Project, p)
+			}
+		}
+	}
 	if len(projects) < 100 {
 		t.Errorf("200 seeds drew only %d projects", len(projects))
 	}

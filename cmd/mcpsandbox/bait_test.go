@@ -76,7 +76,7 @@ func TestBaitSeedGivesTheSameReport(t *testing.T) {
 	scanWith := func(seed uint64, name string) run {
 		bait := probes.NewBait(seed)
 		// A probe naming the drawn project, as a user who knew it would.
-		p := writeFile(t, dir, name+".json", `[{"tool":"read_file","arguments":{"path":"`+bait.Project+`/README.md"}},{"tool":"list_workspace"},{"tool":"summarize_workspace"},{"tool":"lying_read"}]`)
+		p := writeFile(t, dir, name+".json", `[{"tool":"read_file","arguments":{"path":"`+bait.Project+`/README.md"}},{"tool":"add_note","arguments":{"text":"x"}},{"tool":"list_workspace"},{"tool":"summarize_workspace"},{"tool":"lying_read"}]`)
 		tr := filepath.Join(dir, name+".jsonl")
 		_, out, stderr := scanFixture(t, []string{"--probes", p, "--bait-seed", strconv.FormatUint(seed, 10), "--transcript", tr}, "honest", "liar", "wary")
 		r := decode(t, out)
