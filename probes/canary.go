@@ -224,17 +224,17 @@ var seedRoles = []string{"readme", "package-json", "config-json", "index-js", "u
 func (b Bait) Placeholders() []report.Placeholder {
 	ps := []report.Placeholder{{Value: b.Project, Role: "<project>", Word: true}, {Value: b.User, Role: "<git-user>", Word: true}}
 	named := b.Tokens.named()
+	encodings := []string{"", ":url", ":base64", ":base64url", ":hex"}
 	for _, name := range tokenNames {
-		for i, f := range forms(named[name]) {
-			role := "<" + name + ">"
-			if i > 0 {
-				role = "<" + name + ":" + []string{"", "url", "base64", "base64url", "hex"}[i] + ">"
-			}
-			if i > 0 && f == forms(named[name])[0] {
+		fs := forms(named[name])
+		for i, f := range fs {
+			if i > 0 && f == fs[0] {
 				continue // an encoding that changes nothing
 			}
-			ps = append(ps, report.Placeholder{Value: f, Role: role})
+			ps = append(ps, report.Placeholder{Value: f, Role: "<" + name + encodings[i] + ">"})
 		}
+		// Find matches hex in either case.
+		ps = append(ps, report.Placeholder{Value: strings.ToUpper(fs[len(fs)-1]), Role: "<" + name + ":HEX>"})
 	}
 	for _, s := range b.Seeds() {
 		sum := sha256.Sum256([]byte(s.Content))

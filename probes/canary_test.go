@@ -107,6 +107,7 @@ func TestPlaceholdersHideTheDraw(t *testing.T) {
 		for _, f := range forms(b.Tokens.AWSSecret) {
 			parts = append(parts, "sent "+f)
 		}
+		parts = append(parts, "sent "+strings.ToUpper(hexOf(b.Tokens.GitHubToken)))
 		return report.RedactString(strings.Join(parts, "\n"), b.Placeholders())
 	}
 	a, b := text(NewBait(1)), text(NewBait(2))
