@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -72,9 +73,9 @@ func (sc *scanner) replay(rep *report.Report) {
 		var prefix []probes.Call
 		for _, k := range cands[:len(cands)-1] {
 			p := rep.Calls[slices.IndexFunc(rep.Calls, func(x report.Call) bool { return x.Seq == k })]
-			prefix = append(prefix, probes.Call{Tool: p.Tool, Arguments: p.Arguments, Source: p.Source, Negative: p.Negative})
+			prefix = append(prefix, probes.Call{Tool: p.Tool, Arguments: sc.sent(p), Source: p.Source, Negative: p.Negative})
 		}
-		target := probes.Call{Tool: c.Tool, Arguments: c.Arguments, Source: c.Source, Negative: c.Negative}
+		target := probes.Call{Tool: c.Tool, Arguments: sc.sent(*c), Source: c.Source, Negative: c.Negative}
 		// The control waits as long as the call may take, settle included.
 		window := time.Duration(c.DurationMs)*time.Millisecond + sc.opts.Settle
 		var with, without map[string]bool
@@ -100,6 +101,14 @@ func (sc *scanner) replay(rep *report.Report) {
 		}
 		sort.Strings(c.Replay.Reproduced)
 	}
+}
+
+// sent is what call c sent: its arguments before the report's redaction.
+func (sc *scanner) sent(c report.Call) json.RawMessage {
+	if a, ok := sc.args[c.Seq]; ok {
+		return a
+	}
+	return c.Arguments
 }
 
 // originalKeys are the keys of what was seen during c and in the
@@ -172,9 +181,11 @@ func (sc *scanner) replayOnce(prefix []probes.Call, target *probes.Call, window 
 		sleepCtx(sc.ctx, sc.opts.Linger)
 	}
 	effs = append(effs, s.Mark(sc.ctx, false, len(prefix)+1))
+	// Compared with the report's keys, which show the bait as placeholders.
+	ps := sc.bait.Placeholders()
 	keys = map[string]bool{}
 	for _, k := range effectKeys(effs...) {
-		keys[k] = true
+		keys[report.RedactString(k, ps)] = true
 	}
 	return keys, sc.ctx.Err()
 }

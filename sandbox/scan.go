@@ -80,6 +80,11 @@ type ScanOptions struct {
 	MaxEvents int
 	// NoSeed leaves out the canary workspace and the honeytokens.
 	NoSeed bool
+	// BaitSeed draws the canary's names and the honeytokens' values
+	// (probes.NewBait); nil draws a random seed. The report shows the
+	// bait as role placeholders and the seed under timing, so that the
+	// same seed repeats a run exactly.
+	BaitSeed *uint64
 	// Negatives also calls each tool with inputs that break its schema,
 	// one rule at a time.
 	Negatives bool
@@ -138,6 +143,10 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (Result, error) {
 		rep.Timing = &report.Timing{}
 	}
 	rep.Timing.StartedAt, rep.Timing.DurationMs = sc.started.UTC().Format(time.RFC3339), time.Since(sc.started).Milliseconds()
+	if !sc.opts.NoSeed {
+		seed := sc.bait.Seed
+		rep.Timing.BaitSeed = &seed
+	}
 	return res, err
 }
 
@@ -145,13 +154,16 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (Result, error) {
 type scanner struct {
 	cli     Engine
 	opts    ScanOptions
-	tokens  probes.Honeytokens
+	bait    probes.Bait
 	started time.Time
 	// parent is the caller's context; ctx adds the run's timeout.
 	parent, ctx context.Context
 	cancel      context.CancelFunc
 	mu          sync.Mutex // guards reaped: replays open sessions side by side
 	reaped      []report.Problem
+	// args are the calls' arguments as sent, by seq: the report's are
+	// redacted, and a replay must send the same bytes.
+	args map[int]json.RawMessage
 }
 
 func newScanner(ctx context.Context, cli Engine, opts ScanOptions) (*scanner, error) {
@@ -172,10 +184,14 @@ func newScanner(ctx context.Context, cli Engine, opts ScanOptions) (*scanner, er
 	if opts.MaxReplays <= 0 {
 		opts.MaxReplays = 16
 	}
-	sc := &scanner{cli: cli, opts: opts, started: time.Now(), parent: ctx}
+	sc := &scanner{cli: cli, opts: opts, started: time.Now(), parent: ctx, args: map[int]json.RawMessage{}}
 	sc.ctx, sc.cancel = context.WithTimeout(ctx, opts.Timeout)
 	if !opts.NoSeed {
-		sc.tokens = probes.NewHoneytokens()
+		seed := probes.RandomSeed()
+		if opts.BaitSeed != nil {
+			seed = *opts.BaitSeed
+		}
+		sc.bait = probes.NewBait(seed)
 	}
 	if removed, err := Reap(sc.ctx, cli); err != nil {
 		sc.reaped = append(sc.reaped, report.Problem{Kind: "reap", Message: err.Error()})
@@ -208,9 +224,9 @@ func (sc *scanner) open() (*Session, error) {
 		MaxListed: o.MaxListed, Agent: o.Agent, Network: o.Network, MaxEvents: o.MaxEvents,
 		StartTimeout: o.StartTimeout, CallTimeout: o.CallTimeout, ClientInfo: o.ClientInfo}
 	if !o.NoSeed {
-		so.Env = append(sc.tokens.Env(), so.Env...)
-		so.Seeds = probes.Seeds(sc.tokens)
-		so.Secrets = sc.tokens.Find
+		so.Env = append(sc.bait.Env(), so.Env...)
+		so.Seeds = sc.bait.Seeds()
+		so.Secrets = sc.bait.Find
 	}
 	s, err := Open(sc.ctx, sc.cli, so)
 	sc.mu.Lock()
@@ -223,11 +239,15 @@ func (sc *scanner) open() (*Session, error) {
 	return s, err
 }
 
-// closeInto ends a session: its teardown, then the report's deterministic
+// close ends a session: its teardown, then the report's deterministic
 // form (process ids are per container, so each session is normalized on
-// its own).
+// its own). The bait becomes placeholders first, so that what is sorted
+// by path or argv sorts the same whatever was drawn.
 func (sc *scanner) close(s *Session, err *error) {
 	*err = errors.Join(*err, s.Close(sc.ctx))
+	if !sc.opts.NoSeed {
+		s.rep.Redact(sc.bait.Placeholders())
+	}
 	s.rep.Normalize()
 }
 
@@ -288,7 +308,11 @@ func (sc *scanner) plan(rep *report.Report) []probes.Call {
 		ptools[i] = probes.Tool{Name: t.Name, InputSchema: t.InputSchema, Idempotent: isTrue(t.Hints.Idempotent),
 			ReadOnly: isTrue(t.Hints.ReadOnly), NonDestructive: t.Hints.Destructive != nil && !*t.Hints.Destructive}
 	}
-	plan, skips, unknown := probes.Plan(ptools, sc.opts.Probes)
+	canary := probes.DefaultCanary()
+	if !sc.opts.NoSeed {
+		canary = sc.bait.Canary
+	}
+	plan, skips, unknown := probes.Plan(ptools, sc.opts.Probes, canary)
 	if sc.opts.Negatives {
 		plan = probes.WithNegatives(ptools, plan)
 	}
@@ -332,6 +356,7 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 			}
 		}
 		rep.Calls = append(rep.Calls, call)
+		sc.args[seq] = step.Arguments
 		if step.ExpectError && step.Negative == "" && call.ErrorKind == "" && !call.IsError {
 			s.problem("probe", seq, "call %d to %s was expected to fail and succeeded", seq, step.Tool)
 		}

@@ -102,6 +102,13 @@ type Session struct {
 	kept      string
 }
 
+// DefaultClientInfo is what the client calls itself in initialize unless
+// told otherwise: the name and version Claude Desktop sends, so that a
+// server cannot tell a scan from an ordinary client by its name.
+func DefaultClientInfo() mcp.Implementation {
+	return mcp.Implementation{Name: "claude-ai", Version: "0.1.0"}
+}
+
 // ErrServerStart marks a server that did not start or answer initialize.
 var ErrServerStart = errors.New("the server did not start")
 
@@ -132,7 +139,7 @@ func newSession(cli Engine, opts SessionOptions) *Session {
 		opts.MaxListed = 1000
 	}
 	if opts.ClientInfo.Name == "" {
-		opts.ClientInfo = mcp.Implementation{Name: "mcpsandbox", Version: "dev"}
+		opts.ClientInfo = DefaultClientInfo()
 	}
 	if opts.User == "" {
 		opts.User = images.User()

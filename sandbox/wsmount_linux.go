@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -164,6 +165,7 @@ func (m *overlayMount) makeState(mode uint32, seeds []probes.SeedFile) error {
 	if err := os.Chmod(seed, 0o755); err != nil {
 		return fmt.Errorf("making the seed layer: %w", err)
 	}
+	var written []probes.SeedFile
 	for _, f := range seeds {
 		rel, ok := strings.CutPrefix(f.Path, m.target+"/")
 		if !ok {
@@ -173,6 +175,18 @@ func (m *overlayMount) makeState(mode uint32, seeds []probes.SeedFile) error {
 			continue // the server sees the user's file, not ours
 		}
 		if err := writeSeed(seed, rel, f); err != nil {
+			return fmt.Errorf("making the seed layer: %w", err)
+		}
+		written = append(written, f)
+	}
+	// Times last, files and directories alike (writing a file changes its
+	// directory's); the seed layer's root is the workspace's, not ours.
+	for p, t := range seedTimes(written, time.Now()) {
+		rel, ok := strings.CutPrefix(p, m.target+"/")
+		if !ok {
+			continue
+		}
+		if err := os.Chtimes(filepath.Join(seed, rel), t, t); err != nil {
 			return fmt.Errorf("making the seed layer: %w", err)
 		}
 	}

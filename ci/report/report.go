@@ -51,6 +51,10 @@ type Timing struct {
 	// PIDs maps the report's process ids (1 = the first process to run a
 	// program, usually the server) to the pids the kernel gave.
 	PIDs []PIDMap `json:"pids"`
+	// BaitSeed drew this run's canary names and honeytoken values, which
+	// the report shows as role placeholders ("<project>"); --bait-seed
+	// repeats them. Absent when nothing was planted (--no-seed).
+	BaitSeed *uint64 `json:"baitSeed,omitempty"`
 }
 
 // CallTiming is how long one call took.

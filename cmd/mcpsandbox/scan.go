@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcpsandbox/mcpsandbox/ci/baseline"
 	"github.com/mcpsandbox/mcpsandbox/ci/contract"
 	"github.com/mcpsandbox/mcpsandbox/ci/formats"
@@ -62,6 +60,10 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.BoolVar(&opts.Negatives, "negatives", false, "also call each tool with inputs that break its input schema, one rule at a time; accepting one is a finding")
 	fs.IntVar(&opts.FileLimits.MaxEntries, "max-files", 0, "entries walked per file snapshot (default 200,000; 20,000 with --changes api); past it the snapshot is truncated, a problem and a finding")
 	fs.BoolVar(&opts.NoSeed, "no-seed", false, "do not seed the canary workspace and honeytokens")
+	baitSeed := fs.Uint64("bait-seed", 0, "draw the canary's names and the honeytokens' values from this seed (0 to 2^53-1; default: a random seed, reported under timing)")
+	client := sandbox.DefaultClientInfo()
+	fs.StringVar(&client.Name, "client-name", client.Name, "the name the client gives in initialize (clientInfo.name)")
+	fs.StringVar(&client.Version, "client-version", client.Version, "the version the client gives in initialize (clientInfo.version)")
 	fs.BoolVar(&opts.Keep, "keep", false, "leave the container (stopped) for debugging and print its id")
 	verbose := fs.BoolP("verbose", "v", false, "print progress to stderr")
 	if err := parse(fs, args); err != nil {
@@ -75,6 +77,15 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	opts.Limits = limits
 	if opts.Linger == 0 {
 		opts.Linger = -1 // --linger 0: none, not the library's default
+	}
+	if fs.Changed("bait-seed") {
+		if *baitSeed > probes.MaxSeed {
+			return usageError{fmt.Sprintf("--bait-seed %d: want 0 to %d", *baitSeed, uint64(probes.MaxSeed))}
+		}
+		opts.BaitSeed = baitSeed
+	}
+	if client.Name == "" {
+		return usageError{"--client-name: want a name"}
 	}
 	if !validUser(opts.User) {
 		return usageError{fmt.Sprintf("--user %q: want UID[:GID], numbers", opts.User)}
@@ -179,7 +190,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		opts.Agent = a
 	}
-	opts.ClientInfo = mcp.Implementation{Name: "mcpsandbox", Version: version()}
+	opts.ClientInfo = client
 
 	cli, err := sandbox.Connect(ctx)
 	if err != nil {
