@@ -12,8 +12,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -28,12 +30,27 @@ type hashed struct {
 
 // Snapshot walks the upper dir once.
 func (u *UpperDir) Snapshot(ctx context.Context) (Snapshot, error) {
+	return u.SnapshotWith(ctx, SnapshotOptions{})
+}
+
+// SnapshotWith walks the upper dir once, hashing again the files opts
+// names (and every other name of theirs: a hard link is the same bytes)
+// whatever their stat says, within the budget.
+func (u *UpperDir) SnapshotWith(ctx context.Context, opts SnapshotOptions) (Snapshot, error) {
 	lim := u.Limits.withDefaults()
 	if u.hashes == nil {
 		u.hashes, u.lower = map[string]hashed{}, map[string]*Entry{}
 	}
+	budget := opts.Budget
+	if budget == nil {
+		budget = NewBudget(lim.HashBudget, time.Time{})
+	}
 	snap := Snapshot{Entries: map[string]Entry{}}
 	seen := map[string]bool{}
+	// Hard links: the names of each multiply-linked inode, and the inodes
+	// verified, so that every name of a held file is hashed again.
+	links := map[uint64][]string{}
+	verified := map[uint64]bool{}
 	var opaque []string // opaque directories of the upper dir, seen so far
 	err := walkBeneath(u.Upper, func(n node) error {
 		if ctx.Err() != nil {
@@ -76,7 +93,14 @@ func (u *UpperDir) Snapshot(ctx context.Context) (Snapshot, error) {
 		case File:
 			if e.Kind != Removed {
 				snap.Bytes += e.Size
-				e.SHA256, e.PrefixSHA256 = u.hash(rel, n.st, lim, e.Before)
+				force := opts.VerifyAll || opts.Verify[rel]
+				e.SHA256, e.PrefixSHA256, e.Unhashed = u.hash(rel, n.st, lim, e.Before, force, budget)
+				if n.st.Nlink > 1 {
+					links[n.st.Ino] = append(links[n.st.Ino], rel)
+				}
+				if force {
+					verified[n.st.Ino] = true
+				}
 			}
 		}
 		seen[rel] = true
@@ -86,12 +110,40 @@ func (u *UpperDir) Snapshot(ctx context.Context) (Snapshot, error) {
 	if err != nil {
 		return snap, err
 	}
+	for ino, names := range links {
+		if !verified[ino] {
+			continue
+		}
+		for _, rel := range names {
+			if opts.VerifyAll || opts.Verify[rel] {
+				continue
+			}
+			u.rehashLink(rel, &snap, lim, budget)
+		}
+	}
+	for p, e := range snap.Entries {
+		if e.Unhashed {
+			snap.Unhashed = append(snap.Unhashed, p)
+		}
+	}
+	sort.Strings(snap.Unhashed)
 	for p := range u.hashes {
 		if !seen[p] {
 			delete(u.hashes, p)
 		}
 	}
 	return snap, nil
+}
+
+// rehashLink hashes again another name of a verified file.
+func (u *UpperDir) rehashLink(rel string, snap *Snapshot, lim Limits, budget *Budget) {
+	e := snap.Entries[rel]
+	var st unix.Stat_t
+	if err := unix.Lstat(filepath.Join(u.Upper, rel), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return // gone or replaced since the walk: the next snapshot tells
+	}
+	e.SHA256, e.PrefixSHA256, e.Unhashed = u.hash(rel, st, lim, e.Before, true, budget)
+	snap.Entries[rel] = e
 }
 
 func underAny(p string, dirs []string) bool {
@@ -121,15 +173,22 @@ func isOpaque(p string) bool {
 // and of its first n bytes, where n is the size it had when last seen (in
 // an earlier snapshot, or in the image): equal to the old hash, the file
 // was only appended to. Hashes are reused while inode, size and times are
-// unchanged.
-func (u *UpperDir) hash(rel string, st unix.Stat_t, lim Limits, before *Entry) (string, string) {
+// unchanged, unless force; what is read comes out of the budget, and a
+// file it cannot cover is returned unhashed.
+func (u *UpperDir) hash(rel string, st unix.Stat_t, lim Limits, before *Entry, force bool, budget *Budget) (string, string, bool) {
 	if st.Size > lim.MaxHashBytes {
-		return "", ""
+		return "", "", false
 	}
 	key := hashed{ino: int64(st.Ino), size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
 	h, seen := u.hashes[rel]
-	if seen && h.ino == key.ino && h.size == key.size && h.mtime == key.mtime && h.ctime == key.ctime {
-		return h.sum, h.prefix
+	if !force && seen && h.ino == key.ino && h.size == key.size && h.mtime == key.mtime && h.ctime == key.ctime {
+		return h.sum, h.prefix, false
+	}
+	if !budget.Take(st.Size) {
+		// Not hashed, and not remembered: the next snapshot hashes it
+		// if it can.
+		delete(u.hashes, rel)
+		return "", "", true
 	}
 	key.prefixLen = -1
 	switch {
@@ -140,11 +199,11 @@ func (u *UpperDir) hash(rel string, st unix.Stat_t, lim Limits, before *Entry) (
 	}
 	sum, prefix, err := hashBeneath(u.Upper, rel, lim.MaxHashBytes, key.prefixLen)
 	if err != nil {
-		return "", ""
+		return "", "", false
 	}
 	key.sum, key.prefix = sum, prefix
 	u.hashes[rel] = key
-	return sum, prefix
+	return sum, prefix, false
 }
 
 // lookupLower finds a path in the lower dirs, top first, honouring
@@ -215,10 +274,18 @@ func hashBeneath(root, rel string, max, prefixLen int64) (string, string, error)
 		return "", "", fmt.Errorf("opening %s: %w", root, err)
 	}
 	defer unix.Close(rfd)
-	fd, err := unix.Openat2(rfd, strings.TrimPrefix(rel, "/"), &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC,
+	how := unix.OpenHow{
+		// O_NOATIME: a read of ours must not show in the atime the server
+		// can stat (it would tell when snapshots are taken). Only the
+		// owner or root may ask for it: without, the open is tried again.
+		Flags:   unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC | unix.O_NOATIME,
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
-	})
+	}
+	fd, err := unix.Openat2(rfd, strings.TrimPrefix(rel, "/"), &how)
+	if errors.Is(err, unix.EPERM) {
+		how.Flags &^= unix.O_NOATIME
+		fd, err = unix.Openat2(rfd, strings.TrimPrefix(rel, "/"), &how)
+	}
 	if err != nil {
 		return "", "", fmt.Errorf("opening %s beneath %s: %w", rel, root, err)
 	}
