@@ -10,7 +10,9 @@ import (
 	"io"
 	"os"
 	"path"
+	"sort"
 	"strings"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
@@ -20,9 +22,10 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 )
 
-// changeSource takes cumulative snapshots of a container's changes.
+// changeSource takes cumulative snapshots of a container's changes,
+// hashing again the files opts names whatever their stat says.
 type changeSource interface {
-	Snapshot(ctx context.Context) (overlay.Snapshot, error)
+	Snapshot(ctx context.Context, opts overlay.SnapshotOptions) (overlay.Snapshot, error)
 	Close(ctx context.Context) error
 }
 
@@ -62,6 +65,10 @@ func newChangeSource(ctx context.Context, cli Engine, id, image string, mode Cha
 
 type upperSource struct{ overlay.UpperDir }
 
+func (u *upperSource) Snapshot(ctx context.Context, opts overlay.SnapshotOptions) (overlay.Snapshot, error) {
+	return u.UpperDir.SnapshotWith(ctx, opts)
+}
+
 func (u *upperSource) Close(context.Context) error { return nil }
 
 // apiSource reads changes through the Engine API: ContainerDiff for the
@@ -73,12 +80,6 @@ type apiSource struct {
 	ref    string
 	lim    overlay.Limits
 	before map[string]*overlay.Entry
-	hashes map[string]apiHash
-}
-
-type apiHash struct {
-	size, mtime int64
-	sum         string
 }
 
 func newAPISource(ctx context.Context, cli Engine, id, image, runID string, lim overlay.Limits) (*apiSource, error) {
@@ -94,14 +95,25 @@ func newAPISource(ctx context.Context, cli Engine, id, image, runID string, lim 
 	if lim.MaxHashBytes <= 0 {
 		lim.MaxHashBytes = 16 << 20
 	}
-	return &apiSource{cli: cli, id: id, ref: created.ID, lim: lim, before: map[string]*overlay.Entry{}, hashes: map[string]apiHash{}}, nil
+	if lim.HashBudget <= 0 {
+		lim.HashBudget = overlay.DefaultHashBudget
+	}
+	return &apiSource{cli: cli, id: id, ref: created.ID, lim: lim, before: map[string]*overlay.Entry{}}, nil
 }
 
 func (a *apiSource) Close(ctx context.Context) error {
 	return removeContainer(context.WithoutCancel(ctx), a.cli, a.ref)
 }
 
-func (a *apiSource) Snapshot(ctx context.Context) (overlay.Snapshot, error) {
+// Snapshot hashes every changed regular file again, whatever its stat
+// says: the API cannot show which files the container's processes hold
+// (mapped shared, open for writing), so each is compared by content,
+// within the budget.
+func (a *apiSource) Snapshot(ctx context.Context, opts overlay.SnapshotOptions) (overlay.Snapshot, error) {
+	budget := opts.Budget
+	if budget == nil {
+		budget = overlay.NewBudget(a.lim.HashBudget, time.Time{})
+	}
 	changes, err := a.cli.ContainerDiff(ctx, a.id)
 	if err != nil {
 		return overlay.Snapshot{}, fmt.Errorf("listing changes of container %.12s: %w", a.id, err)
@@ -140,11 +152,17 @@ func (a *apiSource) Snapshot(ctx context.Context) (overlay.Snapshot, error) {
 			}
 			if e.Type == overlay.File {
 				snap.Bytes += e.Size
-				e.SHA256 = a.hash(ctx, a.id, c.Path, e, true)
+				if e.Size <= a.lim.MaxHashBytes && !budget.Take(e.Size) {
+					e.Unhashed = true
+					snap.Unhashed = append(snap.Unhashed, c.Path)
+				} else {
+					e.SHA256 = a.hash(ctx, a.id, c.Path, e)
+				}
 			}
 		}
 		snap.Entries[c.Path] = e
 	}
+	sort.Strings(snap.Unhashed)
 	return snap, nil
 }
 
@@ -165,7 +183,7 @@ func (a *apiSource) lookupBefore(ctx context.Context, p string) *overlay.Entry {
 	if st, err := a.cli.ContainerStatPath(ctx, a.ref, p); err == nil {
 		v := entryOfStat(st)
 		if v.Type == overlay.File {
-			v.SHA256 = a.hash(ctx, a.ref, p, v, false)
+			v.SHA256 = a.hash(ctx, a.ref, p, v)
 		}
 		e = &v
 	}
@@ -176,12 +194,9 @@ func (a *apiSource) lookupBefore(ctx context.Context, p string) *overlay.Entry {
 // hash reads a regular file through the archive API and hashes it, within
 // the size bound; the engine resolves the path inside the container, never
 // on the host.
-func (a *apiSource) hash(ctx context.Context, id, p string, e overlay.Entry, cache bool) string {
+func (a *apiSource) hash(ctx context.Context, id, p string, e overlay.Entry) string {
 	if e.Size > a.lim.MaxHashBytes {
 		return ""
-	}
-	if h, ok := a.hashes[p]; cache && ok && h.size == e.Size && h.mtime == e.ModTime {
-		return h.sum
 	}
 	rc, _, err := a.cli.CopyFromContainer(ctx, id, p)
 	if err != nil {
@@ -197,11 +212,7 @@ func (a *apiSource) hash(ctx context.Context, id, p string, e overlay.Entry, cac
 	if _, err := io.CopyN(h, tr, a.lim.MaxHashBytes+1); err != nil && !errors.Is(err, io.EOF) {
 		return ""
 	}
-	sum := hex.EncodeToString(h.Sum(nil))
-	if cache {
-		a.hashes[p] = apiHash{size: e.Size, mtime: e.ModTime, sum: sum}
-	}
-	return sum
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // recorder turns successive snapshots into each phase's file effects.
@@ -213,6 +224,47 @@ type recorder struct {
 	// ignore holds paths the runtime creates, not the server: mount points
 	// and the directories made for them.
 	ignore map[string]bool
+	// held finds the files the container's processes hold (nil before the
+	// container runs, and with the API source, which verifies every
+	// changed file); heldBroken says it could not be set up, so every
+	// file is verified. carried is what was held around the last
+	// snapshot: what a process wrote through it since, and released,
+	// changed no stat either.
+	held       *heldFiles
+	heldBroken bool
+	carried    held
+	// hashBudget is the bytes each snapshot may hash.
+	hashBudget int64
+}
+
+// lookHeld finds the held files now.
+func (r *recorder) lookHeld() (held, error) {
+	switch {
+	case r.heldBroken:
+		return held{unplaced: true}, nil
+	case r.held == nil:
+		return held{}, nil
+	}
+	return r.held.look()
+}
+
+// snapshot takes a snapshot that compares by content every file held
+// now or around the last snapshot, within a budget that ends at deadline
+// (zero: none), and looks again after it: a file mapped while the walk
+// ran is verified next time.
+// The second error is finding the held files, which leaves the snapshot
+// good (every file was verified).
+func (r *recorder) snapshot(ctx context.Context, deadline time.Time) (overlay.Snapshot, error, error) {
+	before, err1 := r.lookHeld()
+	v := before.union(r.carried)
+	cur, err := r.src.Snapshot(ctx, overlay.SnapshotOptions{Verify: v.paths, VerifyAll: v.unplaced, Budget: overlay.NewBudget(r.hashBudget, deadline)})
+	after, err2 := r.lookHeld()
+	r.carried = before.union(after)
+	var herr error
+	if err1 != nil || err2 != nil {
+		herr = fmt.Errorf("finding the files the container's processes hold (every file was compared by content): %w", errors.Join(err1, err2))
+	}
+	return cur, err, herr
 }
 
 // mountPoints returns the targets of mounts and their parent directories.
@@ -226,21 +278,24 @@ func mountPoints(mounts []Mount) map[string]bool {
 	return m
 }
 
-// mark snapshots now and returns the effects since the last mark; call
-// says whether the stretch was a tool call.
-func (r *recorder) mark(ctx context.Context, call bool) (report.Effects, error) {
+// mark snapshots now and returns the effects since the last mark, with
+// the files whose content the hash budget did not cover (deadline, if
+// not zero, ends the budget); call says whether the stretch was a tool
+// call.
+func (r *recorder) mark(ctx context.Context, call bool, deadline time.Time) (report.Effects, []string, error) {
 	eff := report.NewEffects()
 	if r == nil || r.src == nil {
-		return eff, nil
+		return eff, nil, nil
 	}
 	r.pn.collect(ctx, &eff, call)
-	cur, err := r.src.Snapshot(ctx)
+	cur, err, herr := r.snapshot(ctx, deadline)
 	if err != nil {
-		return eff, err
+		return eff, nil, errors.Join(err, herr)
 	}
 	changes := overlay.Delta(r.prev, cur)
 	r.prev = cur
 	eff.FilesTruncated = cur.Truncated
+	eff.FilesUnhashed = len(cur.Unhashed)
 	for _, c := range changes {
 		if r.ignore[c.Path] {
 			continue
@@ -251,7 +306,7 @@ func (r *recorder) mark(ctx context.Context, call bool) (report.Effects, error) 
 		}
 		eff.Files = append(eff.Files, fileChange(c))
 	}
-	return eff, nil
+	return eff, cur.Unhashed, herr
 }
 
 func fileChange(c overlay.Change) report.FileChange {

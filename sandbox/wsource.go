@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"sort"
 	"strings"
+	"time"
 
 	"github.com/mcpsandbox/mcpsandbox/overlay"
 )
@@ -22,26 +24,58 @@ func newMountedSource(root changeSource, m *overlayMount, lim overlay.Limits) *m
 	return &mountedSource{changeSource: root, mount: m, upper: &overlay.UpperDir{Upper: m.upperDir(), Lowers: m.lowers(), Limits: lim}}
 }
 
-func (s *mountedSource) Snapshot(ctx context.Context) (overlay.Snapshot, error) {
-	snap, err := s.changeSource.Snapshot(ctx)
+// Snapshot reads the mount first, so that the workspace's files come
+// first out of the hash budget the two share.
+func (s *mountedSource) Snapshot(ctx context.Context, opts overlay.SnapshotOptions) (overlay.Snapshot, error) {
+	if opts.Budget == nil {
+		opts.Budget = overlay.NewBudget(s.upper.Limits.HashBudget, time.Time{})
+		if s.upper.Limits.HashBudget <= 0 {
+			opts.Budget = overlay.NewBudget(overlay.DefaultHashBudget, time.Time{})
+		}
+	}
+	under := func(p string) bool { return p == s.mount.target || strings.HasPrefix(p, s.mount.target+"/") }
+	wsOpts, rootOpts := opts, opts
+	wsOpts.Verify, rootOpts.Verify = map[string]bool{}, map[string]bool{}
+	for p := range opts.Verify {
+		if under(p) {
+			wsOpts.Verify[strings.TrimPrefix(p, s.mount.target)] = true
+		} else {
+			rootOpts.Verify[p] = true
+		}
+	}
+	ws, err := s.upper.SnapshotWith(ctx, wsOpts)
+	if err != nil {
+		return ws, err
+	}
+	snap, err := s.changeSource.Snapshot(ctx, rootOpts)
 	if err != nil {
 		return snap, err
 	}
 	// What the container's own layer has at the target is hidden under
 	// the mount: the server cannot reach it.
 	for p := range snap.Entries {
-		if p == s.mount.target || strings.HasPrefix(p, s.mount.target+"/") {
+		if under(p) {
 			delete(snap.Entries, p)
 		}
 	}
-	ws, err := s.upper.Snapshot(ctx)
+	unhashed := []string{}
+	for _, p := range snap.Unhashed {
+		if !under(p) {
+			unhashed = append(unhashed, p)
+		}
+	}
 	for p, e := range ws.Entries {
 		snap.Entries[s.mount.target+p] = e
 	}
+	for _, p := range ws.Unhashed {
+		unhashed = append(unhashed, s.mount.target+p)
+	}
+	sort.Strings(unhashed)
+	snap.Unhashed = unhashed
 	snap.Count += ws.Count
 	snap.Bytes += ws.Bytes
 	snap.Truncated = snap.Truncated || ws.Truncated
-	return snap, err
+	return snap, nil
 }
 
 func (s *mountedSource) Close(ctx context.Context) error {
