@@ -15,7 +15,7 @@ type Limits struct {
 }
 
 // DefaultHashBudget is the bytes a snapshot hashes at most, by default:
-// about two seconds of sha256 on a slow core.
+// about half a second of sha256 on a core with the SHA extensions.
 const DefaultHashBudget = 512 << 20
 
 func (l Limits) withDefaults() Limits {

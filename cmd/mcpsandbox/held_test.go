@@ -69,8 +69,9 @@ func readonlyFinding(r report.Report, seq int) *report.Finding {
 // TestWritesThroughASharedMappingAreFound: a read-only tool that writes,
 // through mappings dirtied at startup, a workspace file, a canary and
 // ~/.aws/credentials changes no stat field; the files are compared by
-// content all the same, in both isolation modes and whether the
-// workspace is mounted or copied, and the gate fails on readonly-writes.
+// content all the same, in both isolation modes, whether the workspace
+// is mounted or copied, and through the Engine API (which compares every
+// changed file), and the gate fails on readonly-writes.
 func TestWritesThroughASharedMappingAreFound(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -79,6 +80,7 @@ func TestWritesThroughASharedMappingAreFound(t *testing.T) {
 		{"session", nil},
 		{"call", []string{"--isolation", "call"}},
 		{"session-copied-workspace", []string{"--copy-workspace"}},
+		{"session-api", []string{"--changes", "api"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, r, b, stderr := heldScan(t, `{"peek":{}}`, tc.flags...)
