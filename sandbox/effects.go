@@ -80,6 +80,12 @@ type apiSource struct {
 	ref    string
 	lim    overlay.Limits
 	before map[string]*overlay.Entry
+	hashes map[string]apiHash
+}
+
+type apiHash struct {
+	size, mtime int64
+	sum         string
 }
 
 func newAPISource(ctx context.Context, cli Engine, id, image, runID string, lim overlay.Limits) (*apiSource, error) {
@@ -98,17 +104,18 @@ func newAPISource(ctx context.Context, cli Engine, id, image, runID string, lim 
 	if lim.HashBudget <= 0 {
 		lim.HashBudget = overlay.DefaultHashBudget
 	}
-	return &apiSource{cli: cli, id: id, ref: created.ID, lim: lim, before: map[string]*overlay.Entry{}}, nil
+	return &apiSource{cli: cli, id: id, ref: created.ID, lim: lim, before: map[string]*overlay.Entry{}, hashes: map[string]apiHash{}}, nil
 }
 
 func (a *apiSource) Close(ctx context.Context) error {
 	return removeContainer(context.WithoutCancel(ctx), a.cli, a.ref)
 }
 
-// Snapshot hashes every changed regular file again, whatever its stat
-// says: the API cannot show which files the container's processes hold
-// (mapped shared, open for writing), so each is compared by content,
-// within the budget.
+// Snapshot reads the changes through the API. It cannot see which files
+// the container's processes hold (mapped shared, open for writing), and
+// the API gives no ctime: a file's hash is kept while its size and mtime
+// are unchanged (the session says so in a problem). What is hashed comes
+// out of the budget.
 func (a *apiSource) Snapshot(ctx context.Context, opts overlay.SnapshotOptions) (overlay.Snapshot, error) {
 	budget := opts.Budget
 	if budget == nil {
@@ -118,6 +125,8 @@ func (a *apiSource) Snapshot(ctx context.Context, opts overlay.SnapshotOptions) 
 	if err != nil {
 		return overlay.Snapshot{}, fmt.Errorf("listing changes of container %.12s: %w", a.id, err)
 	}
+	// In path order, so that the same changes spend the budget the same way.
+	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
 	snap := overlay.Snapshot{Entries: map[string]overlay.Entry{}}
 	for _, c := range changes {
 		snap.Count++
@@ -152,11 +161,9 @@ func (a *apiSource) Snapshot(ctx context.Context, opts overlay.SnapshotOptions) 
 			}
 			if e.Type == overlay.File {
 				snap.Bytes += e.Size
-				if e.Size <= a.lim.MaxHashBytes && !budget.Take(e.Size) {
-					e.Unhashed = true
+				e.SHA256, e.Unhashed = a.hashCached(ctx, c.Path, e, budget)
+				if e.Unhashed {
 					snap.Unhashed = append(snap.Unhashed, c.Path)
-				} else {
-					e.SHA256 = a.hash(ctx, a.id, c.Path, e)
 				}
 			}
 		}
@@ -165,6 +172,8 @@ func (a *apiSource) Snapshot(ctx context.Context, opts overlay.SnapshotOptions) 
 	sort.Strings(snap.Unhashed)
 	return snap, nil
 }
+
+
 
 func entryOfStat(st container.PathStat) overlay.Entry {
 	e := overlay.Entry{Type: overlay.TypeOf(st.Mode), Mode: st.Mode, Size: st.Size, ModTime: st.Mtime.UnixNano()}
@@ -189,6 +198,24 @@ func (a *apiSource) lookupBefore(ctx context.Context, p string) *overlay.Entry {
 	}
 	a.before[p] = e
 	return e
+}
+
+// hashCached hashes a changed file of the container, reusing the last
+// hash while size and mtime are unchanged; what it reads comes out of the
+// budget, and a file it cannot cover is returned unhashed.
+func (a *apiSource) hashCached(ctx context.Context, p string, e overlay.Entry, budget *overlay.Budget) (string, bool) {
+	if e.Size > a.lim.MaxHashBytes {
+		return "", false
+	}
+	if h, ok := a.hashes[p]; ok && h.size == e.Size && h.mtime == e.ModTime {
+		return h.sum, false
+	}
+	if !budget.Take(e.Size) {
+		return "", true
+	}
+	sum := a.hash(ctx, a.id, p, e)
+	a.hashes[p] = apiHash{size: e.Size, mtime: e.ModTime, sum: sum}
+	return sum, false
 }
 
 // hash reads a regular file through the archive API and hashes it, within

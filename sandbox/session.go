@@ -371,10 +371,14 @@ func (s *Session) Mark(ctx context.Context, call bool, seq int) report.Effects {
 
 // watchHeld starts looking for the files the container's processes hold
 // (mapped shared, open for writing), from its init (pid, on the host), so
-// that each snapshot compares them by content. The API source needs no
-// such look: it compares every changed file by content.
+// that each snapshot compares them by content. The API source cannot
+// look (the engine may be remote), and the report says so.
 func (s *Session) watchHeld(pid int, mount bool) {
-	if s.rep.Sandbox.Changes != ChangesUpperDir.String() || pid == 0 {
+	if s.rep.Sandbox.Changes == ChangesAPI.String() {
+		s.problem("effects", 0, "with --changes api the files the server holds (mapped shared, open for writing) cannot be found, and the API gives no ctime: a file rewritten with its size and mtime unchanged (through a shared mapping, or with its mtime put back) is not seen")
+		return
+	}
+	if pid == 0 {
 		return
 	}
 	mounts := []string{"/"}
