@@ -173,8 +173,6 @@ func (a *apiSource) Snapshot(ctx context.Context, opts overlay.SnapshotOptions) 
 	return snap, nil
 }
 
-
-
 func entryOfStat(st container.PathStat) overlay.Entry {
 	e := overlay.Entry{Type: overlay.TypeOf(st.Mode), Mode: st.Mode, Size: st.Size, ModTime: st.Mtime.UnixNano()}
 	if e.Type == overlay.Symlink {
