@@ -250,9 +250,8 @@ type recorder struct {
 	// and the directories made for them.
 	ignore map[string]bool
 	// held finds the files the container's processes hold (nil before the
-	// container runs, and with the API source, which verifies every
-	// changed file); heldBroken says it could not be set up, so every
-	// file is verified. carried is what was held around the last
+	// container runs, and with the API source, which cannot look);
+	// heldBroken says it could not be set up, so every file is verified. carried is what was held around the last
 	// snapshot: what a process wrote through it since, and released,
 	// changed no stat either.
 	held       *heldFiles
@@ -276,20 +275,18 @@ func (r *recorder) lookHeld() (held, error) {
 // snapshot takes a snapshot that compares by content every file held
 // now or around the last snapshot, within a budget that ends at deadline
 // (zero: none), and looks again after it: a file mapped while the walk
-// ran is verified next time.
-// The second error is finding the held files, which leaves the snapshot
-// good (every file was verified).
-func (r *recorder) snapshot(ctx context.Context, deadline time.Time) (overlay.Snapshot, error, error) {
+// ran is verified next time. heldErr, finding the held files, leaves the
+// snapshot good: every file was verified.
+func (r *recorder) snapshot(ctx context.Context, deadline time.Time) (cur overlay.Snapshot, err, heldErr error) {
 	before, err1 := r.lookHeld()
 	v := before.union(r.carried)
-	cur, err := r.src.Snapshot(ctx, overlay.SnapshotOptions{Verify: v.paths, VerifyAll: v.unplaced, Budget: overlay.NewBudget(r.hashBudget, deadline)})
+	cur, err = r.src.Snapshot(ctx, overlay.SnapshotOptions{Verify: v.paths, VerifyAll: v.unplaced, Budget: overlay.NewBudget(r.hashBudget, deadline)})
 	after, err2 := r.lookHeld()
 	r.carried = before.union(after)
-	var herr error
 	if err1 != nil || err2 != nil {
-		herr = fmt.Errorf("finding the files the container's processes hold (every file was compared by content): %w", errors.Join(err1, err2))
+		heldErr = fmt.Errorf("finding the files the container's processes hold (every file was compared by content): %w", errors.Join(err1, err2))
 	}
-	return cur, err, herr
+	return cur, err, heldErr
 }
 
 // mountPoints returns the targets of mounts and their parent directories.
