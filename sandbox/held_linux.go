@@ -26,7 +26,15 @@ type heldFiles struct {
 	pid1  int    // the container's init, as the host sees it
 	pidns uint64 // its pid namespace's inode: a pid reused by another process is refused
 	devs  map[uint64]bool
+	// maxEntries bounds the descriptors and mappings one look examines
+	// (default maxHeldEntries): a server may open a million descriptors.
+	// Past it the look is unplaced, and the snapshot verifies every file.
+	maxEntries int
 }
+
+// maxHeldEntries is the default bound on what one look examines; each
+// costs a few system calls (about 10 µs).
+const maxHeldEntries = 65536
 
 // held is what one look found: the container paths of the held files it
 // could place, and whether some held file could not be placed (a name
@@ -56,7 +64,7 @@ const maxHeldRounds = 3
 // overlay and the workspace's): a held file elsewhere (a tmpfs, a pipe) is
 // not in an upper dir.
 func newHeldFiles(pid1 int, mounts ...string) (*heldFiles, error) {
-	h := &heldFiles{pid1: pid1, devs: map[uint64]bool{}}
+	h := &heldFiles{pid1: pid1, devs: map[uint64]bool{}, maxEntries: maxHeldEntries}
 	var st unix.Stat_t
 	if err := unix.Stat(fmt.Sprintf("/proc/%d/ns/pid", pid1), &st); err != nil {
 		return nil, fmt.Errorf("reading the container's pid namespace: %w", err)
@@ -98,6 +106,7 @@ func statInRoot(pid int, path string, st *unix.Stat_t) error {
 func (h *heldFiles) look() (held, error) {
 	out := held{paths: map[string]bool{}}
 	seen := map[int]bool{}
+	budget := h.maxEntries
 	var errs []error
 	for round := 0; round < maxHeldRounds; round++ {
 		pids, err := h.pids()
@@ -110,7 +119,7 @@ func (h *heldFiles) look() (held, error) {
 				continue
 			}
 			seen[pid], fresh = true, fresh+1
-			if err := h.process(pid, &out); err != nil && !gone(err) {
+			if err := h.process(pid, &out, &budget); err != nil && !gone(err) {
 				errs = append(errs, fmt.Errorf("process %d: %w", pid, err))
 			}
 		}
@@ -184,8 +193,16 @@ type candidate struct {
 // process adds what pid holds: its shared file mappings (one address
 // space for all its threads) and the files its descriptor tables (one
 // per thread that does not share its process's) hold open for writing.
-func (h *heldFiles) process(pid int, out *held) error {
+func (h *heldFiles) process(pid int, out *held, budget *int) error {
 	var cands []candidate
+	spend := func(n int) bool {
+		*budget -= n
+		if *budget < 0 {
+			out.unplaced = true // past the bound: every file is verified
+			return false
+		}
+		return true
+	}
 	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
 	if err != nil {
 		return err
@@ -194,6 +211,9 @@ func (h *heldFiles) process(pid int, out *held) error {
 	f.Close()
 	if err != nil {
 		return err
+	}
+	if !spend(len(maps)) {
+		return nil
 	}
 	for _, m := range maps {
 		if !h.devs[unix.Mkdev(m.Major, m.Minor)] {
@@ -223,6 +243,9 @@ func (h *heldFiles) process(pid int, out *held) error {
 				continue
 			}
 			return err
+		}
+		if !spend(len(fds)) {
+			return nil
 		}
 		for _, fd := range fds {
 			link := dir + "/fd/" + fd.Name()

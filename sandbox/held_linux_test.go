@@ -134,6 +134,16 @@ func TestHeldFilesFound(t *testing.T) {
 	if !got.unplaced {
 		t.Error("a mapped file whose name was deleted, another link remaining, is not unplaced")
 	}
+	// Past the bound on what a look examines, the look is unplaced (every
+	// file is verified). Watching no file system, nothing else is.
+	blind := &heldFiles{pid1: h.pid1, pidns: h.pidns, devs: map[uint64]bool{}, maxEntries: maxHeldEntries}
+	if got, err := blind.look(); err != nil || got.unplaced || len(got.paths) != 0 {
+		t.Fatalf("watching nothing: %+v, %v", got, err)
+	}
+	blind.maxEntries = 2
+	if got, err := blind.look(); err != nil || !got.unplaced {
+		t.Errorf("past the bound: %+v, %v", got, err)
+	}
 	stop()
 	// The processes gone (as at teardown), nothing is held and the look
 	// is no error.
