@@ -77,6 +77,9 @@ type Entry struct {
 	// Unhashed marks a regular file whose content the snapshot's hash
 	// budget did not cover: its SHA256 is empty and says nothing.
 	Unhashed bool
+	// Digest is the content hash of a file over the size bound, read
+	// because a process held it: compared, never reported.
+	Digest string
 	// Before is the path's state in the image, when it is there.
 	Before *Entry
 	// Opaque marks a directory whose image contents were all removed (the
@@ -96,7 +99,8 @@ func same(a, b Entry) bool {
 	// A side not hashed (over the budget) compares by stat alone; the
 	// snapshot that left it unhashed said so.
 	sum := a.Unhashed || b.Unhashed || a.SHA256 == b.SHA256
-	return a.Size == b.Size && a.ModTime == b.ModTime && a.Ctime == b.Ctime && sum && a.Link == b.Link
+	digest := a.Digest == "" || b.Digest == "" || a.Digest == b.Digest
+	return a.Size == b.Size && a.ModTime == b.ModTime && a.Ctime == b.Ctime && sum && digest && a.Link == b.Link
 }
 
 // Snapshot is every changed path at one moment, bounded.

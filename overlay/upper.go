@@ -26,6 +26,7 @@ type hashed struct {
 	sum                     string
 	prefix                  string // hash of the first prefixLen bytes
 	prefixLen               int64
+	digest                  string // a held file over the size bound
 }
 
 // Snapshot walks the upper dir once.
@@ -94,7 +95,7 @@ func (u *UpperDir) SnapshotWith(ctx context.Context, opts SnapshotOptions) (Snap
 			if e.Kind != Removed {
 				snap.Bytes += e.Size
 				force := opts.VerifyAll || opts.Verify[rel]
-				e.SHA256, e.PrefixSHA256, e.Unhashed = u.hash(rel, n.st, lim, e.Before, force, budget)
+				u.hash(&e, rel, n.st, lim, force, budget)
 				if n.st.Nlink > 1 {
 					links[n.st.Ino] = append(links[n.st.Ino], rel)
 				}
@@ -142,7 +143,8 @@ func (u *UpperDir) rehashLink(rel string, snap *Snapshot, lim Limits, budget *Bu
 	if err := unix.Lstat(filepath.Join(u.Upper, rel), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return // gone or replaced since the walk: the next snapshot tells
 	}
-	e.SHA256, e.PrefixSHA256, e.Unhashed = u.hash(rel, st, lim, e.Before, true, budget)
+	e.SHA256, e.PrefixSHA256, e.Digest, e.Unhashed = "", "", "", false
+	u.hash(&e, rel, st, lim, true, budget)
 	snap.Entries[rel] = e
 }
 
@@ -169,41 +171,57 @@ func isOpaque(p string) bool {
 	return opaqueXattr(func(attr string, buf []byte) (int, error) { return unix.Lgetxattr(p, attr, buf) })
 }
 
-// hash returns the sha256 of a regular upper file within the size bound,
-// and of its first n bytes, where n is the size it had when last seen (in
-// an earlier snapshot, or in the image): equal to the old hash, the file
-// was only appended to. Hashes are reused while inode, size and times are
-// unchanged, unless force; what is read comes out of the budget, and a
-// file it cannot cover is returned unhashed.
-func (u *UpperDir) hash(rel string, st unix.Stat_t, lim Limits, before *Entry, force bool, budget *Budget) (string, string, bool) {
-	if st.Size > lim.MaxHashBytes {
-		return "", "", false
-	}
+// hash sets e's content hashes: the sha256 of a regular upper file within
+// the size bound, and of its first n bytes, where n is the size it had
+// when last seen (in an earlier snapshot, or in the image): equal to the
+// old hash, the file was only appended to. Hashes are reused while inode,
+// size and times are unchanged, unless force; what is read comes out of
+// the budget, and a file it cannot cover is left unhashed. A file over the
+// size bound is hashed only when forced (a process holds it), into Digest.
+func (u *UpperDir) hash(e *Entry, rel string, st unix.Stat_t, lim Limits, force bool, budget *Budget) {
+	big := st.Size > lim.MaxHashBytes
 	key := hashed{ino: int64(st.Ino), size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
 	h, seen := u.hashes[rel]
 	if !force && seen && h.ino == key.ino && h.size == key.size && h.mtime == key.mtime && h.ctime == key.ctime {
-		return h.sum, h.prefix, false
+		e.SHA256, e.PrefixSHA256, e.Digest = h.sum, h.prefix, h.digest
+		return
+	}
+	if big && !force {
+		delete(u.hashes, rel)
+		return // reported with its size and no hash
 	}
 	if !budget.Take(st.Size) {
 		// Not hashed, and not remembered: the next snapshot hashes it
 		// if it can.
 		delete(u.hashes, rel)
-		return "", "", true
+		e.Unhashed = true
+		return
+	}
+	if big {
+		digest, _, err := hashBeneath(u.Upper, rel, st.Size, -1)
+		if err != nil {
+			delete(u.hashes, rel)
+			return
+		}
+		key.digest = digest
+		u.hashes[rel] = key
+		e.Digest = digest
+		return
 	}
 	key.prefixLen = -1
 	switch {
 	case seen:
 		key.prefixLen = h.size
-	case before != nil && before.Type == File:
-		key.prefixLen = before.Size
+	case e.Before != nil && e.Before.Type == File:
+		key.prefixLen = e.Before.Size
 	}
 	sum, prefix, err := hashBeneath(u.Upper, rel, lim.MaxHashBytes, key.prefixLen)
 	if err != nil {
-		return "", "", false
+		return
 	}
 	key.sum, key.prefix = sum, prefix
 	u.hashes[rel] = key
-	return sum, prefix, false
+	e.SHA256, e.PrefixSHA256 = sum, prefix
 }
 
 // lookupLower finds a path in the lower dirs, top first, honouring

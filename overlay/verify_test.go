@@ -141,3 +141,34 @@ func TestHashBudget(t *testing.T) {
 		t.Errorf("past the deadline: unhashed %q, spent %d", cur.Unhashed, b.Spent())
 	}
 }
+
+// TestVerifyFilesOverTheSizeBound: a held file too large for a reported
+// hash is still compared by content (its digest is never reported), out
+// of the budget.
+func TestVerifyFilesOverTheSizeBound(t *testing.T) {
+	lo, up := layers(t, lowerImage)
+	apply(t, up, fstest.CreateDir("/tmp", 0o1777), fstest.CreateFile("/tmp/big", []byte("aaaaaaaa"), 0o644))
+	u := &UpperDir{Upper: up, Lowers: []string{lo}, Limits: Limits{MaxHashBytes: 4}}
+	held := SnapshotOptions{Verify: map[string]bool{"/tmp/big": true}}
+	prev := snapWith(t, u, held)
+	if e := prev.Entries["/tmp/big"]; e.SHA256 != "" || e.Digest == "" {
+		t.Fatalf("held big file: %+v", e)
+	}
+	if err := os.WriteFile(filepath.Join(up, "tmp/big"), []byte("bbbbbbbb"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	trustStat(t, u, "/tmp/big")
+	prev = snap(t, u) // the new stat, the old digest
+	cur := snap(t, u)
+	wantChanges(t, Delta(prev, cur))
+	cur = snapWith(t, u, held)
+	d := Delta(prev, cur)
+	wantChanges(t, d, "modified file outside/tmp /tmp/big")
+	if len(d) == 1 && d[0].SHA256 != "" {
+		t.Errorf("a digest over the size bound is reported: %+v", d[0])
+	}
+	held.Budget = NewBudget(7, time.Time{})
+	if cur = snapWith(t, u, held); !reflect.DeepEqual(cur.Unhashed, []string{"/tmp/big"}) {
+		t.Errorf("over the budget: unhashed %q", cur.Unhashed)
+	}
+}
