@@ -125,7 +125,7 @@ func TestFileHeldOpenAndWrittenWithMtimeRestored(t *testing.T) {
 // TestHashBudgetExceededFailsTheGate: a held file larger than the budget
 // is left unhashed at every snapshot: a hash-budget problem naming it and
 // a server-level hash-budget-exceeded finding that fails the default
-// gate, even with no call at all.
+// gate.
 func TestHashBudgetExceededFailsTheGate(t *testing.T) {
 	ws := seedWorkspaceDir(t)
 	big := bytes.Repeat([]byte("x"), 2<<20)
