@@ -1,5 +1,7 @@
 package overlay
 
+import "time"
+
 // Limits bound the work and memory of a snapshot.
 type Limits struct {
 	// MaxEntries stops the walk of the upper dir (default 200,000).
@@ -9,12 +11,20 @@ type Limits struct {
 	// First are the subtrees walked before anything else (default
 	// DefaultFirst), so that a bound hit elsewhere leaves them compared.
 	First []string
+	// HashBudget bounds the bytes one snapshot reads to hash files
+	// (default DefaultHashBudget): a server that keeps many large files
+	// open for writing makes each of them hashed at every snapshot.
+	HashBudget int64
 }
 
 // DefaultFirst are the places a hostile server most wants unseen: the
 // workspace (the canaries), the home directories (the honeytokens, the
 // shell start-up and credential files).
 var DefaultFirst = []string{Workspace, "/home", "/root"}
+
+// DefaultHashBudget is the bytes a snapshot hashes at most, by default:
+// about half a second of sha256 on a core with the SHA extensions.
+const DefaultHashBudget = 512 << 20
 
 func (l Limits) withDefaults() Limits {
 	if l.MaxEntries <= 0 {
@@ -26,7 +36,57 @@ func (l Limits) withDefaults() Limits {
 	if l.First == nil {
 		l.First = DefaultFirst
 	}
+	if l.HashBudget <= 0 {
+		l.HashBudget = DefaultHashBudget
+	}
 	return l
+}
+
+// Budget is what one snapshot may still read to hash files: bytes, and a
+// deadline (the run's), past which nothing more is hashed. Files that do
+// not fit are not hashed, and the snapshot lists them (Unhashed): their
+// content is never taken as unchanged. Files are taken in walk order
+// (sorted), so the same changes exhaust the same budget the same way.
+type Budget struct {
+	left     int64
+	deadline time.Time
+	spent    int64
+}
+
+// NewBudget gives a snapshot bytes to hash until deadline (zero: none).
+func NewBudget(bytes int64, deadline time.Time) *Budget {
+	return &Budget{left: bytes, deadline: deadline}
+}
+
+// Take reserves n bytes; false when they do not fit or the deadline has
+// passed.
+func (b *Budget) Take(n int64) bool {
+	if !b.deadline.IsZero() && !time.Now().Before(b.deadline) {
+		return false
+	}
+	if n > b.left {
+		return false
+	}
+	b.left -= n
+	b.spent += n
+	return true
+}
+
+// Spent is how many bytes were taken.
+func (b *Budget) Spent() int64 { return b.spent }
+
+// SnapshotOptions say which files a snapshot compares by content whatever
+// their stat says, and what it may spend doing it.
+type SnapshotOptions struct {
+	// Verify holds paths (as the snapshot names them) whose content is
+	// hashed again even when inode, size and times are unchanged: files a
+	// process holds open for writing or maps shared. VerifyAll does so for
+	// every regular file (a held file could not be placed).
+	Verify    map[string]bool
+	VerifyAll bool
+	// Budget, if set, is shared with other snapshots of the same moment
+	// (the root's and a mount's); nil gives one of Limits.HashBudget.
+	Budget *Budget
 }
 
 // UpperDir reads snapshots from an overlayfs upper dir, telling created

@@ -74,6 +74,12 @@ type Entry struct {
 	SHA256       string
 	PrefixSHA256 string
 	Link         string // symlink target
+	// Unhashed marks a regular file whose content the snapshot's hash
+	// budget did not cover: its SHA256 is empty and says nothing.
+	Unhashed bool
+	// Digest is the content hash of a file over the size bound, read
+	// because a process held it: compared, never reported.
+	Digest string
 	// Before is the path's state in the image, when it is there.
 	Before *Entry
 	// Opaque marks a directory whose image contents were all removed (the
@@ -90,7 +96,11 @@ func same(a, b Entry) bool {
 	if a.Type == Dir {
 		return true
 	}
-	return a.Size == b.Size && a.ModTime == b.ModTime && a.Ctime == b.Ctime && a.SHA256 == b.SHA256 && a.Link == b.Link
+	// A side not hashed (over the budget) compares by stat alone; the
+	// snapshot that left it unhashed said so.
+	sum := a.Unhashed || b.Unhashed || a.SHA256 == b.SHA256
+	digest := a.Digest == "" || b.Digest == "" || a.Digest == b.Digest
+	return a.Size == b.Size && a.ModTime == b.ModTime && a.Ctime == b.Ctime && sum && digest && a.Link == b.Link
 }
 
 // Snapshot is every changed path at one moment, bounded.
@@ -101,6 +111,9 @@ type Snapshot struct {
 	Truncated bool
 	Count     int
 	Bytes     int64
+	// Unhashed lists, sorted, the regular files whose content the hash
+	// budget did not cover (changed ones, and held ones to verify).
+	Unhashed []string
 	// Covers, in a truncated snapshot, tells the paths the walk reached
 	// before it stopped (nil: none is known to be): only there is a path's
 	// absence news, a deletion, or its presence a creation.

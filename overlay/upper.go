@@ -12,8 +12,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -24,16 +26,32 @@ type hashed struct {
 	sum                     string
 	prefix                  string // hash of the first prefixLen bytes
 	prefixLen               int64
+	digest                  string // a held file over the size bound
 }
 
 // Snapshot walks the upper dir once.
 func (u *UpperDir) Snapshot(ctx context.Context) (Snapshot, error) {
+	return u.SnapshotWith(ctx, SnapshotOptions{})
+}
+
+// SnapshotWith walks the upper dir once, hashing again the files opts
+// names (and every other name of theirs: a hard link is the same bytes)
+// whatever their stat says, within the budget.
+func (u *UpperDir) SnapshotWith(ctx context.Context, opts SnapshotOptions) (Snapshot, error) {
 	lim := u.Limits.withDefaults()
 	if u.hashes == nil {
 		u.hashes, u.lower = map[string]hashed{}, map[string]*Entry{}
 	}
+	budget := opts.Budget
+	if budget == nil {
+		budget = NewBudget(lim.HashBudget, time.Time{})
+	}
 	snap := Snapshot{Entries: map[string]Entry{}}
 	seen := map[string]bool{}
+	// Hard links: the names of each multiply-linked inode, and the inodes
+	// verified, so that every name of a held file is hashed again.
+	links := map[uint64][]string{}
+	verified := map[uint64]bool{}
 	var opaque []string // opaque directories of the upper dir, seen so far
 	last := ""
 	err := walkFirst(u.Upper, lim.First, func(n node) error {
@@ -80,7 +98,14 @@ func (u *UpperDir) Snapshot(ctx context.Context) (Snapshot, error) {
 		case File:
 			if e.Kind != Removed {
 				snap.Bytes += e.Size
-				e.SHA256, e.PrefixSHA256 = u.hash(rel, n.st, lim, e.Before)
+				force := opts.VerifyAll || opts.Verify[rel]
+				u.hash(&e, rel, n.st, lim, force, budget)
+				if n.st.Nlink > 1 {
+					links[n.st.Ino] = append(links[n.st.Ino], rel)
+				}
+				if force {
+					verified[n.st.Ino] = true
+				}
 			}
 		}
 		seen[rel] = true
@@ -90,12 +115,41 @@ func (u *UpperDir) Snapshot(ctx context.Context) (Snapshot, error) {
 	if err != nil {
 		return snap, err
 	}
+	for ino, names := range links {
+		if !verified[ino] {
+			continue
+		}
+		for _, rel := range names {
+			if opts.VerifyAll || opts.Verify[rel] {
+				continue
+			}
+			u.rehashLink(rel, &snap, lim, budget)
+		}
+	}
+	for p, e := range snap.Entries {
+		if e.Unhashed {
+			snap.Unhashed = append(snap.Unhashed, p)
+		}
+	}
+	sort.Strings(snap.Unhashed)
 	for p := range u.hashes {
 		if !seen[p] {
 			delete(u.hashes, p)
 		}
 	}
 	return snap, nil
+}
+
+// rehashLink hashes again another name of a verified file.
+func (u *UpperDir) rehashLink(rel string, snap *Snapshot, lim Limits, budget *Budget) {
+	e := snap.Entries[rel]
+	var st unix.Stat_t
+	if err := unix.Lstat(filepath.Join(u.Upper, rel), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return // gone or replaced since the walk: the next snapshot tells
+	}
+	e.SHA256, e.PrefixSHA256, e.Digest, e.Unhashed = "", "", "", false
+	u.hash(&e, rel, st, lim, true, budget)
+	snap.Entries[rel] = e
 }
 
 func underAny(p string, dirs []string) bool {
@@ -121,34 +175,57 @@ func isOpaque(p string) bool {
 	return opaqueXattr(func(attr string, buf []byte) (int, error) { return unix.Lgetxattr(p, attr, buf) })
 }
 
-// hash returns the sha256 of a regular upper file within the size bound,
-// and of its first n bytes, where n is the size it had when last seen (in
-// an earlier snapshot, or in the image): equal to the old hash, the file
-// was only appended to. Hashes are reused while inode, size and times are
-// unchanged.
-func (u *UpperDir) hash(rel string, st unix.Stat_t, lim Limits, before *Entry) (string, string) {
-	if st.Size > lim.MaxHashBytes {
-		return "", ""
-	}
+// hash sets e's content hashes: the sha256 of a regular upper file within
+// the size bound, and of its first n bytes, where n is the size it had
+// when last seen (in an earlier snapshot, or in the image): equal to the
+// old hash, the file was only appended to. Hashes are reused while inode,
+// size and times are unchanged, unless force; what is read comes out of
+// the budget, and a file it cannot cover is left unhashed. A file over the
+// size bound is hashed only when forced (a process holds it), into Digest.
+func (u *UpperDir) hash(e *Entry, rel string, st unix.Stat_t, lim Limits, force bool, budget *Budget) {
+	big := st.Size > lim.MaxHashBytes
 	key := hashed{ino: int64(st.Ino), size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
 	h, seen := u.hashes[rel]
-	if seen && h.ino == key.ino && h.size == key.size && h.mtime == key.mtime && h.ctime == key.ctime {
-		return h.sum, h.prefix
+	if !force && seen && h.ino == key.ino && h.size == key.size && h.mtime == key.mtime && h.ctime == key.ctime {
+		e.SHA256, e.PrefixSHA256, e.Digest = h.sum, h.prefix, h.digest
+		return
+	}
+	if big && !force {
+		delete(u.hashes, rel)
+		return // reported with its size and no hash
+	}
+	if !budget.Take(st.Size) {
+		// Not hashed, and not remembered: the next snapshot hashes it
+		// if it can.
+		delete(u.hashes, rel)
+		e.Unhashed = true
+		return
+	}
+	if big {
+		digest, _, err := hashBeneath(u.Upper, rel, st.Size, -1)
+		if err != nil {
+			delete(u.hashes, rel)
+			return
+		}
+		key.digest = digest
+		u.hashes[rel] = key
+		e.Digest = digest
+		return
 	}
 	key.prefixLen = -1
 	switch {
 	case seen:
 		key.prefixLen = h.size
-	case before != nil && before.Type == File:
-		key.prefixLen = before.Size
+	case e.Before != nil && e.Before.Type == File:
+		key.prefixLen = e.Before.Size
 	}
 	sum, prefix, err := hashBeneath(u.Upper, rel, lim.MaxHashBytes, key.prefixLen)
 	if err != nil {
-		return "", ""
+		return
 	}
 	key.sum, key.prefix = sum, prefix
 	u.hashes[rel] = key
-	return sum, prefix
+	e.SHA256, e.PrefixSHA256 = sum, prefix
 }
 
 // lookupLower finds a path in the lower dirs, top first, honouring
@@ -219,10 +296,18 @@ func hashBeneath(root, rel string, max, prefixLen int64) (string, string, error)
 		return "", "", fmt.Errorf("opening %s: %w", root, err)
 	}
 	defer unix.Close(rfd)
-	fd, err := unix.Openat2(rfd, strings.TrimPrefix(rel, "/"), &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC,
+	how := unix.OpenHow{
+		// O_NOATIME: a read of ours must not show in the atime the server
+		// can stat (it would tell when snapshots are taken). Only the
+		// owner or root may ask for it: without, the open is tried again.
+		Flags:   unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC | unix.O_NOATIME,
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
-	})
+	}
+	fd, err := unix.Openat2(rfd, strings.TrimPrefix(rel, "/"), &how)
+	if errors.Is(err, unix.EPERM) {
+		how.Flags &^= unix.O_NOATIME
+		fd, err = unix.Openat2(rfd, strings.TrimPrefix(rel, "/"), &how)
+	}
 	if err != nil {
 		return "", "", fmt.Errorf("opening %s beneath %s: %w", rel, root, err)
 	}

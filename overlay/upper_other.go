@@ -14,3 +14,8 @@ type hashed struct{}
 func (u *UpperDir) Snapshot(ctx context.Context) (Snapshot, error) {
 	return Snapshot{}, errors.New("reading an overlayfs upper dir needs Linux")
 }
+
+// SnapshotWith is Snapshot, on Linux only.
+func (u *UpperDir) SnapshotWith(ctx context.Context, opts SnapshotOptions) (Snapshot, error) {
+	return u.Snapshot(ctx)
+}

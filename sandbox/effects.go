@@ -10,7 +10,9 @@ import (
 	"io"
 	"os"
 	"path"
+	"sort"
 	"strings"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
@@ -20,9 +22,10 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 )
 
-// changeSource takes cumulative snapshots of a container's changes.
+// changeSource takes cumulative snapshots of a container's changes,
+// hashing again the files opts names whatever their stat says.
 type changeSource interface {
-	Snapshot(ctx context.Context) (overlay.Snapshot, error)
+	Snapshot(ctx context.Context, opts overlay.SnapshotOptions) (overlay.Snapshot, error)
 	Close(ctx context.Context) error
 }
 
@@ -62,6 +65,10 @@ func newChangeSource(ctx context.Context, cli Engine, id, image string, mode Cha
 
 type upperSource struct{ overlay.UpperDir }
 
+func (u *upperSource) Snapshot(ctx context.Context, opts overlay.SnapshotOptions) (overlay.Snapshot, error) {
+	return u.UpperDir.SnapshotWith(ctx, opts)
+}
+
 func (u *upperSource) Close(context.Context) error { return nil }
 
 // apiSource reads changes through the Engine API: ContainerDiff for the
@@ -94,6 +101,9 @@ func newAPISource(ctx context.Context, cli Engine, id, image, runID string, lim 
 	if lim.MaxHashBytes <= 0 {
 		lim.MaxHashBytes = 16 << 20
 	}
+	if lim.HashBudget <= 0 {
+		lim.HashBudget = overlay.DefaultHashBudget
+	}
 	return &apiSource{cli: cli, id: id, ref: created.ID, lim: lim, before: map[string]*overlay.Entry{}, hashes: map[string]apiHash{}}, nil
 }
 
@@ -101,11 +111,22 @@ func (a *apiSource) Close(ctx context.Context) error {
 	return removeContainer(context.WithoutCancel(ctx), a.cli, a.ref)
 }
 
-func (a *apiSource) Snapshot(ctx context.Context) (overlay.Snapshot, error) {
+// Snapshot reads the changes through the API. It cannot see which files
+// the container's processes hold (mapped shared, open for writing), and
+// the API gives no ctime: a file's hash is kept while its size and mtime
+// are unchanged (the session says so in a problem). What is hashed comes
+// out of the budget.
+func (a *apiSource) Snapshot(ctx context.Context, opts overlay.SnapshotOptions) (overlay.Snapshot, error) {
+	budget := opts.Budget
+	if budget == nil {
+		budget = overlay.NewBudget(a.lim.HashBudget, time.Time{})
+	}
 	changes, err := a.cli.ContainerDiff(ctx, a.id)
 	if err != nil {
 		return overlay.Snapshot{}, fmt.Errorf("listing changes of container %.12s: %w", a.id, err)
 	}
+	// In path order, so that the same changes spend the budget the same way.
+	sort.Slice(changes, func(i, j int) bool { return changes[i].Path < changes[j].Path })
 	snap := overlay.Snapshot{Entries: map[string]overlay.Entry{}}
 	for _, c := range changes {
 		snap.Count++
@@ -140,11 +161,15 @@ func (a *apiSource) Snapshot(ctx context.Context) (overlay.Snapshot, error) {
 			}
 			if e.Type == overlay.File {
 				snap.Bytes += e.Size
-				e.SHA256 = a.hash(ctx, a.id, c.Path, e, true)
+				e.SHA256, e.Unhashed = a.hashCached(ctx, c.Path, e, budget)
+				if e.Unhashed {
+					snap.Unhashed = append(snap.Unhashed, c.Path)
+				}
 			}
 		}
 		snap.Entries[c.Path] = e
 	}
+	sort.Strings(snap.Unhashed)
 	return snap, nil
 }
 
@@ -165,7 +190,7 @@ func (a *apiSource) lookupBefore(ctx context.Context, p string) *overlay.Entry {
 	if st, err := a.cli.ContainerStatPath(ctx, a.ref, p); err == nil {
 		v := entryOfStat(st)
 		if v.Type == overlay.File {
-			v.SHA256 = a.hash(ctx, a.ref, p, v, false)
+			v.SHA256 = a.hash(ctx, a.ref, p, v)
 		}
 		e = &v
 	}
@@ -173,15 +198,30 @@ func (a *apiSource) lookupBefore(ctx context.Context, p string) *overlay.Entry {
 	return e
 }
 
+// hashCached hashes a changed file of the container, reusing the last
+// hash while size and mtime are unchanged; what it reads comes out of the
+// budget, and a file it cannot cover is returned unhashed.
+func (a *apiSource) hashCached(ctx context.Context, p string, e overlay.Entry, budget *overlay.Budget) (string, bool) {
+	if e.Size > a.lim.MaxHashBytes {
+		return "", false
+	}
+	if h, ok := a.hashes[p]; ok && h.size == e.Size && h.mtime == e.ModTime {
+		return h.sum, false
+	}
+	if !budget.Take(e.Size) {
+		return "", true
+	}
+	sum := a.hash(ctx, a.id, p, e)
+	a.hashes[p] = apiHash{size: e.Size, mtime: e.ModTime, sum: sum}
+	return sum, false
+}
+
 // hash reads a regular file through the archive API and hashes it, within
 // the size bound; the engine resolves the path inside the container, never
 // on the host.
-func (a *apiSource) hash(ctx context.Context, id, p string, e overlay.Entry, cache bool) string {
+func (a *apiSource) hash(ctx context.Context, id, p string, e overlay.Entry) string {
 	if e.Size > a.lim.MaxHashBytes {
 		return ""
-	}
-	if h, ok := a.hashes[p]; cache && ok && h.size == e.Size && h.mtime == e.ModTime {
-		return h.sum
 	}
 	rc, _, err := a.cli.CopyFromContainer(ctx, id, p)
 	if err != nil {
@@ -197,11 +237,7 @@ func (a *apiSource) hash(ctx context.Context, id, p string, e overlay.Entry, cac
 	if _, err := io.CopyN(h, tr, a.lim.MaxHashBytes+1); err != nil && !errors.Is(err, io.EOF) {
 		return ""
 	}
-	sum := hex.EncodeToString(h.Sum(nil))
-	if cache {
-		a.hashes[p] = apiHash{size: e.Size, mtime: e.ModTime, sum: sum}
-	}
-	return sum
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // recorder turns successive snapshots into each phase's file effects.
@@ -213,6 +249,44 @@ type recorder struct {
 	// ignore holds paths the runtime creates, not the server: mount points
 	// and the directories made for them.
 	ignore map[string]bool
+	// held finds the files the container's processes hold (nil before the
+	// container runs, and with the API source, which cannot look);
+	// heldBroken says it could not be set up, so every file is verified. carried is what was held around the last
+	// snapshot: what a process wrote through it since, and released,
+	// changed no stat either.
+	held       *heldFiles
+	heldBroken bool
+	carried    held
+	// hashBudget is the bytes each snapshot may hash.
+	hashBudget int64
+}
+
+// lookHeld finds the held files now.
+func (r *recorder) lookHeld() (held, error) {
+	switch {
+	case r.heldBroken:
+		return held{unplaced: true}, nil
+	case r.held == nil:
+		return held{}, nil
+	}
+	return r.held.look()
+}
+
+// snapshot takes a snapshot that compares by content every file held
+// now or around the last snapshot, within a budget that ends at deadline
+// (zero: none), and looks again after it: a file mapped while the walk
+// ran is verified next time. heldErr, finding the held files, leaves the
+// snapshot good: every file was verified.
+func (r *recorder) snapshot(ctx context.Context, deadline time.Time) (cur overlay.Snapshot, err, heldErr error) {
+	before, err1 := r.lookHeld()
+	v := before.union(r.carried)
+	cur, err = r.src.Snapshot(ctx, overlay.SnapshotOptions{Verify: v.paths, VerifyAll: v.unplaced, Budget: overlay.NewBudget(r.hashBudget, deadline)})
+	after, err2 := r.lookHeld()
+	r.carried = before.union(after)
+	if err1 != nil || err2 != nil {
+		heldErr = fmt.Errorf("finding the files the container's processes hold (every file was compared by content): %w", errors.Join(err1, err2))
+	}
+	return cur, err, heldErr
 }
 
 // mountPoints returns the targets of mounts and their parent directories.
@@ -226,21 +300,24 @@ func mountPoints(mounts []Mount) map[string]bool {
 	return m
 }
 
-// mark snapshots now and returns the effects since the last mark; call
-// says whether the stretch was a tool call.
-func (r *recorder) mark(ctx context.Context, call bool) (report.Effects, error) {
+// mark snapshots now and returns the effects since the last mark, with
+// the files whose content the hash budget did not cover (deadline, if
+// not zero, ends the budget); call says whether the stretch was a tool
+// call.
+func (r *recorder) mark(ctx context.Context, call bool, deadline time.Time) (report.Effects, []string, error) {
 	eff := report.NewEffects()
 	if r == nil || r.src == nil {
-		return eff, nil
+		return eff, nil, nil
 	}
 	r.pn.collect(ctx, &eff, call)
-	cur, err := r.src.Snapshot(ctx)
+	cur, err, herr := r.snapshot(ctx, deadline)
 	if err != nil {
-		return eff, err
+		return eff, nil, errors.Join(err, herr)
 	}
 	changes := overlay.Delta(r.prev, cur)
 	r.prev = cur
 	eff.FilesTruncated = cur.Truncated
+	eff.FilesUnhashed = len(cur.Unhashed)
 	for _, c := range changes {
 		if r.ignore[c.Path] {
 			continue
@@ -251,7 +328,7 @@ func (r *recorder) mark(ctx context.Context, call bool) (report.Effects, error) 
 		}
 		eff.Files = append(eff.Files, fileChange(c))
 	}
-	return eff, nil
+	return eff, cur.Unhashed, herr
 }
 
 func fileChange(c overlay.Change) report.FileChange {

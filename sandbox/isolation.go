@@ -130,6 +130,7 @@ func mergeCall(rep, sub *report.Report, first int) {
 	// A bound hit in any session fails the whole report's gate.
 	rep.Sandbox.EventsDropped += sub.Sandbox.EventsDropped
 	rep.Sandbox.EventsTruncated += sub.Sandbox.EventsTruncated
+	rep.Sandbox.FilesUnhashed += sub.Sandbox.FilesUnhashed
 	if rep.Timing == nil {
 		rep.Timing = &report.Timing{}
 	}

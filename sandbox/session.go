@@ -147,9 +147,12 @@ func newSession(cli Engine, opts SessionOptions) *Session {
 	rep := report.New()
 	rep.Server.Command = append([]string{}, opts.Argv...)
 	rep.Server.Image = opts.Image
+	if opts.FileLimits.HashBudget <= 0 {
+		opts.FileLimits.HashBudget = overlay.DefaultHashBudget
+	}
 	rep.Sandbox = report.Sandbox{Network: opts.Network.String(), Agent: opts.Agent != "", User: opts.User,
 		Isolation: IsolationSession.String(), PidsLimit: opts.Limits.Pids, MemoryMB: opts.Limits.MemoryMB,
-		CPUs: opts.Limits.CPUs, Workspace: "empty"}
+		CPUs: opts.Limits.CPUs, Workspace: "empty", HashBudget: opts.FileLimits.HashBudget}
 	return &Session{opts: opts, cli: cli, rep: rep, transcript: NewTranscript(32 << 20), noise: &noiseFilter{maxKeep: 5}, image: opts.Image}
 }
 
@@ -295,7 +298,7 @@ func (s *Session) open(ctx context.Context) error {
 // is left behind).
 func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Container, error) {
 	o := s.opts
-	s.rec = &recorder{maxListed: o.MaxListed, ignore: mountPoints(o.Mounts)}
+	s.rec = &recorder{maxListed: o.MaxListed, ignore: mountPoints(o.Mounts), hashBudget: o.FileLimits.HashBudget}
 	var mounts []*overlayMount
 	closeMounts := func() {
 		for _, m := range mounts {
@@ -342,23 +345,24 @@ func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Contai
 			}
 			s.rec.src = newMountedSource(src, mounts, o.FileLimits)
 		}
-		base, err := s.rec.src.Snapshot(ctx)
+		// Nothing runs yet: nothing is held.
+		base, err, _ := s.rec.snapshot(ctx, time.Time{})
 		if err != nil {
 			return asInfra(err, "reading the container's changes")
 		}
 		s.rec.prev = base
 		return nil
 	}
-	var afterStart func(ctx context.Context, id string, pid int) error
-	if len(mount) > 0 {
-		afterStart = func(ctx context.Context, id string, pid int) error {
-			for _, m := range mounts {
-				if err := m.attach(pid); err != nil {
-					return err
-				}
+	afterStart := func(ctx context.Context, id string, pid int) error {
+		var targets []string
+		for _, m := range mounts {
+			if err := m.attach(pid); err != nil {
+				return err
 			}
-			return nil
+			targets = append(targets, m.target)
 		}
+		s.watchHeld(pid, targets)
+		return nil
 	}
 	s.logf("starting %s in %s", strings.Join(o.Argv, " "), s.image)
 	ctr, err := Start(startCtx, s.cli, ContainerOptions{Image: s.image, Argv: o.Argv, Env: o.Env, User: o.User,
@@ -392,7 +396,10 @@ func (s *Session) Transcript() *Transcript { return s.transcript }
 // background). An error reading the files is recorded as a problem (on
 // call seq, if any) and the effects read so far are returned.
 func (s *Session) Mark(ctx context.Context, call bool, seq int) report.Effects {
-	eff, err := s.rec.mark(context.WithoutCancel(ctx), call)
+	// The snapshot itself is not cut short (it would report a partial
+	// walk as deletions), but hashing stops at the run's deadline.
+	deadline, _ := ctx.Deadline()
+	eff, unhashed, err := s.rec.mark(context.WithoutCancel(ctx), call, deadline)
 	if err != nil {
 		s.problem("effects", seq, "reading file effects: %s", report.OneLine(err.Error()))
 	}
@@ -410,8 +417,57 @@ func (s *Session) Mark(ctx context.Context, call bool, seq int) report.Effects {
 		s.bounds.listed = true
 		s.problem("snapshot", where, "%d file change(s) past the listing bound were counted, not listed, and not judged", eff.FilesOmitted)
 	}
+	s.unhashed(seq, unhashed, deadline)
 	return eff
 }
+
+// watchHeld starts looking for the files the container's processes hold
+// (mapped shared, open for writing), from its init (pid, on the host), so
+// that each snapshot compares them by content. The API source cannot
+// look (the engine may be remote), and the report says so.
+func (s *Session) watchHeld(pid int, targets []string) {
+	if s.rep.Sandbox.Changes == ChangesAPI.String() {
+		s.problem("effects", 0, "with --changes api the files the server holds (mapped shared, open for writing) cannot be found, and the API gives no ctime: a file rewritten with its size and mtime unchanged (through a shared mapping, or with its mtime put back) is not seen")
+		return
+	}
+	if pid == 0 {
+		return
+	}
+	h, err := newHeldFiles(pid, append([]string{"/"}, targets...)...)
+	if err != nil {
+		s.rec.heldBroken = true
+		s.problem("effects", 0, "the files the server holds cannot be found (%s): every file is compared by content at every snapshot", report.OneLine(err.Error()))
+		return
+	}
+	s.rec.held = h
+}
+
+// unhashed records the files a snapshot did not compare by content, over
+// the hash budget or past the run's deadline: a problem naming them, and
+// the count the verdict fails the gate on.
+func (s *Session) unhashed(seq int, paths []string, deadline time.Time) {
+	if len(paths) == 0 {
+		return
+	}
+	s.rep.Sandbox.FilesUnhashed += len(paths)
+	why := fmt.Sprintf("the hash budget of %d bytes per snapshot (--hash-budget) was spent", s.opts.FileLimits.HashBudget)
+	if !deadline.IsZero() && !time.Now().Before(deadline) {
+		why = "the run reached its --timeout"
+	}
+	named := make([]string, 0, min(len(paths), maxUnhashedNamed))
+	for _, p := range paths[:min(len(paths), maxUnhashedNamed)] {
+		esc, _ := overlay.EscapePath(p)
+		named = append(named, esc)
+	}
+	more := ""
+	if len(paths) > len(named) {
+		more = fmt.Sprintf(" and %d more", len(paths)-len(named))
+	}
+	s.problem("hash-budget", seq, "%d file(s) not compared by content, so a change to them may be missing: %s: %s%s", len(paths), why, strings.Join(named, ", "), more)
+}
+
+// maxUnhashedNamed bounds the files a hash-budget problem names.
+const maxUnhashedNamed = 20
 
 // Phase closes a stretch of the run that is not a call and records it; a
 // "between" phase is kept only when something happened in it.
@@ -609,10 +665,11 @@ func (s *Session) teardown(ctx context.Context) error {
 	errs = append(errs, ctr.Stop(ctx))
 	// What the server (or what it left running) did since the last mark,
 	// read before the container and its upper dir go away.
-	eff, err := s.rec.mark(ctx, false)
+	eff, unhashed, err := s.rec.mark(ctx, false, time.Time{})
 	if err != nil {
 		errs = append(errs, fmt.Errorf("reading file effects at teardown: %w", err))
 	}
+	s.unhashed(0, unhashed, time.Time{})
 	s.rep.Phases = append(s.rep.Phases, report.Phase{Name: "teardown", Effects: eff})
 	if s.rec.src != nil {
 		errs = append(errs, s.rec.src.Close(ctx))
@@ -683,7 +740,7 @@ func (s *Session) teardownErr(errs []error) error {
 }
 
 func empty(e report.Effects) bool {
-	return len(e.Files) == 0 && len(e.Processes) == 0 && len(e.Network) == 0 && e.FilesOmitted == 0 && !e.FilesTruncated
+	return len(e.Files) == 0 && len(e.Processes) == 0 && len(e.Network) == 0 && e.FilesOmitted == 0 && !e.FilesTruncated && e.FilesUnhashed == 0
 }
 
 func setDefault(d *time.Duration, v time.Duration) {

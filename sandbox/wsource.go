@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"sort"
 	"strings"
+	"time"
 
 	"github.com/mcpsandbox/mcpsandbox/overlay"
 )
@@ -30,31 +32,72 @@ func newMountedSource(root changeSource, ms []*overlayMount, lim overlay.Limits)
 	return s
 }
 
-func (s *mountedSource) Snapshot(ctx context.Context) (overlay.Snapshot, error) {
-	snap, err := s.changeSource.Snapshot(ctx)
+// Snapshot reads the mounts first (the workspace, then the package), so
+// that their files come first out of the hash budget they share with the
+// container's root.
+func (s *mountedSource) Snapshot(ctx context.Context, opts overlay.SnapshotOptions) (overlay.Snapshot, error) {
+	if opts.Budget == nil {
+		budget := overlay.DefaultHashBudget
+		if len(s.mounts) > 0 && s.mounts[0].upper.Limits.HashBudget > 0 {
+			budget = int(s.mounts[0].upper.Limits.HashBudget)
+		}
+		opts.Budget = overlay.NewBudget(int64(budget), time.Time{})
+	}
+	rel := func(p, target string) (string, bool) {
+		r, ok := strings.CutPrefix(p, target)
+		return r, ok && (r == "" || r[0] == '/')
+	}
+	rootOpts := opts
+	rootOpts.Verify = map[string]bool{}
+	for p := range opts.Verify {
+		rootOpts.Verify[p] = true
+	}
+	mountSnaps := make([]overlay.Snapshot, len(s.mounts))
+	for i, m := range s.mounts {
+		mOpts := opts
+		mOpts.Verify = map[string]bool{}
+		for p := range opts.Verify {
+			if r, ok := rel(p, m.mount.target); ok {
+				mOpts.Verify[r] = true
+				delete(rootOpts.Verify, p)
+			}
+		}
+		ms, err := m.upper.SnapshotWith(ctx, mOpts)
+		if err != nil {
+			return ms, err
+		}
+		mountSnaps[i] = ms
+	}
+	snap, err := s.changeSource.Snapshot(ctx, rootOpts)
 	if err != nil {
 		return snap, err
 	}
-	var errs []error
-	for _, m := range s.mounts {
-		target := m.mount.target
+	unhashed := []string{}
+	for _, p := range snap.Unhashed {
+		if !s.underAMount(p) {
+			unhashed = append(unhashed, p)
+		}
+	}
+	for i, m := range s.mounts {
+		target, ms := m.mount.target, mountSnaps[i]
 		// What the container's own layer has at the target is hidden under
 		// the mount: the server cannot reach it.
 		for p := range snap.Entries {
-			if p == target || strings.HasPrefix(p, target+"/") {
+			if _, ok := rel(p, target); ok {
 				delete(snap.Entries, p)
 			}
 		}
-		ms, err := m.upper.Snapshot(ctx)
-		errs = append(errs, err)
 		for p, e := range ms.Entries {
 			snap.Entries[target+p] = e
+		}
+		for _, p := range ms.Unhashed {
+			unhashed = append(unhashed, target+p)
 		}
 		// Under the target the mount's walk counts, elsewhere the root's.
 		root, mount := snap.Reached, ms.Reached
 		snap.Covers = func(p string) bool {
-			if rel, ok := strings.CutPrefix(p, target); ok && (rel == "" || rel[0] == '/') {
-				return rel == "" || mount(rel)
+			if r, ok := rel(p, target); ok {
+				return r == "" || mount(r)
 			}
 			return root(p)
 		}
@@ -62,7 +105,19 @@ func (s *mountedSource) Snapshot(ctx context.Context) (overlay.Snapshot, error) 
 		snap.Bytes += ms.Bytes
 		snap.Truncated = snap.Truncated || ms.Truncated
 	}
-	return snap, errors.Join(errs...)
+	sort.Strings(unhashed)
+	snap.Unhashed = unhashed
+	return snap, nil
+}
+
+// underAMount reports whether p is at or below a mount's target.
+func (s *mountedSource) underAMount(p string) bool {
+	for _, m := range s.mounts {
+		if p == m.mount.target || strings.HasPrefix(p, m.mount.target+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *mountedSource) Close(ctx context.Context) error {

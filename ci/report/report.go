@@ -146,6 +146,13 @@ type Sandbox struct {
 	// (an argv, a call's payload, a query's questions, a program too large
 	// to hash, a frame): what they carried is not whole, and the gate fails.
 	EventsTruncated int `json:"eventsTruncated,omitempty"`
+	// HashBudget is the bytes one snapshot may read to hash files (files
+	// held open for writing or mapped shared are hashed at every one).
+	HashBudget int64 `json:"hashBudget,omitempty"`
+	// FilesUnhashed counts, over every snapshot, the files whose content
+	// the hash budget (or the run's deadline) did not cover: they were not
+	// compared by content, and the gate fails.
+	FilesUnhashed int `json:"filesUnhashed,omitempty"`
 }
 
 // Tool is one tool as the server listed it.
@@ -259,10 +266,13 @@ type Effects struct {
 	Files []FileChange `json:"files"`
 	// FilesOmitted counts changes past the listing bound; FilesTruncated is
 	// set when the change walk itself stopped at its bound (a flood).
-	FilesOmitted   int        `json:"filesOmitted,omitempty"`
-	FilesTruncated bool       `json:"filesTruncated,omitempty"`
-	Processes      []Process  `json:"processes"`
-	Network        []NetEvent `json:"network"`
+	FilesOmitted   int  `json:"filesOmitted,omitempty"`
+	FilesTruncated bool `json:"filesTruncated,omitempty"`
+	// FilesUnhashed counts the files this snapshot did not compare by
+	// content, over the hash budget (the problems name them).
+	FilesUnhashed int        `json:"filesUnhashed,omitempty"`
+	Processes     []Process  `json:"processes"`
+	Network       []NetEvent `json:"network"`
 }
 
 // FileChange is one created, modified or deleted path.

@@ -284,3 +284,21 @@ func TestTruncatedCaptureFailsTheDefaultGate(t *testing.T) {
 		t.Error("the default gate passes a report with truncated events")
 	}
 }
+
+// TestHashBudgetFailsTheDefaultGate: files left uncompared by content
+// make a server-level finding that fails --fail-on error.
+func TestHashBudgetFailsTheDefaultGate(t *testing.T) {
+	r := report.New()
+	r.Sandbox.FilesUnhashed = 1
+	verdict.Finish(r, verdict.Config{})
+	if len(r.Findings) != 1 || r.Findings[0].Rule != rules.HashBudgetExceeded || r.Findings[0].Tool != "" {
+		t.Fatalf("findings %+v", r.Findings)
+	}
+	failOn, err := verdict.ParseFailOn("error")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !verdict.Fails(r, failOn) {
+		t.Error("the default gate passes a report with files left unhashed")
+	}
+}

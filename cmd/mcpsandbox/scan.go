@@ -17,6 +17,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/ci/rules"
 	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
 	"github.com/mcpsandbox/mcpsandbox/images"
+	"github.com/mcpsandbox/mcpsandbox/overlay"
 	"github.com/mcpsandbox/mcpsandbox/probes"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 )
@@ -39,6 +40,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Int64Var(&limits.Pids, "pids", limits.Pids, "process limit")
 	fs.Int64Var(&limits.MemoryMB, "memory", limits.MemoryMB, "memory limit in MiB")
 	fs.Float64Var(&limits.CPUs, "cpus", limits.CPUs, "CPU limit")
+	hashBudget := fs.Int64("hash-budget", overlay.DefaultHashBudget>>20, "MiB each snapshot may read to compare files by content; files past it are left unhashed, a finding that fails the gate")
 	format := fs.String("format", "", "report format on stdout or --out: text, json, markdown, sarif or junit (default: text on a terminal, else json)")
 	reports := fs.StringArray("report", nil, "also write FORMAT=PATH (json, text, markdown, sarif, junit; repeatable)")
 	policyFile := fs.String("policy", "", "policy file (YAML or JSON): rule severities, ignores, allowed hosts")
@@ -87,6 +89,10 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if client.Name == "" {
 		return usageError{"--client-name: want a name"}
 	}
+	if *hashBudget <= 0 || *hashBudget > 1<<40 {
+		return usageError{fmt.Sprintf("--hash-budget %d: want MiB, more than 0", *hashBudget)}
+	}
+	opts.FileLimits.HashBudget = *hashBudget << 20
 	if !validUser(opts.User) {
 		return usageError{fmt.Sprintf("--user %q: want UID[:GID], numbers", opts.User)}
 	}
