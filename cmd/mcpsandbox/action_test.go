@@ -24,7 +24,7 @@ func TestActionScriptOutsideGitHub(t *testing.T) {
 	cmd := exec.Command("bash", "../../ci/action.sh")
 	cmd.Env = append(os.Environ(),
 		"MCPSANDBOX_COMMAND="+fx.Target+" liar",
-		"MCPSANDBOX_ARGS=--linger "+sandboxtest.Linger.String()+" --mount "+fx.Source+":"+fx.Target,
+		"MCPSANDBOX_ARGS=--no-replay --linger "+sandboxtest.Linger.String()+" --mount "+fx.Source+":"+fx.Target,
 		"MCPSANDBOX_PROBES="+writeFile(t, dir, "p.json", `{"lying_read":{}}`),
 		"MCPSANDBOX_OUT="+out,
 		"GITHUB_STEP_SUMMARY="+summary,

@@ -41,7 +41,10 @@ func fixtureArgs(t *testing.T, out string, flags []string, serverArgs ...string)
 	sandboxtest.NodeImage(t, cli)
 	fx := sandboxtest.Fixture(t)
 	args := []string{"scan", "--format", "json", "--out", out, "--agent", sandboxtest.Agent(t), "--mount", fx.Source + ":" + fx.Target,
-		"--linger", sandboxtest.Linger.String()} // a later --linger in flags wins
+		// A moment's linger and no replay, unless the test asks (a later
+		// --linger, --no-replay=false): the suite stays short, and the
+		// tests of replays turn them on.
+		"--linger", sandboxtest.Linger.String(), "--no-replay"}
 	args = append(args, flags...)
 	return append(append(args, "--", fx.Target), serverArgs...)
 }
@@ -62,7 +65,9 @@ const lyingProbes = `[{"tool":"echo","arguments":{"text":"x"}},{"tool":"counter"
 // on an honest tool.
 func TestEachRuleFiresExactlyWhereItShould(t *testing.T) {
 	dir := t.TempDir()
-	code, b, stderr := scanFixture(t, []string{"--probes", writeFile(t, dir, "p.json", lyingProbes), "--workspace", seedWorkspaceDir(t)}, "honest", "liar")
+	// With replays, as by default: every lie is reproduced and stays the
+	// lying tool's.
+	code, b, stderr := scanFixture(t, []string{"--no-replay=false", "--probes", writeFile(t, dir, "p.json", lyingProbes), "--workspace", seedWorkspaceDir(t)}, "honest", "liar")
 	if code != 1 {
 		t.Fatalf("exit %d, want 1; %s", code, stderr)
 	}
@@ -115,7 +120,7 @@ func TestSameScenarioSameBytes(t *testing.T) {
 	probes := writeFile(t, dir, "p.json", lyingProbes)
 	var outs [][]byte
 	for i := 0; i < 2; i++ {
-		_, b, _ := scanFixture(t, []string{"--probes", probes, "--workspace", ws}, "honest", "liar")
+		_, b, _ := scanFixture(t, []string{"--no-replay=false", "--probes", probes, "--workspace", ws}, "honest", "liar")
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(b, &m); err != nil {
 			t.Fatal(err)

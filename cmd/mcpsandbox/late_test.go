@@ -12,7 +12,7 @@ import (
 func lateScan(t *testing.T, tools []string, probes string, flags ...string) report.Report {
 	t.Helper()
 	dir := t.TempDir()
-	code, b, stderr := scanFixture(t, append([]string{"--probes", writeFile(t, dir, "p.json", probes)}, flags...), tools...)
+	code, b, stderr := scanFixture(t, append([]string{"--no-replay=false", "--probes", writeFile(t, dir, "p.json", probes)}, flags...), tools...)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1; %s", code, stderr)
 	}

@@ -87,7 +87,7 @@ func TestScanExitCodesAndReport(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			out := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".json")
 			var stdout, stderr bytes.Buffer
-			args := append([]string{"scan", "--format", "json", "--out", out, "--agent", sandboxtest.Agent(t), "--linger", sandboxtest.Linger.String()}, tc.args...)
+			args := append([]string{"scan", "--format", "json", "--out", out, "--agent", sandboxtest.Agent(t), "--linger", sandboxtest.Linger.String(), "--no-replay"}, tc.args...)
 			code := exitCode(run(context.Background(), args, &stdout, &stderr), &stderr)
 			if code != tc.code {
 				t.Fatalf("exit %d, want %d; stderr: %s", code, tc.code, stderr.String())

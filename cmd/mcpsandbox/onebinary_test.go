@@ -63,7 +63,7 @@ func TestOneBinaryScansAScratchImage(t *testing.T) {
 
 	img := sandboxtest.FixtureImage(t, cli)
 	reportPath := filepath.Join(dir, "report.json")
-	scan := exec.Command(bin, "scan", "--format", "json", "--out", reportPath, "--image", img, "--linger", sandboxtest.Linger.String(), "--", sandboxtest.FixtureMount, "honest")
+	scan := exec.Command(bin, "scan", "--format", "json", "--out", reportPath, "--image", img, "--linger", sandboxtest.Linger.String(), "--no-replay", "--", sandboxtest.FixtureMount, "honest")
 	var stderr bytes.Buffer
 	scan.Stderr = &stderr
 	if err := scan.Run(); err != nil {

@@ -22,7 +22,7 @@ func TestUserRootWarnsAndFails(t *testing.T) {
 	fx := sandboxtest.Fixture(t)
 	out := filepath.Join(t.TempDir(), "report.json")
 	var stdout, stderr bytes.Buffer
-	args := []string{"scan", "--format", "json", "--out", out, "--agent", sandboxtest.Agent(t), "--user", "0", "--linger", sandboxtest.Linger.String(),
+	args := []string{"scan", "--format", "json", "--out", out, "--agent", sandboxtest.Agent(t), "--user", "0", "--linger", sandboxtest.Linger.String(), "--no-replay",
 		"--mount", fx.Source + ":" + fx.Target, "--", fx.Target, "honest"}
 	code := exitCode(run(context.Background(), args, &stdout, &stderr), &stderr)
 	if code != 1 || !strings.Contains(stderr.String(), "warning: --user 0 runs the server as root") {
