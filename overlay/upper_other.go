@@ -14,3 +14,8 @@ type hashed struct{}
 func (u *UpperDir) Snapshot(ctx context.Context) (Snapshot, error) {
 	return Snapshot{}, errors.New("reading an overlayfs upper dir needs Linux")
 }
+
+// Snapshot is only available on Linux.
+func (t *Tree) Snapshot(ctx context.Context) (Snapshot, error) {
+	return Snapshot{}, errors.New("reading a directory tree needs Linux")
+}

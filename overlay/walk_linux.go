@@ -19,8 +19,12 @@ type node struct {
 	opaque bool   // an opaque overlayfs directory
 }
 
-// errSkipAll stops a walk early.
-var errSkipAll = errors.New("skip all")
+// errSkipAll stops a walk early; errSkipDir, returned for a directory,
+// leaves out what is below it.
+var (
+	errSkipAll = errors.New("skip all")
+	errSkipDir = errors.New("skip dir")
+)
 
 // walkBeneath walks root depth-first in name order without ever following
 // a symlink: each directory is opened relative to its parent's descriptor
@@ -76,6 +80,9 @@ func walkFD(fd int, rel string, fn func(n node) error) error {
 		if err := fn(n); err != nil {
 			if child >= 0 {
 				unix.Close(child)
+			}
+			if errors.Is(err, errSkipDir) {
+				continue
 			}
 			return err
 		}

@@ -1,0 +1,86 @@
+//go:build linux
+
+package overlay
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// treeStepper returns the delta of a Tree over dir since its last call.
+func treeStepper(t *testing.T, tr *Tree) func() []Change {
+	t.Helper()
+	prev := Snapshot{Entries: map[string]Entry{}} // a fresh tmpfs is empty
+	return func() []Change {
+		t.Helper()
+		cur, err := tr.Snapshot(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := Delta(prev, cur)
+		prev = cur
+		return d
+	}
+}
+
+func TestTreeReportsEachPhaseInItsArea(t *testing.T) {
+	dir := t.TempDir()
+	step := treeStepper(t, &Tree{Root: dir, At: ShmDir})
+	wantChanges(t, step())
+	if err := os.WriteFile(filepath.Join(dir, "x"), []byte("one"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	os.Mkdir(filepath.Join(dir, "d"), 0o700)
+	os.Symlink("/etc/shadow", filepath.Join(dir, "d", "l"))
+	wantChanges(t, step(), "created dir outside/shm /dev/shm/d", "created symlink outside/shm /dev/shm/d/l", "created file outside/shm /dev/shm/x")
+	wantChanges(t, step())
+	os.Remove(filepath.Join(dir, "x"))
+	os.WriteFile(filepath.Join(dir, "sem.lock"), nil, 0o600)
+	wantChanges(t, step(), "created file outside/shm /dev/shm/sem.lock", "deleted file outside/shm /dev/shm/x")
+
+	// Bounded like the upper dir: a flood stops the walk and says so.
+	tr := &Tree{Root: dir, At: ShmDir, Limits: Limits{MaxEntries: 2}}
+	s, err := tr.Snapshot(context.Background())
+	if err != nil || !s.Truncated || len(s.Entries) != 2 {
+		t.Errorf("bounded tree: truncated %v, %d entries, err %v; want truncated at 2", s.Truncated, len(s.Entries), err)
+	}
+}
+
+// A write through a shared mapping of a tmpfs file changes no time: the
+// content is compared at every snapshot.
+func TestTreeSeesWritesThroughASharedMapping(t *testing.T) {
+	dir, err := os.MkdirTemp("/dev/shm", "tree-test-")
+	if err != nil {
+		t.Skipf("no /dev/shm tmpfs here: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	f, err := os.OpenFile(filepath.Join(dir, "buf"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(4096); err != nil {
+		t.Fatal(err)
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	m[0] = 'a' // the page exists before the baseline
+	step := treeStepper(t, &Tree{Root: dir, At: ShmDir})
+	wantChanges(t, step(), "created file outside/shm /dev/shm/buf")
+	var before unix.Stat_t
+	unix.Fstat(int(f.Fd()), &before)
+	copy(m, "secret")
+	var after unix.Stat_t
+	unix.Fstat(int(f.Fd()), &after)
+	if before.Mtim != after.Mtim || before.Ctim != after.Ctim {
+		t.Log("this kernel updates the times of a mapped tmpfs file: the test proves less")
+	}
+	wantChanges(t, step(), "modified file outside/shm /dev/shm/buf")
+}
