@@ -20,3 +20,6 @@ type Tree struct {
 	// device is listed, its contents are not).
 	OneFS bool
 }
+
+// WithDefaults fills in the default of every bound left at zero.
+func (l Limits) WithDefaults() Limits { return l.withDefaults() }

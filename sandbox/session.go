@@ -273,6 +273,7 @@ func (s *Session) start(ctx, startCtx context.Context, mount bool) (*Container, 
 	o := s.opts
 	s.rec = &recorder{maxListed: o.MaxListed, ignore: mountPoints(o.Mounts)}
 	var ws *overlayMount
+	var hs *hostSource
 	seeds := o.Seeds
 	if mount {
 		seeds = nil
@@ -306,6 +307,8 @@ func (s *Session) start(ctx, startCtx context.Context, mount bool) (*Container, 
 			}
 			s.rec.src = newMountedSource(src, ws, o.FileLimits)
 		}
+		hs = &hostSource{changeSource: s.rec.src}
+		s.rec.src = hs
 		base, err := s.rec.src.Snapshot(ctx)
 		if err != nil {
 			return asInfra(err, "reading the container's changes")
@@ -313,9 +316,24 @@ func (s *Session) start(ctx, startCtx context.Context, mount bool) (*Container, 
 		s.rec.prev = base
 		return nil
 	}
-	var afterStart func(ctx context.Context, id string, pid int) error
-	if mount {
-		afterStart = func(ctx context.Context, id string, pid int) error { return ws.attach(pid) }
+	afterStart := func(ctx context.Context, id string, pid int) error {
+		if mount {
+			if err := ws.attach(pid); err != nil {
+				return err
+			}
+		}
+		// The writable places outside the overlay, read from the host,
+		// before the server starts (under the agent, which waits for us).
+		v, err := openHostView(id, pid, o.FileLimits)
+		if err != nil {
+			s.problem("effects", 0, "/dev/shm, /dev, message queues, System V IPC and the engine's /etc files are not observed: %s", report.OneLine(err.Error()))
+			return nil
+		}
+		hs.view = v
+		if err := hs.baseline(ctx, &s.rec.prev); err != nil {
+			return asInfra(err, "reading the container's shared memory and IPC")
+		}
+		return nil
 	}
 	s.logf("starting %s in %s", strings.Join(o.Argv, " "), s.image)
 	ctr, err := Start(startCtx, s.cli, ContainerOptions{Image: s.image, Argv: o.Argv, Env: o.Env, User: o.User,

@@ -1,0 +1,73 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/mcpsandbox/mcpsandbox/overlay"
+)
+
+// hostSource adds to the container's changes what its hostView reads: the
+// writable places outside the overlay (README "Writable places").
+type hostSource struct {
+	changeSource
+	view *hostView // nil until the container has started, or if it cannot be read
+}
+
+func (h *hostSource) Snapshot(ctx context.Context) (overlay.Snapshot, error) {
+	snap, err := h.changeSource.Snapshot(ctx)
+	if h.view == nil {
+		return snap, err
+	}
+	hs, herr := h.view.Snapshot(ctx)
+	if snap.Entries == nil {
+		snap.Entries = map[string]overlay.Entry{}
+	}
+	for p, e := range hs.Entries {
+		snap.Entries[p] = e
+	}
+	snap.Count += hs.Count
+	snap.Bytes += hs.Bytes
+	snap.Truncated = snap.Truncated || hs.Truncated
+	return snap, errors.Join(err, herr)
+}
+
+func (h *hostSource) Close(ctx context.Context) error {
+	err := h.changeSource.Close(ctx)
+	if h.view != nil {
+		h.view.close()
+	}
+	return err
+}
+
+// startsEmpty says whether a path of the view is in a place the engine
+// makes empty for every container (/dev/shm, /dev/mqueue, a new IPC
+// namespace): whatever is there at the first look is the server's, even
+// if it ran before the view was opened (without the agent it does).
+func startsEmpty(p string) bool {
+	for _, d := range []string{overlay.ShmDir, overlay.MqueueDir, overlay.SysvIPCDir} {
+		if p == d || strings.HasPrefix(p, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// baseline adds the view's first snapshot to prev, the state every later
+// snapshot is compared with; what starts empty stays empty in it.
+func (h *hostSource) baseline(ctx context.Context, prev *overlay.Snapshot) error {
+	if h.view == nil {
+		return nil
+	}
+	base, err := h.view.Snapshot(ctx)
+	if prev.Entries == nil {
+		prev.Entries = map[string]overlay.Entry{}
+	}
+	for p, e := range base.Entries {
+		if !startsEmpty(p) {
+			prev.Entries[p] = e
+		}
+	}
+	return err
+}

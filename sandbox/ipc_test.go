@@ -1,0 +1,132 @@
+package sandbox_test
+
+import (
+	"reflect"
+	"sort"
+	"testing"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
+)
+
+// fileEffects renders a call's file changes as "change area path" lines.
+func fileEffects(c report.Call) []string {
+	out := []string{}
+	for _, f := range c.Effects.Files {
+		out = append(out, f.Change.String()+" "+f.Area+" "+f.Path)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// readonlyFinding says whether the verdict holds a readonly-writes finding
+// on call seq.
+func readonlyFinding(r *report.Report, seq int) bool {
+	for _, f := range r.Findings {
+		if f.Rule == "readonly-writes" && f.Call == seq && f.Severity == report.SeverityError {
+			return true
+		}
+	}
+	return false
+}
+
+// TestWritablePlacesOutsideTheOverlay: data kept in /dev/shm (written, or
+// written through a mapping made before the call), a POSIX message queue
+// and System V shared memory, queues and semaphores is each an effect of
+// the read-only call that put it there, and fails the default gate; with
+// and without the agent (without it, the server runs before the host
+// view is opened).
+func TestWritablePlacesOutsideTheOverlay(t *testing.T) {
+	cli := sandboxtest.Docker(t)
+	want := map[string][]string{
+		"shm_write": {"created shm /dev/shm/x"},
+		"shm_poke":  {"modified shm /dev/shm/mapped"},
+		"mq_send":   {"created ipc /dev/mqueue/fixture-q"},
+		"sysv_shm":  {"created ipc /proc/sysvipc/shm/0"},
+		"sysv_msg":  {"created ipc /proc/sysvipc/msg/0"},
+		"sysv_sem":  {"created ipc /proc/sysvipc/sem/0"},
+	}
+	for _, agent := range []string{"", "none"} {
+		name := "agent"
+		if agent == "none" {
+			name = "no-agent"
+		}
+		t.Run(name, func(t *testing.T) {
+			opts := fixtureOpts(t, "ipc")
+			opts.Agent = agent
+			opts.Probes = steps(t, `{"shm_write":{},"shm_poke":{},"mq_send":{},"sysv_shm":{},"sysv_msg":{},"sysv_sem":{}}`)
+			res, err := scan(t, cli, opts)
+			if err != nil {
+				t.Fatalf("scan: %v", err)
+			}
+			r := res.Report
+			if len(r.Problems) != 0 {
+				t.Errorf("problems: %+v", r.Problems)
+			}
+			for tool, w := range want {
+				c := callsOf(r, tool)
+				if len(c) != 1 || c[0].ErrorKind != "" || c[0].IsError {
+					t.Fatalf("%s calls = %+v", tool, c)
+				}
+				if got := fileEffects(c[0]); !reflect.DeepEqual(got, w) {
+					t.Errorf("%s effects = %q, want %q", tool, got, w)
+				}
+			}
+			// The mapping made at start is a startup effect, not a call's.
+			if got := phaseFiles(r, "startup"); !reflect.DeepEqual(got, []string{"created shm /dev/shm/mapped"}) {
+				t.Errorf("startup files = %q", got)
+			}
+			for _, p := range r.Phases {
+				if p.Name != "startup" && len(p.Effects.Files) != 0 {
+					t.Errorf("phase %s (after %d) files = %+v", p.Name, p.After, p.Effects.Files)
+				}
+			}
+			verdict.Finish(r, verdict.Config{})
+			for tool := range want {
+				if c := callsOf(r, tool); !readonlyFinding(r, c[0].Seq) {
+					t.Errorf("%s: no readonly-writes finding", tool)
+				}
+			}
+			if !verdict.Fails(r, verdict.FailOn{Severity: report.SeverityError}) {
+				t.Error("the default gate passes")
+			}
+		})
+	}
+}
+
+func phaseFiles(r *report.Report, name string) []string {
+	out := []string{}
+	for _, p := range r.Phases {
+		if p.Name == name {
+			out = append(out, fileEffects(report.Call{Effects: p.Effects})...)
+		}
+	}
+	return out
+}
+
+// TestRootWritesTheEnginesFiles: a server run as root (no capability, but
+// the owner of /dev and of the files the engine binds into /etc) writes
+// places the overlay does not hold: each is an effect.
+func TestRootWritesTheEnginesFiles(t *testing.T) {
+	cli := sandboxtest.Docker(t)
+	opts := fixtureOpts(t, "ipc")
+	opts.User = "0"
+	opts.Probes = steps(t, `{"root_files":{}}`)
+	res, err := scan(t, cli, opts)
+	if err != nil {
+		t.Fatalf("scan: %v", err)
+	}
+	c := callsOf(res.Report, "root_files")
+	if len(c) != 1 || c[0].ErrorKind != "" || c[0].IsError {
+		t.Fatalf("root_files calls = %+v", c)
+	}
+	if got, want := fileEffects(c[0]), []string{"created other /dev/x", "modified system /etc/hosts"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("root_files effects = %q, want %q", got, want)
+	}
+	for _, f := range c[0].Effects.Files {
+		if f.Path == "/etc/hosts" && (f.SHA256Before == "" || f.SHA256Before == f.SHA256) {
+			t.Errorf("/etc/hosts: sha256Before %q, sha256 %q: want the engine's file before", f.SHA256Before, f.SHA256)
+		}
+	}
+}
