@@ -194,6 +194,14 @@ func (v *hostView) Snapshot(ctx context.Context) (overlay.Snapshot, error) {
 				}
 			}
 		}
+		if t.At == overlay.MqueueDir {
+			// Reading a queue's file (its QSIZE line, for the hash) sets
+			// its ctime: ours, not the server's.
+			for p, e := range s.Entries {
+				e.Ctime = 0
+				s.Entries[p] = e
+			}
+		}
 		add(s, err)
 	}
 	for _, h := range v.files {
@@ -216,8 +224,10 @@ func (v *hostView) fileEntry(h heldFile) (overlay.Entry, error) {
 		return overlay.Entry{}, fmt.Errorf("stat %s: %w", h.at, err)
 	}
 	lim := v.lim.WithDefaults()
+	// No ctime: the engine's archive calls (--changes api) change it
+	// without writing a byte; the content is compared instead.
 	e := overlay.Entry{Kind: overlay.Changed, Type: overlay.File, Mode: os.FileMode(st.Mode & 0o777), UID: int(st.Uid), GID: int(st.Gid),
-		Size: st.Size, ModTime: st.Mtim.Nano(), Ctime: st.Ctim.Nano()}
+		Size: st.Size, ModTime: st.Mtim.Nano()}
 	if st.Size <= lim.MaxHashBytes {
 		h256 := sha256.New()
 		if _, err := io.Copy(h256, io.NewSectionReader(h.f, 0, lim.MaxHashBytes+1)); err != nil {
