@@ -37,7 +37,7 @@ func readonlyFinding(r *report.Report, seq int) bool {
 // and System V shared memory, queues and semaphores is each an effect of
 // the read-only call that put it there, and fails the default gate; with
 // and without the agent (without it, the server runs before the host
-// view is opened).
+// view is opened), and with the API change source (the engine is local).
 func TestWritablePlacesOutsideTheOverlay(t *testing.T) {
 	cli := sandboxtest.Docker(t)
 	want := map[string][]string{
