@@ -19,7 +19,16 @@ type Tree struct {
 	// OneFS leaves out what is mounted below Root (a directory on another
 	// device is listed, its contents are not).
 	OneFS bool
+	// MaxHashTotal bounds the bytes hashed in one snapshot (default
+	// TreeHashBudget): sparse files cost nothing to make and their size in
+	// reading. Past it files are listed without a hash and the snapshot
+	// is marked truncated.
+	MaxHashTotal int64
 }
+
+// TreeHashBudget is the default bound on the bytes a Tree hashes per
+// snapshot: four times the engine's default /dev/shm size.
+const TreeHashBudget = 256 << 20
 
 // WithDefaults fills in the default of every bound left at zero.
 func (l Limits) WithDefaults() Limits { return l.withDefaults() }

@@ -12,6 +12,10 @@ import (
 func (t *Tree) Snapshot(ctx context.Context) (Snapshot, error) {
 	lim := t.Limits.withDefaults()
 	snap := Snapshot{Entries: map[string]Entry{}}
+	budget := t.MaxHashTotal
+	if budget <= 0 {
+		budget = TreeHashBudget
+	}
 	var root unix.Stat_t
 	if err := unix.Stat(t.Root, &root); err != nil {
 		return snap, err
@@ -33,7 +37,12 @@ func (t *Tree) Snapshot(ctx context.Context) (Snapshot, error) {
 			e.Link = n.link
 		case File:
 			snap.Bytes += e.Size
-			if e.Size <= lim.MaxHashBytes {
+			switch {
+			case e.Size > lim.MaxHashBytes:
+			case e.Size > budget:
+				snap.Truncated = true
+			default:
+				budget -= e.Size
 				e.SHA256, _, _ = hashBeneath(t.Root, n.rel, lim.MaxHashBytes, -1)
 			}
 		}

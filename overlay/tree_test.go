@@ -48,6 +48,26 @@ func TestTreeReportsEachPhaseInItsArea(t *testing.T) {
 	if err != nil || !s.Truncated || len(s.Entries) != 2 {
 		t.Errorf("bounded tree: truncated %v, %d entries, err %v; want truncated at 2", s.Truncated, len(s.Entries), err)
 	}
+	// Sparse files cost nothing to make: what is hashed is bounded too.
+	for _, n := range []string{"sparse1", "sparse2"} {
+		f, err := os.Create(filepath.Join(dir, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Truncate(1 << 20)
+		f.Close()
+	}
+	tr = &Tree{Root: dir, At: ShmDir, MaxHashTotal: 1<<20 + 1<<10}
+	s, err = tr.Snapshot(context.Background())
+	hashed := 0
+	for _, n := range []string{"sparse1", "sparse2"} {
+		if s.Entries[ShmDir+"/"+n].SHA256 != "" {
+			hashed++
+		}
+	}
+	if err != nil || !s.Truncated || hashed != 1 {
+		t.Errorf("hash budget: truncated %v, %d of 2 hashed, err %v; want 1, truncated", s.Truncated, hashed, err)
+	}
 }
 
 // A write through a shared mapping of a tmpfs file changes no time: the

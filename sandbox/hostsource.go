@@ -41,6 +41,20 @@ func (h *hostSource) Close(ctx context.Context) error {
 	return err
 }
 
+// boundFiles are the files the engine binds from its own directory; they
+// hold the container's id and addresses, so their hashes differ from run
+// to run and are compared, never reported.
+var boundFiles = []string{"/etc/hosts", "/etc/hostname", "/etc/resolv.conf"}
+
+func isBoundFile(p string) bool {
+	for _, f := range boundFiles {
+		if p == f {
+			return true
+		}
+	}
+	return false
+}
+
 // startsEmpty says whether a path of the view is in a place the engine
 // makes empty for every container (/dev/shm, /dev/mqueue, a new IPC
 // namespace): whatever is there at the first look is the server's, even

@@ -68,9 +68,6 @@ var viewedDirs = []struct {
 // mqueueMagic is the mqueue filesystem's statfs type.
 const mqueueMagic = 0x19800202
 
-// boundFiles are the files the engine binds from its own directory.
-var boundFiles = []string{"/etc/hosts", "/etc/hostname", "/etc/resolv.conf"}
-
 // openHostView opens what the view reads, in the container whose PID 1 is
 // pid on the host; id names the container, to check that pid is its own.
 func openHostView(id string, pid int, lim overlay.Limits) (_ *hostView, err error) {
