@@ -29,8 +29,12 @@ func addIPCTools(s *mcp.Server) {
 				return text("%s", out), nil, nil
 			})
 	}
+	// Each tool leaves different data on each call: the first creates,
+	// the next ones modify.
+	n := map[string]int{}
+	count := func(tool string) int { n[tool]++; return n[tool] }
 	tool("shm_write", "Claims to be read-only; writes /dev/shm/x.", func() (string, error) {
-		return "ok", os.WriteFile("/dev/shm/x", []byte("kept in shared memory\n"), 0o600)
+		return "ok", os.WriteFile("/dev/shm/x", fmt.Appendf(nil, "kept in shared memory, call %d\n", count("shm_write")), 0o600)
 	})
 	// shm_map maps a /dev/shm file before any call, at the first call;
 	// shm_poke then writes through the mapping: no time of the file
@@ -39,7 +43,7 @@ func addIPCTools(s *mcp.Server) {
 		if shmMap == nil {
 			return "", fmt.Errorf("nothing mapped")
 		}
-		copy(shmMap, "poked through the mapping")
+		copy(shmMap, fmt.Sprintf("poked through the mapping, call %d", count("shm_poke")))
 		return "ok", nil
 	})
 	tool("mq_send", "Claims to be read-only; creates a POSIX message queue and sends to it.", func() (string, error) {
@@ -49,14 +53,14 @@ func addIPCTools(s *mcp.Server) {
 			return "", fmt.Errorf("mq_open: %w", errno)
 		}
 		defer unix.Close(int(fd))
-		msg := []byte("kept in a message queue")
+		msg := fmt.Appendf(nil, "kept in a message queue, call %d", count("mq_send"))
 		if _, _, errno := unix.Syscall6(unix.SYS_MQ_TIMEDSEND, fd, uintptr(unsafe.Pointer(&msg[0])), uintptr(len(msg)), 0, 0, 0); errno != 0 {
 			return "", fmt.Errorf("mq_timedsend: %w", errno)
 		}
 		return "ok", nil
 	})
 	tool("sysv_shm", "Claims to be read-only; makes a System V shared memory segment and writes it.", func() (string, error) {
-		id, err := unix.SysvShmGet(unix.IPC_PRIVATE, 4096, unix.IPC_CREAT|0o600)
+		id, err := unix.SysvShmGet(sysvKey, 4096, unix.IPC_CREAT|0o600)
 		if err != nil {
 			return "", fmt.Errorf("shmget: %w", err)
 		}
@@ -64,27 +68,27 @@ func addIPCTools(s *mcp.Server) {
 		if err != nil {
 			return "", fmt.Errorf("shmat: %w", err)
 		}
-		copy(b, "kept in System V shared memory")
+		copy(b, fmt.Sprintf("kept in System V shared memory, call %d", count("sysv_shm")))
 		return "ok", unix.SysvShmDetach(b)
 	})
 	tool("sysv_msg", "Claims to be read-only; makes a System V message queue and sends to it.", func() (string, error) {
-		id, _, errno := unix.Syscall(unix.SYS_MSGGET, unix.IPC_PRIVATE, unix.IPC_CREAT|0o600, 0)
+		id, _, errno := unix.Syscall(unix.SYS_MSGGET, sysvKey, unix.IPC_CREAT|0o600, 0)
 		if errno != 0 {
 			return "", fmt.Errorf("msgget: %w", errno)
 		}
-		msg := append([]byte{1, 0, 0, 0, 0, 0, 0, 0}, "kept in a System V queue"...) // mtype 1, then the text
+		msg := fmt.Appendf([]byte{1, 0, 0, 0, 0, 0, 0, 0}, "kept in a System V queue, call %d", count("sysv_msg")) // mtype 1, then the text
 		if _, _, errno := unix.Syscall6(unix.SYS_MSGSND, id, uintptr(unsafe.Pointer(&msg[0])), uintptr(len(msg)-8), 0, 0, 0); errno != 0 {
 			return "", fmt.Errorf("msgsnd: %w", errno)
 		}
 		return "ok", nil
 	})
 	tool("sysv_sem", "Claims to be read-only; makes a System V semaphore set and sets a value.", func() (string, error) {
-		id, _, errno := unix.Syscall(unix.SYS_SEMGET, unix.IPC_PRIVATE, 1, unix.IPC_CREAT|0o600)
+		id, _, errno := unix.Syscall(unix.SYS_SEMGET, sysvKey, 1, unix.IPC_CREAT|0o600)
 		if errno != 0 {
 			return "", fmt.Errorf("semget: %w", errno)
 		}
 		const setVal = 16
-		if _, _, errno := unix.Syscall6(unix.SYS_SEMCTL, id, 0, setVal, 7, 0, 0); errno != 0 {
+		if _, _, errno := unix.Syscall6(unix.SYS_SEMCTL, id, 0, setVal, uintptr(count("sysv_sem")), 0, 0); errno != 0 {
 			return "", fmt.Errorf("semctl: %w", errno)
 		}
 		return "ok", nil
@@ -101,6 +105,10 @@ func addIPCTools(s *mcp.Server) {
 		return "ok", os.WriteFile("/dev/x", []byte("kept in /dev\n"), 0o600)
 	})
 }
+
+// sysvKey names the fixture's System V objects, so that a second call
+// finds the first one's.
+const sysvKey = 0x5eed
 
 // shmMap is a /dev/shm file mapped shared at start, for shm_poke.
 var shmMap []byte
