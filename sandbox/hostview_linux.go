@@ -281,7 +281,7 @@ func (v *hostView) sysv() (overlay.Snapshot, error) {
 			ch <- result{snap, fmt.Errorf("entering the container's IPC namespace: %w", err)}
 			return
 		}
-		err = readSysv(&snap, v.lim.WithDefaults())
+		err = readSysv(&snap, v.lim.WithDefaults(), sysvHashBudget)
 		if back := unix.Setns(self, unix.CLONE_NEWIPC); back != nil {
 			ch <- result{snap, errors.Join(err, fmt.Errorf("returning from the container's IPC namespace: %w", back))}
 			return // still locked: the thread ends with the goroutine
@@ -307,9 +307,8 @@ const (
 
 // readSysv reads /proc/sysvipc (the calling thread's IPC namespace's) into
 // snap, and each object's content: a segment's bytes, a queue's messages,
-// a semaphore set's values.
-func readSysv(snap *overlay.Snapshot, lim overlay.Limits) error {
-	budget := int64(sysvHashBudget)
+// a semaphore set's values, reading at most budget bytes.
+func readSysv(snap *overlay.Snapshot, lim overlay.Limits, budget int64) error {
 	var errs []error
 	for _, kind := range []string{"shm", "msg", "sem"} {
 		rows, err := procTable("/proc/sysvipc/" + kind)
