@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/mcpsandbox/mcpsandbox/overlay"
@@ -84,4 +85,21 @@ func (h *hostSource) baseline(ctx context.Context, prev *overlay.Snapshot) error
 		}
 	}
 	return err
+}
+
+// writableMounts lists the container paths of the engine's writable mounts
+// (an image's VOLUME: an anonymous volume, which the overlay does not
+// hold); the runner's own mounts are all read-only.
+func writableMounts(ctx context.Context, cli Engine, id string) ([]string, error) {
+	in, err := cli.ContainerInspect(ctx, id)
+	if err != nil {
+		return nil, &InfraError{Cause: fmt.Sprintf("inspecting the started container: %v", err), Err: err}
+	}
+	var out []string
+	for _, m := range in.Mounts {
+		if m.RW {
+			out = append(out, m.Destination)
+		}
+	}
+	return out, nil
 }

@@ -70,7 +70,9 @@ const mqueueMagic = 0x19800202
 
 // openHostView opens what the view reads, in the container whose PID 1 is
 // pid on the host; id names the container, to check that pid is its own.
-func openHostView(id string, pid int, lim overlay.Limits) (_ *hostView, err error) {
+// volumes are the container paths of the engine's other writable mounts
+// (an image's VOLUME), read as trees whose first snapshot is the baseline.
+func openHostView(id string, pid int, lim overlay.Limits, volumes []string) (_ *hostView, err error) {
 	if pid <= 0 {
 		return nil, errors.New("the container has no running process")
 	}
@@ -80,14 +82,15 @@ func openHostView(id string, pid int, lim overlay.Limits) (_ *hostView, err erro
 			v.close()
 		}
 	}()
+	// No pid or id in the errors: they become problems in the report.
 	pidfd, err := unix.PidfdOpen(pid, 0)
 	if err != nil {
-		return nil, fmt.Errorf("opening the container's init (pid %d): %w", pid, err)
+		return nil, fmt.Errorf("opening the container's init: %w", err)
 	}
 	defer unix.Close(pidfd)
 	cg, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 	if err != nil || !bytes.Contains(cg, []byte(id)) {
-		return nil, fmt.Errorf("pid %d is not container %.12s's (engine on another host?)", pid, id)
+		return nil, errors.New("the container's init is not on this host (a remote engine?)")
 	}
 	root, err := unix.Open(fmt.Sprintf("/proc/%d/root", pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -121,6 +124,14 @@ func openHostView(id string, pid int, lim overlay.Limits) (_ *hostView, err erro
 			v.mounts = append(v.mounts, mountsBelow(f, d.at)...)
 		}
 		v.trees = append(v.trees, &overlay.Tree{Root: fmt.Sprintf("/proc/self/fd/%d/.", f.Fd()), At: d.at, Limits: lim, OneFS: d.oneFS})
+	}
+	for _, p := range volumes {
+		f, err := in(p, unix.O_DIRECTORY)
+		if err != nil {
+			return nil, err
+		}
+		v.dirs = append(v.dirs, f)
+		v.trees = append(v.trees, &overlay.Tree{Root: fmt.Sprintf("/proc/self/fd/%d/.", f.Fd()), At: p, Limits: lim, OneFS: true})
 	}
 	for _, p := range boundFiles {
 		f, err := in(p, 0)

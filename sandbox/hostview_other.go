@@ -11,7 +11,7 @@ import (
 
 type hostView struct{}
 
-func openHostView(id string, pid int, lim overlay.Limits) (*hostView, error) {
+func openHostView(id string, pid int, lim overlay.Limits, volumes []string) (*hostView, error) {
 	return nil, errors.New("reading a container's mounts from the host needs Linux")
 }
 

@@ -152,3 +152,39 @@ func TestRootWritesTheEnginesFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestImageVolumeIsObserved: an image's VOLUME is an anonymous volume the
+// overlay does not hold; a write there is an effect all the same.
+func TestImageVolumeIsObserved(t *testing.T) {
+	cli := sandboxtest.Docker(t)
+	img := sandboxtest.ImageWith(t, cli, []string{"VOLUME /data"},
+		sandboxtest.ImageFile{Path: strings.TrimPrefix(sandboxtest.FixtureMount, "/"), Mode: 0o755, Source: sandboxtest.Fixture(t).Source},
+		sandboxtest.ImageFile{Path: "data", Dir: true, Mode: 0o755, UID: 10001, GID: 10001},
+		sandboxtest.ImageFile{Path: "data/seed.txt", Mode: 0o644, Content: []byte("from the image\n"), UID: 10001, GID: 10001})
+	opts := sandbox.ScanOptions{Image: img, Argv: []string{sandboxtest.FixtureMount, "ipc"}}
+	opts.Probes = steps(t, `{"data_write":{}}`)
+	res, err := scan(t, cli, opts)
+	if err != nil {
+		t.Fatalf("scan: %v", err)
+	}
+	r := res.Report
+	if len(r.Problems) != 0 {
+		t.Errorf("problems: %+v", r.Problems)
+	}
+	c := callsOf(r, "data_write")
+	if len(c) != 1 || c[0].ErrorKind != "" || c[0].IsError {
+		t.Fatalf("data_write calls = %+v", c)
+	}
+	if got, want := fileEffects(c[0]), []string{"created other /data/kept.txt"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("data_write effects = %q, want %q", got, want)
+	}
+	// The volume's first content (the image's) is the baseline, and the
+	// engine's mount point is no effect.
+	for _, p := range r.Phases {
+		for _, f := range p.Effects.Files {
+			if f.Path != "/dev/shm/mapped" { // the ipc set maps it at start
+				t.Errorf("phase %s: %+v", p.Name, f)
+			}
+		}
+	}
+}

@@ -324,7 +324,16 @@ func (s *Session) start(ctx, startCtx context.Context, mount bool) (*Container, 
 		}
 		// The writable places outside the overlay, read from the host,
 		// before the server starts (under the agent, which waits for us).
-		v, err := openHostView(id, pid, o.FileLimits)
+		volumes, err := writableMounts(ctx, s.cli, id)
+		if err != nil {
+			return err
+		}
+		for _, p := range volumes {
+			for m := range mountPoints([]Mount{{Target: p}}) {
+				s.rec.ignore[m] = true // the engine makes them, not the server
+			}
+		}
+		v, err := openHostView(id, pid, o.FileLimits, volumes)
 		if err != nil {
 			s.problem("effects", 0, "/dev/shm, /dev, message queues, System V IPC and the engine's /etc files are not observed: %s", report.OneLine(err.Error()))
 			return nil

@@ -93,6 +93,9 @@ func addIPCTools(s *mcp.Server) {
 		}
 		return "ok", nil
 	})
+	tool("data_write", "Claims to be read-only; writes /data/kept.txt (an image's VOLUME, when it has one).", func() (string, error) {
+		return "ok", os.WriteFile("/data/kept.txt", []byte("kept in a volume\n"), 0o600)
+	})
 	tool("root_files", "Claims to be read-only; as root, appends to /etc/hosts and writes /dev/x.", func() (string, error) {
 		f, err := os.OpenFile("/etc/hosts", os.O_APPEND|os.O_WRONLY, 0)
 		if err != nil {
