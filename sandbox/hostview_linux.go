@@ -101,16 +101,18 @@ func openHostView(id string, pid int, lim overlay.Limits, volumes []string) (_ *
 	if err := unix.Fstat(root, &rootSt); err != nil {
 		return nil, fmt.Errorf("reading the container's root: %w", err)
 	}
-	in := func(p string, flags int) (*os.File, error) {
-		fd, err := unix.Openat2(root, p, &unix.OpenHow{Flags: uint64(flags | unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW),
-			Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
+	// Resolved in the container's root, never outside it; the engine's
+	// own places with no link at all.
+	const inRoot = unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_MAGICLINKS
+	in := func(p string, flags int, resolve uint64) (*os.File, error) {
+		fd, err := unix.Openat2(root, p, &unix.OpenHow{Flags: uint64(flags | unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW), Resolve: resolve})
 		if err != nil {
 			return nil, fmt.Errorf("opening %s in the container: %w", p, err)
 		}
 		return os.NewFile(uintptr(fd), p), nil
 	}
 	for _, d := range viewedDirs {
-		f, err := in(d.at, unix.O_DIRECTORY)
+		f, err := in(d.at, unix.O_DIRECTORY, inRoot|unix.RESOLVE_NO_SYMLINKS)
 		if err != nil {
 			return nil, err
 		}
@@ -126,7 +128,9 @@ func openHostView(id string, pid int, lim overlay.Limits, volumes []string) (_ *
 		v.trees = append(v.trees, &overlay.Tree{Root: fmt.Sprintf("/proc/self/fd/%d/.", f.Fd()), At: d.at, Limits: lim, OneFS: d.oneFS})
 	}
 	for _, p := range volumes {
-		f, err := in(p, unix.O_DIRECTORY)
+		// As the engine mounted it: links in the image's path followed,
+		// inside the container's root.
+		f, err := in(p, unix.O_DIRECTORY, inRoot)
 		if err != nil {
 			return nil, err
 		}
@@ -134,7 +138,7 @@ func openHostView(id string, pid int, lim overlay.Limits, volumes []string) (_ *
 		v.trees = append(v.trees, &overlay.Tree{Root: fmt.Sprintf("/proc/self/fd/%d/.", f.Fd()), At: p, Limits: lim, OneFS: true})
 	}
 	for _, p := range boundFiles {
-		f, err := in(p, 0)
+		f, err := in(p, 0, inRoot|unix.RESOLVE_NO_SYMLINKS)
 		if errors.Is(err, unix.ENOENT) {
 			continue
 		}
