@@ -350,17 +350,15 @@ func readSysv(snap *overlay.Snapshot, lim overlay.Limits, budget int64) error {
 				e.Type, e.Size = overlay.File, r.int("size")
 				snap.Bytes += e.Size
 				// A segment with no resident page is all zeros: hashed
-				// without reading it, which would allocate its pages.
-				rss := r.int("rss")
+				// without reading it, which would allocate its pages (its
+				// hashing still costs, and counts).
 				switch {
 				case e.Size > lim.MaxHashBytes:
-				case rss > 0 && e.Size > budget:
+				case e.Size > budget:
 					snap.Truncated = true
 				default:
-					sum = shmHash(int(id), e.Size, rss == 0)
-					if rss > 0 {
-						budget -= e.Size
-					}
+					sum = shmHash(int(id), e.Size, r.int("rss") == 0)
+					budget -= e.Size
 				}
 			case "msg":
 				e.Size = r.int("cbytes")
@@ -372,7 +370,12 @@ func readSysv(snap *overlay.Snapshot, lim overlay.Limits, budget int64) error {
 				budget -= e.Size
 			case "sem":
 				e.Size = r.int("nsems")
+				if 2*e.Size > budget { // two bytes a value
+					snap.Truncated = true
+					break
+				}
 				sum = semHash(int(id), int(e.Size))
+				budget -= 2 * e.Size
 			}
 			e.SHA256 = sum
 			snap.Entries[fmt.Sprintf("%s/%s/%d", overlay.SysvIPCDir, kind, id)] = e
