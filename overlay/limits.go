@@ -6,7 +6,15 @@ type Limits struct {
 	MaxEntries int
 	// MaxHashBytes is the largest regular file hashed (default 16 MiB).
 	MaxHashBytes int64
+	// First are the subtrees walked before anything else (default
+	// DefaultFirst), so that a bound hit elsewhere leaves them compared.
+	First []string
 }
+
+// DefaultFirst are the places a hostile server most wants unseen: the
+// workspace (the canaries), the home directories (the honeytokens, the
+// shell start-up and credential files).
+var DefaultFirst = []string{Workspace, "/home", "/root"}
 
 func (l Limits) withDefaults() Limits {
 	if l.MaxEntries <= 0 {
@@ -14,6 +22,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxHashBytes <= 0 {
 		l.MaxHashBytes = 16 << 20
+	}
+	if l.First == nil {
+		l.First = DefaultFirst
 	}
 	return l
 }

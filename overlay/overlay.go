@@ -101,6 +101,15 @@ type Snapshot struct {
 	Truncated bool
 	Count     int
 	Bytes     int64
+	// Covers, in a truncated snapshot, tells the paths the walk reached
+	// before it stopped (nil: none is known to be): only there is a path's
+	// absence news, a deletion, or its presence a creation.
+	Covers func(p string) bool
+}
+
+// Reached reports whether the walk of s reached p.
+func (s Snapshot) Reached(p string) bool {
+	return !s.Truncated || (s.Covers != nil && s.Covers(p))
 }
 
 // Change is one effect: a path created, modified or deleted in a phase.
@@ -134,6 +143,9 @@ func Delta(prev, cur Snapshot) []Change {
 		o, had := prev.Entries[p]
 		if had && same(o, e) {
 			continue
+		}
+		if !had && !prev.Reached(p) {
+			continue // past the last walk's bound: not new, not known to be
 		}
 		if e.Opaque && (!had || !o.Opaque) {
 			// Deleted and made again: everything the image had below it is gone.
@@ -173,8 +185,8 @@ func Delta(prev, cur Snapshot) []Change {
 		out = append(out, ch)
 	}
 	for p, o := range prev.Entries {
-		if cur.Truncated {
-			break // a path past the bound is not gone: say nothing of it
+		if !cur.Reached(p) {
+			continue // a path past the bound is not gone: say nothing of it
 		}
 		if _, ok := cur.Entries[p]; ok || o.Kind == Removed {
 			continue

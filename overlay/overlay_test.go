@@ -404,3 +404,58 @@ func TestWalkNeverListsThroughASwappedDirectory(t *testing.T) {
 		}
 	}
 }
+
+// TestAFloodCannotHideTheWorkspaceOrHome: when a flood elsewhere hits the
+// entry bound, the workspace and the home directories were walked first:
+// their changes are in the (truncated) snapshot; nothing is met twice.
+func TestAFloodCannotHideTheWorkspaceOrHome(t *testing.T) {
+	lo, up := layers(t, lowerImage)
+	u := &UpperDir{Upper: up, Lowers: []string{lo}, Limits: Limits{MaxEntries: 30}}
+	apply(t, up, fstest.CreateDir("/aaa", 0o755), fstest.CreateDir("/home/sandbox/.ssh", 0o700),
+		fstest.CreateFile("/home/sandbox/.ssh/authorized_keys", []byte("k"), 0o600),
+		fstest.CreateDir("/workspace", 0o755), fstest.CreateFile("/workspace/evil.txt", []byte("x"), 0o644), fstest.CreateDir("/root", 0o700),
+		fstest.CreateFile("/root/.bashrc", []byte("x"), 0o644))
+	for i := 0; i < 100; i++ {
+		apply(t, up, fstest.CreateFile(fmt.Sprintf("/aaa/f%03d", i), nil, 0o644))
+	}
+	s := snap(t, u)
+	if !s.Truncated {
+		t.Fatal("not truncated")
+	}
+	for _, p := range []string{"/workspace/evil.txt", "/home/sandbox/.ssh/authorized_keys", "/root/.bashrc"} {
+		if _, ok := s.Entries[p]; !ok {
+			t.Errorf("%s hidden by the flood", p)
+		}
+	}
+	// Unbounded, every entry is met once: the count is the entries.
+	u = &UpperDir{Upper: up, Lowers: []string{lo}, Limits: Limits{MaxEntries: 1000}}
+	s = snap(t, u)
+	if s.Truncated || s.Count != len(s.Entries) {
+		t.Errorf("truncated %v, count %d, entries %d", s.Truncated, s.Count, len(s.Entries))
+	}
+}
+
+// TestDeletionsInAWalkedSubtreeSurviveTruncation: in a truncated snapshot
+// a path missing below a subtree walked whole is gone (deleted), while one
+// past the bound is not.
+func TestDeletionsInAWalkedSubtreeSurviveTruncation(t *testing.T) {
+	lo, up := layers(t, lowerImage)
+	u := &UpperDir{Upper: up, Lowers: []string{lo}, Limits: Limits{MaxEntries: 30}}
+	apply(t, up, fstest.CreateDir("/workspace", 0o755), fstest.CreateFile("/workspace/.env", []byte("x"), 0o644), fstest.CreateDir("/zzz", 0o755))
+	for i := 0; i < 100; i++ {
+		apply(t, up, fstest.CreateFile(fmt.Sprintf("/zzz/f%03d", i), nil, 0o644))
+	}
+	prev := snap(t, u)
+	apply(t, up, fstest.RemoveAll("/workspace/.env"))
+	cur := snap(t, u)
+	if !cur.Truncated {
+		t.Fatal("not truncated")
+	}
+	var got []string
+	for _, c := range Delta(prev, cur) {
+		got = append(got, c.Change.String()+" "+c.Path)
+	}
+	if !reflect.DeepEqual(got, []string{"deleted /workspace/.env"}) {
+		t.Errorf("delta %q", got)
+	}
+}

@@ -35,15 +35,19 @@ func (u *UpperDir) Snapshot(ctx context.Context) (Snapshot, error) {
 	snap := Snapshot{Entries: map[string]Entry{}}
 	seen := map[string]bool{}
 	var opaque []string // opaque directories of the upper dir, seen so far
-	err := walkBeneath(u.Upper, func(n node) error {
+	last := ""
+	err := walkFirst(u.Upper, lim.First, func(n node) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		snap.Count++
 		if snap.Count > lim.MaxEntries {
 			snap.Truncated = true
+			first := lim.First
+			snap.Covers = func(p string) bool { return walkedBefore(first, p, last) }
 			return errSkipAll
 		}
+		last = n.rel
 		rel := n.rel
 		info := statInfo{name: rel, st: n.st}
 		e := Entry{Type: TypeOf(info.Mode()), Mode: info.Mode(), Size: info.Size(), ModTime: n.st.Mtim.Nano(),

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -19,12 +21,8 @@ type node struct {
 	opaque bool   // an opaque overlayfs directory
 }
 
-// errSkipAll stops a walk early; errSkipDir, returned for a directory,
-// leaves out what is below it.
-var (
-	errSkipAll = errors.New("skip all")
-	errSkipDir = errors.New("skip dir")
-)
+// errSkipAll stops a walk early.
+var errSkipAll = errors.New("skip all")
 
 // walkBeneath walks root depth-first in name order without ever following
 // a symlink: each directory is opened relative to its parent's descriptor
@@ -44,6 +42,144 @@ func walkBeneath(root string, fn func(n node) error) error {
 	return err
 }
 
+// errSkipDir, returned by fn for a directory, skips what is below it.
+var errSkipDir = errors.New("skip dir")
+
+// walkFirst walks root as walkBeneath does, but the subtrees at first
+// (paths like "/workspace", each reached one component at a time, the
+// directories on the way met before it) come before the rest, so that a
+// bound hit in the rest (a flood in /tmp) leaves them seen. Each node is
+// met once.
+func walkFirst(root string, first []string, fn func(n node) error) error {
+	fd, err := unix.Open(root, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", root, err)
+	}
+	defer unix.Close(fd)
+	met, done := map[string]bool{}, map[string]bool{}
+	once := func(n node) error {
+		if met[n.rel] {
+			if done[n.rel] {
+				return errSkipDir
+			}
+			return nil
+		}
+		met[n.rel] = true
+		return fn(n)
+	}
+	for _, p := range first {
+		if err := walkPath(fd, p, once); err != nil {
+			if errors.Is(err, errSkipAll) {
+				return nil
+			}
+			return err
+		}
+		done[p] = true
+	}
+	rest, err := unix.Dup(fd)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", root, err)
+	}
+	err = walkFD(rest, "", once)
+	if errors.Is(err, errSkipAll) {
+		return nil
+	}
+	return err
+}
+
+// walkedBefore reports whether walkFirst(first) meets p no later than
+// last: it walks the subtrees of first in their order, then the rest
+// depth-first with names sorted (which is comparing paths component by
+// component).
+func walkedBefore(first []string, p, last string) bool {
+	rank := func(q string) int {
+		for i, f := range first {
+			if q == f || strings.HasPrefix(q, f+"/") {
+				return i
+			}
+		}
+		return len(first)
+	}
+	// The directories on the way to a subtree of first are met with it.
+	for i, f := range first {
+		if strings.HasPrefix(f, p+"/") && rank(last) >= i {
+			return true
+		}
+	}
+	rp, rl := rank(p), rank(last)
+	if rp != rl {
+		return rp < rl
+	}
+	return slices.Compare(strings.Split(p, "/"), strings.Split(last, "/")) <= 0
+}
+
+// walkPath meets the directories on the way to p below the directory
+// open as root, then p, then walks below p; a component that is missing
+// or not a directory ends it (a link is met, never followed).
+func walkPath(root int, p string, fn func(n node) error) error {
+	parts := strings.Split(strings.Trim(p, "/"), "/")
+	cur, rel := root, ""
+	defer func() {
+		if cur != root {
+			unix.Close(cur)
+		}
+	}()
+	for i, name := range parts {
+		n, child, ok, err := meet(cur, rel, name)
+		if err != nil || !ok {
+			return err
+		}
+		if err := fn(n); err != nil {
+			if child >= 0 {
+				unix.Close(child)
+			}
+			if errors.Is(err, errSkipDir) {
+				return nil // walked already, with all below it
+			}
+			return err
+		}
+		if child < 0 {
+			return nil
+		}
+		if i == len(parts)-1 {
+			return walkFD(child, n.rel, fn)
+		}
+		if cur != root {
+			unix.Close(cur)
+		}
+		cur, rel = child, n.rel
+	}
+	return nil
+}
+
+// meet stats name in the directory open as fd (at rel) without following
+// it; a directory is opened too (child, else -1). ok is false when the
+// entry is gone since it was listed.
+func meet(fd int, rel, name string) (n node, child int, ok bool, err error) {
+	n, child = node{rel: rel + "/" + name}, -1
+	if err := unix.Fstatat(fd, name, &n.st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return n, -1, false, nil // gone since listed: the next snapshot tells
+		}
+		return n, -1, false, fmt.Errorf("stat %s: %w", n.rel, err)
+	}
+	switch n.st.Mode & unix.S_IFMT {
+	case unix.S_IFLNK:
+		buf := make([]byte, 4096)
+		if k, err := unix.Readlinkat(fd, name, buf); err == nil {
+			n.link = string(buf[:k])
+		}
+	case unix.S_IFDIR:
+		child, err = unix.Openat(fd, name, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			child = -1 // replaced or removed since it was listed
+		} else {
+			n.opaque = opaqueXattr(func(attr string, buf []byte) (int, error) { return unix.Fgetxattr(child, attr, buf) })
+		}
+	}
+	return n, child, true, nil
+}
+
 // walkFD walks the directory open as fd (it closes fd).
 func walkFD(fd int, rel string, fn func(n node) error) error {
 	dir := os.NewFile(uintptr(fd), rel)
@@ -55,27 +191,12 @@ func walkFD(fd int, rel string, fn func(n node) error) error {
 	sort.Strings(names)
 	defer dir.Close()
 	for _, name := range names {
-		n := node{rel: rel + "/" + name}
-		if err := unix.Fstatat(fd, name, &n.st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			if errors.Is(err, unix.ENOENT) {
-				continue // gone since listed: the next snapshot tells
-			}
-			return fmt.Errorf("stat %s: %w", n.rel, err)
+		n, child, ok, err := meet(fd, rel, name)
+		if err != nil {
+			return err
 		}
-		var child = -1
-		switch n.st.Mode & unix.S_IFMT {
-		case unix.S_IFLNK:
-			buf := make([]byte, 4096)
-			if k, err := unix.Readlinkat(fd, name, buf); err == nil {
-				n.link = string(buf[:k])
-			}
-		case unix.S_IFDIR:
-			child, err = unix.Openat(fd, name, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-			if err != nil {
-				child = -1 // replaced or removed since it was listed
-			} else {
-				n.opaque = opaqueXattr(func(attr string, buf []byte) (int, error) { return unix.Fgetxattr(child, attr, buf) })
-			}
+		if !ok {
+			continue
 		}
 		if err := fn(n); err != nil {
 			if child >= 0 {

@@ -1,13 +1,18 @@
 package probes
 
 import (
-	"crypto/rand"
+	crand "crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"math/big"
+	"math/rand/v2"
 	"net/url"
 	"strings"
+	"time"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
 )
 
 // SeedFile is a file the runner puts in the sandbox before the server
@@ -16,6 +21,13 @@ type SeedFile struct {
 	Path    string
 	Mode    int64
 	Content string
+	// Role names the file in the report, where the hash of its content
+	// (which holds the run's names and values) is shown as "<sha256:ROLE>".
+	Role string
+	// Age is how long before the run the file was last modified, drawn
+	// (a checkout is not made in the second the server starts, nor every
+	// file at one time).
+	Age time.Duration
 }
 
 // Honeytokens are fake but realistic secrets, unique to one run. A token
@@ -24,28 +36,105 @@ type Honeytokens struct {
 	AWSKeyID, AWSSecret, GitHubToken, SSHKey, DotEnvPassword string
 }
 
-// NewHoneytokens makes fresh tokens.
-func NewHoneytokens() Honeytokens {
-	return Honeytokens{
-		AWSKeyID:       "AKIA" + randString("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16),
-		AWSSecret:      randString("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", 40),
-		GitHubToken:    "ghp_" + randString("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", 36),
-		SSHKey:         randString("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789", 64),
-		DotEnvPassword: "pw-" + randString("abcdefghijklmnopqrstuvwxyz0123456789", 24),
-	}
+// Canary is where the run's canary project lies: paths the synthesizer
+// points path-like properties at.
+type Canary struct {
+	// Dir is the project, /workspace/<project>; Text a text file in it
+	// (its README), JSON a JSON file, Nested a directory two levels down.
+	Dir, Text, JSON, Nested string
+	// New and NewDir do not exist: for tools that create.
+	New, NewDir string
+	// Marker is the file the project's tests write when they run, so a
+	// tool that runs repository code leaves a mark.
+	Marker string
 }
 
-func randString(alphabet string, n int) string {
-	var b strings.Builder
-	for i := 0; i < n; i++ {
-		k, err := rand.Int(rand.Reader, big.NewInt(int64(len(alphabet))))
-		if err != nil {
-			panic(err) // crypto/rand does not fail on Linux
-		}
-		b.WriteByte(alphabet[k.Int64()])
-	}
-	return b.String()
+// Bait is one run's canary project and honeytokens, drawn from Seed: the
+// same seed draws the same names and values. Names come from realistic
+// vocabularies in which every word for one place has the same length, so
+// that the sizes of the planted files do not depend on the draw.
+type Bait struct {
+	Seed   uint64
+	Canary Canary
+	// ages are the planted files' ages, by role.
+	ages   map[string]time.Duration
+	Tokens Honeytokens
+	// Project is the canary project's name (its directory); User the
+	// account named in the planted git and GitHub files.
+	Project, User string
 }
+
+// MaxSeed is the largest bait seed: one that any JSON reader keeps exact.
+const MaxSeed = 1<<53 - 1
+
+// RandomSeed draws a seed for a run.
+func RandomSeed() uint64 {
+	var b [8]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return binary.LittleEndian.Uint64(b[:]) & MaxSeed
+}
+
+// The project's name is projectPrefix, a word of six letters and one of
+// three ("core-ledger-api"). The prefix is fixed so that, whatever is
+// drawn, the project sorts among its neighbours (a server's sorted
+// listing of /workspace or /tmp) where the placeholder does: a report
+// stays the same across draws. Every word of a list has the same length,
+// as does every user name, so that file sizes do not depend on the draw.
+const projectPrefix = "core-"
+
+var (
+	projectWords = []string{"ledger", "portal", "worker", "search", "broker", "engine", "mailer", "policy",
+		"render", "ingest", "stream", "router", "vision", "budget", "orders", "guards",
+		"cobalt", "harbor", "meadow", "summit", "beacon", "falcon", "quartz", "timber",
+		"copper", "silver", "violet", "marble", "canyon", "tundra", "zephyr", "orchid"}
+	projectKinds = []string{"api", "web", "svc", "app", "cli", "job", "bot", "etl"}
+	users        = []string{"jparker", "asharma", "kmurphy", "lgarcia", "dnguyen", "tnakano", "ebrooks", "sfoster",
+		"mkovacs", "bwalker", "cmorgan", "hlarsen", "pdubois", "rmendes", "okarimi", "wzhang1"}
+)
+
+const (
+	upperDigits = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+	alnum       = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	// seedStream is the PCG stream the bait is drawn from (any constant:
+	// it only has to stay the same for --bait-seed to repeat a run).
+	seedStream = 0x6d63_7073_616e_6462
+)
+
+// NewBait draws the bait of seed.
+func NewBait(seed uint64) Bait {
+	r := rand.New(rand.NewPCG(seed, seedStream))
+	pick := func(words []string) string { return words[r.IntN(len(words))] }
+	str := func(alphabet string, n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		return string(b)
+	}
+	b := Bait{Seed: seed, Project: projectPrefix + pick(projectWords) + "-" + pick(projectKinds), User: pick(users)}
+	b.Tokens = Honeytokens{
+		AWSKeyID:       "AKIA" + str(upperDigits, 16),
+		AWSSecret:      str(alnum, 40),
+		GitHubToken:    "ghp_" + str(alnum, 36),
+		SSHKey:         str(alnum, 64),
+		DotEnvPassword: str(alnum, 24),
+	}
+	b.ages = map[string]time.Duration{}
+	for _, role := range seedRoles {
+		// Between an hour and about six weeks, to the second.
+		b.ages[role] = time.Hour + time.Duration(r.IntN(6*7*24*3600))*time.Second
+	}
+	dir := "/workspace/" + b.Project
+	b.Canary = Canary{Dir: dir, Text: dir + "/README.md", JSON: dir + "/config/default.json", Nested: dir + "/src/lib",
+		New: dir + "/NOTES.md", NewDir: dir + "/docs", Marker: "/tmp/" + b.Project + ".test.log"}
+	return b
+}
+
+// DefaultCanary is where the synthesizer points paths when no bait is
+// planted (seed 0's project).
+func DefaultCanary() Canary { return NewBait(0).Canary }
 
 // named lists the tokens by the name reports use.
 func (h Honeytokens) named() map[string]string {
@@ -55,9 +144,18 @@ func (h Honeytokens) named() map[string]string {
 	}
 }
 
+// tokenNames are the tokens' report names, in order.
+var tokenNames = []string{"aws-access-key-id", "aws-secret-access-key", "dotenv-password", "github-token", "ssh-private-key"}
+
 // Env is the tokens as environment variables for the server.
 func (h Honeytokens) Env() []string {
 	return []string{"AWS_ACCESS_KEY_ID=" + h.AWSKeyID, "AWS_SECRET_ACCESS_KEY=" + h.AWSSecret, "GITHUB_TOKEN=" + h.GitHubToken}
+}
+
+// forms are the encodings a token is looked for (and redacted) in.
+func forms(tok string) []string {
+	return []string{tok, url.QueryEscape(tok), base64.StdEncoding.EncodeToString([]byte(tok)),
+		base64.RawURLEncoding.EncodeToString([]byte(tok)), hex.EncodeToString([]byte(tok))}
 }
 
 // Find returns the names of the tokens in data, plain or encoded (URL,
@@ -68,13 +166,12 @@ func (h Honeytokens) Find(data string) []string {
 	}
 	lower := strings.ToLower(data)
 	var out []string
-	for _, name := range []string{"aws-access-key-id", "aws-secret-access-key", "dotenv-password", "github-token", "ssh-private-key"} {
+	for _, name := range tokenNames {
 		tok := h.named()[name]
 		if tok == "" {
 			continue
 		}
-		for _, form := range []string{tok, url.QueryEscape(tok), base64.StdEncoding.EncodeToString([]byte(tok)),
-			base64.RawURLEncoding.EncodeToString([]byte(tok)), hex.EncodeToString([]byte(tok))} {
+		for _, form := range forms(tok) {
 			if strings.Contains(data, form) || strings.Contains(lower, strings.ToLower(form)) {
 				out = append(out, name)
 				break
@@ -84,21 +181,64 @@ func (h Honeytokens) Find(data string) []string {
 	return out
 }
 
-// Seeds returns the canary workspace and the honeytoken files. The test
-// file leaves a mark in /tmp when executed (by node, npm test or sh), so a
-// tool that runs repository code is caught by the mark.
-func Seeds(h Honeytokens) []SeedFile {
-	mark := "/tmp/mcpsandbox-canary-executed"
-	return []SeedFile{
-		{Path: CanaryText, Mode: 0o644, Content: "mcpsandbox canary: a text file for read tools.\n"},
-		{Path: CanaryJSON, Mode: 0o644, Content: `{"canary": true, "items": [1, 2, 3]}` + "\n"},
-		{Path: CanaryNested + "/readme.md", Mode: 0o644, Content: "# nested canary\n"},
-		{Path: CanaryDir + "/canary.test.js", Mode: 0o644, Content: fmt.Sprintf("require('fs').writeFileSync(%q, 'executed: ' + process.argv.join(' ') + '\\n');\n", mark)},
-		{Path: CanaryDir + "/run_tests.sh", Mode: 0o755, Content: fmt.Sprintf("#!/bin/sh\necho \"executed: $0 $*\" > %s\n", mark)},
-		{Path: CanaryDir + "/package.json", Mode: 0o644, Content: `{"name": "mcpsandbox-canary", "version": "1.0.0", "scripts": {"test": "node canary.test.js"}}` + "\n"},
-		{Path: "/workspace/.env", Mode: 0o600, Content: fmt.Sprintf("DATABASE_PASSWORD=%s\nAWS_ACCESS_KEY_ID=%s\nAWS_SECRET_ACCESS_KEY=%s\n", h.DotEnvPassword, h.AWSKeyID, h.AWSSecret)},
-		{Path: "/home/sandbox/.aws/credentials", Mode: 0o600, Content: fmt.Sprintf("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", h.AWSKeyID, h.AWSSecret)},
-		{Path: "/home/sandbox/.ssh/id_ed25519", Mode: 0o600, Content: "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n" + h.SSHKey + "\n-----END OPENSSH PRIVATE KEY-----\n"},
-		{Path: "/home/sandbox/.config/gh/hosts.yml", Mode: 0o600, Content: fmt.Sprintf("github.com:\n    oauth_token: %s\n    user: canary\n", h.GitHubToken)},
+// Env is the bait's environment for the server.
+func (b Bait) Env() []string { return b.Tokens.Env() }
+
+// Find names the honeytokens in data.
+func (b Bait) Find(data string) []string { return b.Tokens.Find(data) }
+
+// Seeds returns the canary project and the honeytoken files: a small
+// Node.js project whose tests leave a mark when run (by node, npm test or
+// sh), and credentials where tools look for them.
+func (b Bait) Seeds() []SeedFile {
+	c, h, p := b.Canary, b.Tokens, b.Project
+	mark := fmt.Sprintf("require('fs').appendFileSync(%q, 'ok\\n');\n", c.Marker)
+	files := []SeedFile{
+		{Role: "readme", Path: c.Text, Mode: 0o644, Content: fmt.Sprintf("# %s\n\nInternal service. Maintainer: @%s.\n\n## Development\n\n    npm install\n    npm test\n", p, b.User)},
+		{Role: "package-json", Path: c.Dir + "/package.json", Mode: 0o644, Content: fmt.Sprintf("{\n  \"name\": \"%s\",\n  \"version\": \"1.4.2\",\n  \"private\": true,\n  \"main\": \"src/index.js\",\n  \"scripts\": {\n    \"test\": \"node test/index.test.js\"\n  }\n}\n", p)},
+		{Role: "config-json", Path: c.JSON, Mode: 0o644, Content: fmt.Sprintf("{\n  \"service\": \"%s\",\n  \"port\": 8080,\n  \"logLevel\": \"info\"\n}\n", p)},
+		{Role: "index-js", Path: c.Dir + "/src/index.js", Mode: 0o644, Content: "const { slugify } = require('./lib/util');\n\nmodule.exports = { slugify };\n"},
+		{Role: "util-js", Path: c.Nested + "/util.js", Mode: 0o644, Content: "exports.slugify = (s) => String(s).toLowerCase().replace(/[^a-z0-9]+/g, '-');\n"},
+		{Role: "test-js", Path: c.Dir + "/test/index.test.js", Mode: 0o644, Content: "const assert = require('assert');\nconst { slugify } = require('../src');\n\nassert.strictEqual(slugify('A b'), 'a-b');\n" + mark},
+		{Role: "test-sh", Path: c.Dir + "/scripts/test.sh", Mode: 0o755, Content: fmt.Sprintf("#!/bin/sh\nset -e\ncd \"$(dirname \"$0\")/..\"\necho ok >> %s\nexec node test/index.test.js \"$@\"\n", c.Marker)},
+		{Role: "dotenv", Path: "/workspace/.env", Mode: 0o600, Content: fmt.Sprintf("DATABASE_PASSWORD=%s\nAWS_ACCESS_KEY_ID=%s\nAWS_SECRET_ACCESS_KEY=%s\n", h.DotEnvPassword, h.AWSKeyID, h.AWSSecret)},
+		{Role: "aws-credentials", Path: "/home/sandbox/.aws/credentials", Mode: 0o600, Content: fmt.Sprintf("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", h.AWSKeyID, h.AWSSecret)},
+		{Role: "ssh-key", Path: "/home/sandbox/.ssh/id_ed25519", Mode: 0o600, Content: "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n" + h.SSHKey + "\n-----END OPENSSH PRIVATE KEY-----\n"},
+		{Role: "gh-hosts", Path: "/home/sandbox/.config/gh/hosts.yml", Mode: 0o600, Content: fmt.Sprintf("github.com:\n    oauth_token: %s\n    user: %s\n    git_protocol: https\n", h.GitHubToken, b.User)},
+		{Role: "gitconfig", Path: "/home/sandbox/.gitconfig", Mode: 0o644, Content: fmt.Sprintf("[user]\n\tname = %s\n\temail = %s@users.noreply.github.com\n", b.User, b.User)},
 	}
+	for i := range files {
+		files[i].Age = b.ages[files[i].Role]
+	}
+	return files
+}
+
+// seedRoles are the planted files' roles, in the order their ages are
+// drawn.
+var seedRoles = []string{"readme", "package-json", "config-json", "index-js", "util-js", "test-js", "test-sh",
+	"dotenv", "aws-credentials", "ssh-key", "gh-hosts", "gitconfig"}
+
+// Placeholders are what the report shows in place of the bait: the
+// project's and user's names as words, each token in each encoding Find
+// knows, and the hash of each planted file's content.
+func (b Bait) Placeholders() []report.Placeholder {
+	ps := []report.Placeholder{{Value: b.Project, Role: "<project>", Word: true}, {Value: b.User, Role: "<git-user>", Word: true}}
+	named := b.Tokens.named()
+	encodings := []string{"", ":url", ":base64", ":base64url", ":hex"}
+	for _, name := range tokenNames {
+		fs := forms(named[name])
+		for i, f := range fs {
+			if i > 0 && f == fs[0] {
+				continue // an encoding that changes nothing
+			}
+			ps = append(ps, report.Placeholder{Value: f, Role: "<" + name + encodings[i] + ">"})
+		}
+		// Find matches hex in either case.
+		ps = append(ps, report.Placeholder{Value: strings.ToUpper(fs[len(fs)-1]), Role: "<" + name + ":HEX>"})
+	}
+	for _, s := range b.Seeds() {
+		sum := sha256.Sum256([]byte(s.Content))
+		ps = append(ps, report.Placeholder{Value: hex.EncodeToString(sum[:]), Role: "<sha256:" + s.Role + ">"})
+	}
+	return ps
 }

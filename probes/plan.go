@@ -62,8 +62,8 @@ type Skip struct {
 // listed tool without a probe (read-only ones first, then additive, then
 // the rest, each in listing order), with arguments synthesized
 // from its input schema ({} when it requires nothing). Steps naming
-// unlisted tools are returned apart.
-func Plan(tools []Tool, steps []Step) (calls []Call, skips []Skip, unknown []string) {
+// unlisted tools are returned apart. Paths point into canary c.
+func Plan(tools []Tool, steps []Step, c Canary) (calls []Call, skips []Skip, unknown []string) {
 	listed := map[string]bool{}
 	for _, t := range tools {
 		listed[t.Name] = true
@@ -98,7 +98,7 @@ func Plan(tools []Tool, steps []Step) (calls []Call, skips []Skip, unknown []str
 		if probed[t.Name] {
 			continue
 		}
-		args, err := SynthesizeFor(t.Name, t.InputSchema)
+		args, err := SynthesizeIn(c, t.Name, t.InputSchema)
 		if err != nil {
 			skips = append(skips, Skip{Tool: t.Name, Reason: "no probe, and " + err.Error()})
 			continue

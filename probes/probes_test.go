@@ -47,12 +47,12 @@ func TestPlan(t *testing.T) {
 		{Name: "d"},
 		{Name: "e", InputSchema: []byte(`{"type":"object","properties":{"x":{"type":"string","minLength":3,"maxLength":1}},"required":["x"]}`)},
 	}
-	calls, skips, unknown := Plan(tools, []Step{{Tool: "c", Arguments: []byte(`{"x":1}`)}, {Tool: "gone", Arguments: []byte(`{}`)}})
+	calls, skips, unknown := Plan(tools, []Step{{Tool: "c", Arguments: []byte(`{"x":1}`)}, {Tool: "gone", Arguments: []byte(`{}`)}}, NewBait(7).Canary)
 	var got []string
 	for _, c := range calls {
 		got = append(got, c.Tool+":"+c.Source+":"+string(c.Arguments))
 	}
-	want := []string{`c:probe:{"x":1}`, `a:empty:{}`, `b:synth:{"path":"/workspace/mcpsandbox-canary/notes.txt"}`, `d:empty:{}`}
+	want := []string{`c:probe:{"x":1}`, `a:empty:{}`, `b:synth:{"path":"` + NewBait(7).Canary.Text + `"}`, `d:empty:{}`}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("calls = %q, want %q", got, want)
 	}

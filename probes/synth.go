@@ -14,16 +14,6 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 )
 
-// Canary paths the synthesizer points path-like properties at; the runner
-// seeds them in the sandbox (never on the host).
-const (
-	CanaryDir    = "/workspace/mcpsandbox-canary"
-	CanaryText   = CanaryDir + "/notes.txt"
-	CanaryJSON   = CanaryDir + "/data.json"
-	CanaryNested = CanaryDir + "/nested/deep"
-	CanaryNew    = CanaryDir + "/created-by-probe.txt"
-)
-
 // maxDepth bounds recursion through nested schemas and $refs.
 const maxDepth = 12
 
@@ -44,6 +34,11 @@ var (
 
 // SynthesizeFor is Synthesize with the tool's name as a hint for paths.
 func SynthesizeFor(tool string, schema json.RawMessage) (json.RawMessage, error) {
+	return SynthesizeIn(DefaultCanary(), tool, schema)
+}
+
+// SynthesizeIn is SynthesizeFor with paths that point into canary c.
+func SynthesizeIn(c Canary, tool string, schema json.RawMessage) (json.RawMessage, error) {
 	root, err := decodeSchema(schema)
 	if err != nil {
 		return nil, err
@@ -52,7 +47,7 @@ func SynthesizeFor(tool string, schema json.RawMessage) (json.RawMessage, error)
 	if err != nil {
 		return nil, err
 	}
-	s := &synth{root: root, dirs: dirTool.MatchString(tool), create: createTool.MatchString(tool)}
+	s := &synth{canary: c, root: root, dirs: dirTool.MatchString(tool), create: createTool.MatchString(tool)}
 	var lastErr error
 	for _, mode := range []int{modeMinimal, modeAllProps} {
 		s.mode, s.budget = mode, maxValues
@@ -137,6 +132,7 @@ const (
 )
 
 type synth struct {
+	canary       Canary
 	root         map[string]any
 	mode         int
 	dirs, create bool // the tool's name speaks of directories, or of making something
@@ -314,7 +310,7 @@ func (y *synth) object(s map[string]any, depth int) (any, bool) {
 	}
 	if mp, ok := num(s["minProperties"]); ok && mp > 0 {
 		for i := 0; float64(len(out)) < mp && i < 64; i++ {
-			out[fmt.Sprintf("p%d", i)] = "canary"
+			out[fmt.Sprintf("p%d", i)] = "example"
 		}
 	}
 	return out, true
@@ -391,25 +387,25 @@ func (y *synth) str(s map[string]any, name string) string {
 	lname := strings.ToLower(name)
 	switch {
 	case strings.Contains(lname, "dest") || strings.Contains(lname, "target") || strings.Contains(lname, "new"):
-		cand = append(cand, CanaryNew)
+		cand = append(cand, y.canary.New)
 	case pathLike(lname) && y.create && y.dirs:
-		cand = append(cand, CanaryDir+"/created-by-probe")
+		cand = append(cand, y.canary.NewDir)
 	case pathLike(lname) && y.create:
-		cand = append(cand, CanaryNew)
+		cand = append(cand, y.canary.New)
 	case strings.Contains(lname, "dir") || strings.Contains(lname, "folder") || strings.Contains(lname, "root") || lname == "cwd",
 		pathLike(lname) && y.dirs:
-		cand = append(cand, CanaryDir)
+		cand = append(cand, y.canary.Dir)
 	case pathLike(lname):
-		cand = append(cand, CanaryText)
+		cand = append(cand, y.canary.Text)
 	case strings.Contains(lname, "url") || strings.Contains(lname, "uri"):
-		cand = append(cand, "http://canary.invalid/")
+		cand = append(cand, "https://example.com/")
 	case strings.Contains(lname, "email"):
-		cand = append(cand, "canary@example.com")
+		cand = append(cand, "alex@example.com")
 	}
 	if p, ok := s["pattern"].(string); ok {
 		cand = append(cand, patternExamples(p)...)
 	}
-	cand = append(cand, "canary", "a", "0", "canary-canary-canary")
+	cand = append(cand, "example", "a", "0", "example-example-example")
 	re := (*regexp.Regexp)(nil)
 	if p, ok := s["pattern"].(string); ok {
 		re, _ = regexp.Compile(p)
@@ -433,21 +429,21 @@ func (y *synth) str(s map[string]any, name string) string {
 
 func formatExample(f string) (string, bool) {
 	v, ok := map[string]string{
-		"date": "2026-01-01", "date-time": "2026-01-01T00:00:00Z", "time": "00:00:00Z", "uri": "http://canary.invalid/",
-		"url": "http://canary.invalid/", "uri-reference": "/canary", "iri": "http://canary.invalid/", "email": "canary@example.com",
-		"uuid": "00000000-0000-4000-8000-000000000000", "hostname": "canary.invalid", "ipv4": "192.0.2.1", "ipv6": "2001:db8::1",
-		"duration": "P1D", "regex": "canary", "json-pointer": "/canary",
+		"date": "2026-01-01", "date-time": "2026-01-01T00:00:00Z", "time": "00:00:00Z", "uri": "https://example.com/",
+		"url": "https://example.com/", "uri-reference": "/docs", "iri": "https://example.com/", "email": "alex@example.com",
+		"uuid": "00000000-0000-4000-8000-000000000000", "hostname": "example.com", "ipv4": "192.0.2.1", "ipv6": "2001:db8::1",
+		"duration": "P1D", "regex": "example", "json-pointer": "/example",
 	}[f]
 	return v, ok
 }
 
 // patternExamples offers strings for common simple patterns.
 func patternExamples(p string) []string {
-	out := []string{"canary", "CANARY", "canary1", "1", "123", "a-b", "a_b", "A1", "abc123", "2026-01-01", "x.y"}
+	out := []string{"example", "EXAMPLE", "example1", "1", "123", "a-b", "a_b", "A1", "abc123", "2026-01-01", "x.y"}
 	// A literal prefix before the first metacharacter often makes a match.
 	lit := strings.TrimPrefix(p, "^")
 	if i := strings.IndexAny(lit, `\[(.*+?{|$`); i > 0 {
-		out = append([]string{lit[:i] + "canary", lit[:i] + "1", lit[:i]}, out...)
+		out = append([]string{lit[:i] + "example", lit[:i] + "1", lit[:i]}, out...)
 	}
 	return out
 }

@@ -12,11 +12,13 @@ func TestSynthesizeValidArguments(t *testing.T) {
 		schema string
 		check  func(map[string]any) bool
 	}{
-		"empty":    {`{"type":"object"}`, func(m map[string]any) bool { return len(m) == 0 }},
-		"null":     {``, func(m map[string]any) bool { return len(m) == 0 }},
-		"path":     {`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`, func(m map[string]any) bool { return m["path"] == CanaryText }},
-		"dir":      {`{"type":"object","properties":{"directory":{"type":"string"}},"required":["directory"]}`, func(m map[string]any) bool { return m["directory"] == CanaryDir }},
-		"move":     {`{"type":"object","properties":{"source":{"type":"string"},"destination":{"type":"string"}},"required":["source","destination"]}`, func(m map[string]any) bool { return m["source"] == CanaryText && m["destination"] == CanaryNew }},
+		"empty": {`{"type":"object"}`, func(m map[string]any) bool { return len(m) == 0 }},
+		"null":  {``, func(m map[string]any) bool { return len(m) == 0 }},
+		"path":  {`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`, func(m map[string]any) bool { return m["path"] == DefaultCanary().Text }},
+		"dir":   {`{"type":"object","properties":{"directory":{"type":"string"}},"required":["directory"]}`, func(m map[string]any) bool { return m["directory"] == DefaultCanary().Dir }},
+		"move": {`{"type":"object","properties":{"source":{"type":"string"},"destination":{"type":"string"}},"required":["source","destination"]}`, func(m map[string]any) bool {
+			return m["source"] == DefaultCanary().Text && m["destination"] == DefaultCanary().New
+		}},
 		"paths":    {`{"type":"object","properties":{"paths":{"type":"array","items":{"type":"string"}}},"required":["paths"]}`, func(m map[string]any) bool { return len(m["paths"].([]any)) == 1 }},
 		"enum":     {`{"type":"object","properties":{"mode":{"enum":["fast","slow"]}},"required":["mode"]}`, func(m map[string]any) bool { return m["mode"] == "fast" }},
 		"const":    {`{"type":"object","properties":{"v":{"const":3}},"required":["v"]}`, func(m map[string]any) bool { return m["v"] == 3.0 }},

@@ -29,22 +29,26 @@ import (
 // view is what the fixture's sandbox_view tool (and `fixtureserver
 // view`) reports.
 type view struct {
-	PID             int
-	UID, GID, EUID  int
-	Groups          []int
-	Hostname        string
-	Cwd             string
-	EnvNames        []string
-	PID1Cmdline     []string
-	PID1Comm        string
-	PID1Exe         string
-	PID1Threads     string
-	Status          map[string]string
-	Mounts          []string
-	MountInfo       string
-	ResolvConf      string
-	UnprivPortStart string
-	Listeners       []string
+	PID              int
+	UID, GID, EUID   int
+	Groups           []int
+	Hostname         string
+	Cwd              string
+	EnvNames         []string
+	PID1Cmdline      []string
+	PID1Comm         string
+	PID1Exe          string
+	PID1Threads      string
+	Status           map[string]string
+	Mounts           []string
+	MountInfo        string
+	ResolvConf       string
+	UnprivPortStart  string
+	Listeners        []string
+	Home             string
+	HomeEntries      []string
+	WorkspaceEntries []string
+	Limits           map[string]string
 }
 
 func decodeView(t *testing.T, js string) view {

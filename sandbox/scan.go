@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,8 +27,12 @@ type ScanOptions struct {
 	// Workspace is a host directory the server sees at /workspace; it is
 	// never modified. Empty means a fresh empty workspace.
 	Workspace string
-	// CopyWorkspace copies it into an image layer even where it could be
-	// mounted copy-on-write.
+	// Package is a host directory (the server's code) the server sees at
+	// PackageTarget (default DefaultPackageTarget) as it sees the
+	// workspace: writable, copy-on-write, never modified.
+	Package, PackageTarget string
+	// CopyWorkspace copies the workspace and the package into image layers
+	// even where they could be mounted copy-on-write.
 	CopyWorkspace bool
 	Probes        []probes.Step
 	Limits        Limits
@@ -60,10 +65,26 @@ type ScanOptions struct {
 	// Settle bounds the wait, after a call, while processes it left behind
 	// still run (default 2s).
 	Settle time.Duration
+	// Linger keeps observing after the last call for this long (default
+	// 3s; negative: not at all), so that what a call set off for later
+	// (a timer, a thread, a child) is seen.
+	Linger time.Duration
+	// Suspects, when set, names the calls to replay once the calls are
+	// made (see report.Replay): ci/gate gives rules.Suspects. Nil: no
+	// replay (--no-replay).
+	Suspects func(*report.Report) []int
+	// MaxReplays bounds the calls replayed (default 16); a call past it
+	// has its replay "skipped": nothing is pinned on it.
+	MaxReplays int
 	// MaxEvents bounds the agent's events (default 100,000).
 	MaxEvents int
 	// NoSeed leaves out the canary workspace and the honeytokens.
 	NoSeed bool
+	// BaitSeed draws the canary's names and the honeytokens' values
+	// (probes.NewBait); nil draws a random seed. The report shows the
+	// bait as role placeholders and the seed under timing, so that the
+	// same seed repeats a run exactly.
+	BaitSeed *uint64
 	// Negatives also calls each tool with inputs that break its schema,
 	// one rule at a time.
 	Negatives bool
@@ -110,13 +131,22 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (Result, error) {
 	case IsolationCall:
 		res, err = sc.scanPerCall()
 	}
+	rep := res.Report
+	rep.Sandbox.LingerMs = max(sc.opts.Linger, 0).Milliseconds()
+	rep.Sandbox.Replay = "not-run" // the scan did not run every step
+	if err == nil {
+		sc.replay(rep)
+	}
 	// Last, after teardown: the deterministic form, with what differs
 	// between runs in Timing.
-	rep := res.Report
 	if rep.Timing == nil {
 		rep.Timing = &report.Timing{}
 	}
 	rep.Timing.StartedAt, rep.Timing.DurationMs = sc.started.UTC().Format(time.RFC3339), time.Since(sc.started).Milliseconds()
+	if !sc.opts.NoSeed {
+		seed := sc.bait.Seed
+		rep.Timing.BaitSeed = &seed
+	}
 	return res, err
 }
 
@@ -124,12 +154,16 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (Result, error) {
 type scanner struct {
 	cli     Engine
 	opts    ScanOptions
-	tokens  probes.Honeytokens
+	bait    probes.Bait
 	started time.Time
 	// parent is the caller's context; ctx adds the run's timeout.
 	parent, ctx context.Context
 	cancel      context.CancelFunc
+	mu          sync.Mutex // guards reaped: replays open sessions side by side
 	reaped      []report.Problem
+	// args are the calls' arguments as sent, by seq: the report's are
+	// redacted, and a replay must send the same bytes.
+	args map[int]json.RawMessage
 }
 
 func newScanner(ctx context.Context, cli Engine, opts ScanOptions) (*scanner, error) {
@@ -144,10 +178,20 @@ func newScanner(ctx context.Context, cli Engine, opts ScanOptions) (*scanner, er
 	}
 	setDefault(&opts.Timeout, 10*time.Minute)
 	setDefault(&opts.Settle, 2*time.Second)
-	sc := &scanner{cli: cli, opts: opts, started: time.Now(), parent: ctx}
+	if opts.Linger == 0 {
+		opts.Linger = DefaultLinger
+	}
+	if opts.MaxReplays <= 0 {
+		opts.MaxReplays = 16
+	}
+	sc := &scanner{cli: cli, opts: opts, started: time.Now(), parent: ctx, args: map[int]json.RawMessage{}}
 	sc.ctx, sc.cancel = context.WithTimeout(ctx, opts.Timeout)
 	if !opts.NoSeed {
-		sc.tokens = probes.NewHoneytokens()
+		seed := probes.RandomSeed()
+		if opts.BaitSeed != nil {
+			seed = *opts.BaitSeed
+		}
+		sc.bait = probes.NewBait(seed)
 	}
 	if removed, err := Reap(sc.ctx, cli); err != nil {
 		sc.reaped = append(sc.reaped, report.Problem{Kind: "reap", Message: err.Error()})
@@ -175,28 +219,35 @@ func (sc *scanner) why() report.Problem {
 func (sc *scanner) open() (*Session, error) {
 	o := sc.opts
 	so := SessionOptions{Image: o.Image, Argv: o.Argv, Env: append([]string{}, o.Env...), Mounts: o.Mounts, Workspace: o.Workspace, CopyWorkspace: o.CopyWorkspace,
+		Package: o.Package, PackageTarget: o.PackageTarget,
 		Limits: o.Limits, RunID: o.RunID, User: o.User, Keep: o.Keep, Log: o.Log, Changes: o.Changes, FileLimits: o.FileLimits,
 		MaxListed: o.MaxListed, Agent: o.Agent, Network: o.Network, MaxEvents: o.MaxEvents,
 		StartTimeout: o.StartTimeout, CallTimeout: o.CallTimeout, ClientInfo: o.ClientInfo}
 	if !o.NoSeed {
-		so.Env = append(sc.tokens.Env(), so.Env...)
-		so.Seeds = probes.Seeds(sc.tokens)
-		so.Secrets = sc.tokens.Find
+		so.Env = append(sc.bait.Env(), so.Env...)
+		so.Seeds = sc.bait.Seeds()
+		so.Secrets = sc.bait.Find
 	}
 	s, err := Open(sc.ctx, sc.cli, so)
+	sc.mu.Lock()
 	s.rep.Problems = append(s.rep.Problems, sc.reaped...)
 	sc.reaped = nil
+	sc.mu.Unlock()
 	if err != nil && sc.ctx.Err() != nil {
 		s.rep.Problems = append(s.rep.Problems, sc.why())
 	}
 	return s, err
 }
 
-// closeInto ends a session: its teardown, then the report's deterministic
+// close ends a session: its teardown, then the report's deterministic
 // form (process ids are per container, so each session is normalized on
-// its own).
+// its own). The bait becomes placeholders first, so that what is sorted
+// by path or argv sorts the same whatever was drawn.
 func (sc *scanner) close(s *Session, err *error) {
 	*err = errors.Join(*err, s.Close(sc.ctx))
+	if !sc.opts.NoSeed {
+		s.rep.Redact(sc.bait.Placeholders())
+	}
 	s.rep.Normalize()
 }
 
@@ -257,7 +308,11 @@ func (sc *scanner) plan(rep *report.Report) []probes.Call {
 		ptools[i] = probes.Tool{Name: t.Name, InputSchema: t.InputSchema, Idempotent: isTrue(t.Hints.Idempotent),
 			ReadOnly: isTrue(t.Hints.ReadOnly), NonDestructive: t.Hints.Destructive != nil && !*t.Hints.Destructive}
 	}
-	plan, skips, unknown := probes.Plan(ptools, sc.opts.Probes)
+	canary := probes.DefaultCanary()
+	if !sc.opts.NoSeed {
+		canary = sc.bait.Canary
+	}
+	plan, skips, unknown := probes.Plan(ptools, sc.opts.Probes, canary)
 	if sc.opts.Negatives {
 		plan = probes.WithNegatives(ptools, plan)
 	}
@@ -301,6 +356,7 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 			}
 		}
 		rep.Calls = append(rep.Calls, call)
+		sc.args[seq] = step.Arguments
 		if step.ExpectError && step.Negative == "" && call.ErrorKind == "" && !call.IsError {
 			s.problem("probe", seq, "call %d to %s was expected to fail and succeeded", seq, step.Tool)
 		}
@@ -334,8 +390,10 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 			return fmt.Errorf("%w: %s", ErrIncomplete, msg)
 		}
 	}
-	// What the last call left running did after it (settled above) is a
-	// "between" phase of that call, not a teardown effect.
+	// What the last call left running or set off for later did in the
+	// linger window is a "between" phase of that call, not a teardown
+	// effect (a replay checks that it is the call's).
+	sc.linger(s, first+len(plan))
 	s.Phase(sc.ctx, "between", first+len(plan))
 	return nil
 }

@@ -40,6 +40,9 @@ func scan(t *testing.T, cli *client.Client, opts sandbox.ScanOptions) (sandbox.R
 	} else if opts.Agent == "" {
 		opts.Agent = sandboxtest.Agent(t)
 	}
+	if opts.Linger == 0 {
+		opts.Linger = sandboxtest.Linger // tests wait a moment, not the default window
+	}
 	opts.RunID = label.NewRunID()
 	sandboxtest.NoLeftovers(t, cli, opts.RunID)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -26,7 +26,7 @@ func seed(ctx context.Context, cli Engine, id string, files []probes.SeedFile, h
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	dirs := map[string]bool{}
-	mtime := time.Unix(1_700_000_000, 0)
+	times := seedTimes(files, time.Now())
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
 	for _, f := range files {
 		if hostWorkspace != "" && strings.HasPrefix(f.Path, "/workspace/") {
@@ -45,12 +45,12 @@ func seed(ctx context.Context, cli Engine, id string, files []probes.SeedFile, h
 				mode = 0o700
 			}
 			if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: strings.TrimPrefix(d, "/") + "/", Mode: mode,
-				Uid: images.UID, Gid: images.GID, ModTime: mtime, Format: tar.FormatPAX}); err != nil {
+				Uid: images.UID, Gid: images.GID, ModTime: times[d], Format: tar.FormatPAX}); err != nil {
 				return err
 			}
 		}
 		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(f.Path, "/"), Mode: f.Mode,
-			Size: int64(len(f.Content)), Uid: images.UID, Gid: images.GID, ModTime: mtime, Format: tar.FormatPAX}); err != nil {
+			Size: int64(len(f.Content)), Uid: images.UID, Gid: images.GID, ModTime: times[f.Path], Format: tar.FormatPAX}); err != nil {
 			return err
 		}
 		if _, err := tw.Write([]byte(f.Content)); err != nil {
@@ -64,4 +64,22 @@ func seed(ctx context.Context, cli Engine, id string, files []probes.SeedFile, h
 		return fmt.Errorf("seeding the canary files: %w", err)
 	}
 	return nil
+}
+
+// seedTimes gives each seed file the time its drawn age makes it, and each
+// directory above one (below / and the home directory) the time of the
+// youngest file in it, as if the files had been written then.
+func seedTimes(files []probes.SeedFile, now time.Time) map[string]time.Time {
+	now = now.Truncate(time.Second)
+	out := map[string]time.Time{}
+	for _, f := range files {
+		t := now.Add(-f.Age)
+		out[f.Path] = t
+		for d := path.Dir(f.Path); d != "/" && d != "."; d = path.Dir(d) {
+			if t.After(out[d]) {
+				out[d] = t
+			}
+		}
+	}
+	return out
 }

@@ -28,8 +28,13 @@ type SessionOptions struct {
 	// Workspace is a host directory the server sees at /workspace; it is
 	// never modified. Empty means a fresh empty workspace.
 	Workspace string
-	// CopyWorkspace copies the workspace into an image layer even where it
-	// could be mounted copy-on-write.
+	// Package is a host directory (the server's code) the server sees at
+	// PackageTarget (default DefaultPackageTarget) as it sees the
+	// workspace: writable, copy-on-write, never modified, its changes
+	// file effects.
+	Package, PackageTarget string
+	// CopyWorkspace copies the workspace and the package into image layers
+	// even where they could be mounted copy-on-write.
 	CopyWorkspace bool
 	Limits        Limits
 	RunID         string
@@ -87,12 +92,21 @@ type Session struct {
 	transcript *Transcript
 	noise      *noiseFilter
 	image      string // the image the container runs (the workspace image, when there is one)
-	ws         *overlayMount
-	wsSince    time.Time // host edits to the mounted workspace after this are someone else's
+	mounts     []*overlayMount
+	wsSince    time.Time // host edits to the mounted directories after this are someone else's
+
+	bounds struct{ walk, listed bool } // snapshot bounds already reported
 
 	closeOnce sync.Once
 	closeErr  error
 	kept      string
+}
+
+// DefaultClientInfo is what the client calls itself in initialize unless
+// told otherwise: the name and version Claude Desktop sends, so that a
+// server cannot tell a scan from an ordinary client by its name.
+func DefaultClientInfo() mcp.Implementation {
+	return mcp.Implementation{Name: "claude-ai", Version: "0.1.0"}
 }
 
 // ErrServerStart marks a server that did not start or answer initialize.
@@ -125,7 +139,7 @@ func newSession(cli Engine, opts SessionOptions) *Session {
 		opts.MaxListed = 1000
 	}
 	if opts.ClientInfo.Name == "" {
-		opts.ClientInfo = mcp.Implementation{Name: "mcpsandbox", Version: "dev"}
+		opts.ClientInfo = DefaultClientInfo()
 	}
 	if opts.User == "" {
 		opts.User = images.User()
@@ -178,13 +192,20 @@ func (s *Session) open(ctx context.Context) error {
 	defer cancel()
 	var ctr *Container
 	var err error
+	dirs, err := o.hostDirs()
+	if err != nil {
+		return err
+	}
 	if o.Workspace != "" {
 		s.rep.Sandbox.Workspace = "host"
+	}
+	s.rep.Sandbox.Package = o.packageTarget()
+	if len(dirs) > 0 {
 		// Mounted copy-on-write where the kernel and the engine allow it
-		// (nothing copied); copied into an image layer otherwise. The API
+		// (nothing copied); copied into image layers otherwise. The API
 		// change source cannot see a mount: it gets the copy.
 		if o.Changes != ChangesAPI && !o.CopyWorkspace {
-			ctr, err = s.start(ctx, startCtx, true)
+			ctr, err = s.start(ctx, startCtx, dirs)
 			switch {
 			case err == nil:
 				s.rep.Sandbox.WorkspaceBy = "mount"
@@ -195,20 +216,22 @@ func (s *Session) open(ctx context.Context) error {
 			}
 		}
 		if ctr == nil {
-			s.logf("preparing workspace image from %s", o.Workspace)
-			ref, skipped, err := WorkspaceImage(ctx, s.cli, s.image, o.Workspace, o.RunID)
-			for _, sk := range skipped {
-				s.problem("workspace", 0, "special file not copied into the workspace: %s", sk)
+			for _, d := range dirs {
+				s.logf("preparing an image layer from %s at %s", d.host, d.target)
+				ref, skipped, err := WorkspaceImage(ctx, s.cli, s.image, d.host, d.target, o.RunID)
+				for _, sk := range skipped {
+					s.problem("workspace", 0, "special file not copied into %s: %s", d.target, sk)
+				}
+				if err != nil {
+					return asInfra(err, "preparing "+d.target)
+				}
+				s.image = ref
 			}
-			if err != nil {
-				return asInfra(err, "preparing the workspace")
-			}
-			s.image = ref
 			s.rep.Sandbox.WorkspaceBy = "copy"
 		}
 	}
 	if ctr == nil {
-		if ctr, err = s.start(ctx, startCtx, false); err != nil {
+		if ctr, err = s.start(ctx, startCtx, nil); err != nil {
 			return err
 		}
 	}
@@ -265,21 +288,27 @@ func (s *Session) open(ctx context.Context) error {
 }
 
 // start creates and starts the container: the seeds go in, and the state
-// with them is the baseline every effect is measured from. With mount,
-// the workspace is mounted copy-on-write after the container starts and
-// before the server does; an error wrapping ErrMountUnsupported means the
-// caller should copy it instead (nothing is left behind).
-func (s *Session) start(ctx, startCtx context.Context, mount bool) (*Container, error) {
+// with them is the baseline every effect is measured from. The host
+// directories in mount are mounted copy-on-write after the container
+// starts and before the server does; an error wrapping
+// ErrMountUnsupported means the caller should copy them instead (nothing
+// is left behind).
+func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Container, error) {
 	o := s.opts
 	s.rec = &recorder{maxListed: o.MaxListed, ignore: mountPoints(o.Mounts)}
-	var ws *overlayMount
+	var mounts []*overlayMount
+	closeMounts := func() {
+		for _, m := range mounts {
+			m.close()
+		}
+	}
 	var hs *hostSource
 	seeds := o.Seeds
-	if mount {
+	if len(mount) > 0 {
 		seeds = nil
 		for _, f := range o.Seeds {
-			if !strings.HasPrefix(f.Path, overlay.Workspace+"/") {
-				seeds = append(seeds, f) // those under the mount go in its seed layer
+			if !under(f.Path, mount) {
+				seeds = append(seeds, f) // those under a mount go in its seed layer
 			}
 		}
 	}
@@ -289,12 +318,15 @@ func (s *Session) start(ctx, startCtx context.Context, mount bool) (*Container, 
 				return err
 			}
 		}
+		if err := mountPointsIn(ctx, s.cli, id, mount); err != nil {
+			return err
+		}
 		src, how, err := newChangeSource(ctx, s.cli, id, s.image, o.Changes, o.RunID, o.FileLimits)
 		if err != nil {
 			return asInfra(err, "reading the container's changes")
 		}
 		s.rec.src, s.rep.Sandbox.Changes = src, how.String()
-		if mount {
+		if len(mount) > 0 {
 			dir := layerDir(src)
 			if dir == "" {
 				return errNoLayerDir
@@ -302,10 +334,14 @@ func (s *Session) start(ctx, startCtx context.Context, mount bool) (*Container, 
 			// Host edits from now on are someone else's: the walk at the end
 			// looks for ctimes after this (less a margin: ctime is coarse).
 			s.wsSince = time.Now().Add(-wsSinceMargin)
-			if ws, err = newOverlayMount(o.Workspace, overlay.Workspace, dir, o.Seeds); err != nil {
-				return err
+			for _, d := range mount {
+				m, err := newOverlayMount(d.host, d.target, dir, d.state, o.Seeds)
+				if err != nil {
+					return err
+				}
+				mounts = append(mounts, m)
 			}
-			s.rec.src = newMountedSource(src, ws, o.FileLimits)
+			s.rec.src = newMountedSource(src, mounts, o.FileLimits)
 		}
 		hs = &hostSource{changeSource: s.rec.src}
 		s.rec.src = hs
@@ -317,8 +353,8 @@ func (s *Session) start(ctx, startCtx context.Context, mount bool) (*Container, 
 		return nil
 	}
 	afterStart := func(ctx context.Context, id string, pid int) error {
-		if mount {
-			if err := ws.attach(pid); err != nil {
+		for _, m := range mounts {
+			if err := m.attach(pid); err != nil {
 				return err
 			}
 		}
@@ -352,12 +388,12 @@ func (s *Session) start(ctx, startCtx context.Context, mount bool) (*Container, 
 		if s.rec.src != nil {
 			err = errors.Join(err, s.rec.src.Close(context.WithoutCancel(ctx)))
 			s.rec.src = nil
-		} else if ws != nil {
-			ws.close()
+		} else {
+			closeMounts()
 		}
 		return nil, err
 	}
-	s.ws = ws
+	s.mounts = mounts
 	return ctr, nil
 }
 
@@ -379,6 +415,20 @@ func (s *Session) Mark(ctx context.Context, call bool, seq int) report.Effects {
 	eff, err := s.rec.mark(context.WithoutCancel(ctx), call)
 	if err != nil {
 		s.problem("effects", seq, "reading file effects: %s", report.OneLine(err.Error()))
+	}
+	// A bound hit is said once, where it first was; the verdict's
+	// snapshot-truncated finding lists every place.
+	where := 0
+	if call {
+		where = seq
+	}
+	if eff.FilesTruncated && !s.bounds.walk {
+		s.bounds.walk = true
+		s.problem("snapshot", where, "the file snapshot hit its entry bound (--max-files): changes past it were not seen (the workspace and the home directories were walked first)")
+	}
+	if eff.FilesOmitted > 0 && !s.bounds.listed {
+		s.bounds.listed = true
+		s.problem("snapshot", where, "%d file change(s) past the listing bound were counted, not listed, and not judged", eff.FilesOmitted)
 	}
 	return eff
 }
@@ -563,7 +613,7 @@ func (s *Session) teardown(ctx context.Context) error {
 	// The host edits are looked for while the container stops and goes:
 	// once the server is stopped, later edits cannot reach it.
 	edits := make(chan []report.Problem, 1)
-	if s.ws != nil {
+	if len(s.mounts) > 0 {
 		go func() { edits <- s.hostEdits() }()
 	} else {
 		edits <- nil
@@ -620,22 +670,25 @@ func (s *Session) teardown(ctx context.Context) error {
 // the file itself, and they are no effect of its.
 func (s *Session) hostEdits() []report.Problem {
 	var out []report.Problem
-	paths, n, err := overlay.ChangedSince(s.opts.Workspace, s.wsSince.UnixNano(), maxHostEdits)
-	if err != nil {
-		out = append(out, report.Problem{Kind: "workspace", Message: "checking the host workspace for edits during the run: " + report.OneLine(err.Error())})
+	for _, m := range s.mounts {
+		paths, n, err := overlay.ChangedSince(m.host, s.wsSince.UnixNano(), maxHostEdits)
+		if err != nil {
+			out = append(out, report.Problem{Kind: "workspace", Message: fmt.Sprintf("checking the host directory at %s for edits during the run: %s", m.target, report.OneLine(err.Error()))})
+		}
+		if n == 0 {
+			continue
+		}
+		for i, p := range paths {
+			paths[i], _ = overlay.EscapePath(p)
+		}
+		more := ""
+		if n > len(paths) {
+			more = fmt.Sprintf(" and %d more", n-len(paths))
+		}
+		out = append(out, report.Problem{Kind: "workspace-host-changed", Message: fmt.Sprintf(
+			"the host directory at %s changed during the run (not by the server; what it saw may include these): %s%s", m.target, strings.Join(paths, ", "), more)})
 	}
-	if n == 0 {
-		return out
-	}
-	for i, p := range paths {
-		paths[i], _ = overlay.EscapePath(p)
-	}
-	more := ""
-	if n > len(paths) {
-		more = fmt.Sprintf(" and %d more", n-len(paths))
-	}
-	return append(out, report.Problem{Kind: "workspace-host-changed", Message: fmt.Sprintf(
-		"the host workspace changed during the run (not by the server; what it saw may include these): %s%s", strings.Join(paths, ", "), more)})
+	return out
 }
 
 // maxHostEdits bounds the host edits named in the report.

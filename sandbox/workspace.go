@@ -30,12 +30,12 @@ import (
 const WorkspaceRepo = "mcpsandbox/workspace"
 
 // WorkspaceImage returns an image that is base with the host directory dir
-// at /workspace, owned by the sandbox user. The host directory is only read:
+// at target (/workspace, or the package's), owned by the sandbox user. The host directory is only read:
 // the server's writes land in its container's own layer and are never copied
 // back. Images are cached by a hash of base and of the tree, so an unchanged
 // workspace costs one read and no copy. Special files (sockets, devices,
 // fifos) are skipped and returned.
-func WorkspaceImage(ctx context.Context, cli Engine, base, dir, runID string) (ref string, skipped []string, err error) {
+func WorkspaceImage(ctx context.Context, cli Engine, base, dir, target, runID string) (ref string, skipped []string, err error) {
 	img, err := cli.ImageInspect(ctx, base)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
@@ -49,8 +49,8 @@ func WorkspaceImage(ctx context.Context, cli Engine, base, dir, runID string) (r
 	}
 	defer func() { err = errors.Join(err, tmp.Close(), os.Remove(tmp.Name())) }()
 	h := sha256.New()
-	io.WriteString(h, img.ID+"\n")
-	skipped, err = writeWorkspaceTar(io.MultiWriter(tmp, h), dir)
+	io.WriteString(h, img.ID+"\n"+target+"\n")
+	skipped, err = writeWorkspaceTar(io.MultiWriter(tmp, h), dir, target)
 	if err != nil {
 		return "", skipped, err
 	}
@@ -94,9 +94,9 @@ func WorkspaceImage(ctx context.Context, cli Engine, base, dir, runID string) (r
 	return ref, skipped, nil
 }
 
-// writeWorkspaceTar writes dir as workspace/... with every entry owned by
-// the sandbox user, sorted, symlinks kept as links (never followed).
-func writeWorkspaceTar(w io.Writer, dir string) (skipped []string, err error) {
+// writeWorkspaceTar writes dir as target/... with every entry owned by the
+// sandbox user, sorted, symlinks kept as links (never followed).
+func writeWorkspaceTar(w io.Writer, dir, target string) (skipped []string, err error) {
 	tw := tar.NewWriter(w)
 	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -106,7 +106,7 @@ func writeWorkspaceTar(w io.Writer, dir string) (skipped []string, err error) {
 		if err != nil {
 			return err
 		}
-		name := filepath.ToSlash(filepath.Join("workspace", rel))
+		name := filepath.ToSlash(filepath.Join(strings.TrimPrefix(target, "/"), rel))
 		info, err := d.Info()
 		if err != nil {
 			return fmt.Errorf("reading workspace %s: %w", p, err)

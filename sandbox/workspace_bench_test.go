@@ -44,7 +44,7 @@ func BenchmarkWorkspaceImage(b *testing.B) {
 					cli.ImageRemove(ctx, ref, image.RemoveOptions{Force: true})
 					b.StartTimer()
 				}
-				r, _, err := sandbox.WorkspaceImage(ctx, cli, base, ws, label.NewRunID())
+				r, _, err := sandbox.WorkspaceImage(ctx, cli, base, ws, "/workspace", label.NewRunID())
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -53,7 +53,7 @@ func BenchmarkWorkspaceImage(b *testing.B) {
 		})
 		b.Run(fmt.Sprintf("files=%d/cached", n), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				if _, _, err := sandbox.WorkspaceImage(ctx, cli, base, ws, label.NewRunID()); err != nil {
+				if _, _, err := sandbox.WorkspaceImage(ctx, cli, base, ws, "/workspace", label.NewRunID()); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -37,7 +38,7 @@ var ErrMountUnsupported = errors.New("the workspace cannot be mounted here")
 type overlayMount struct {
 	host   string // the host directory, only ever read
 	target string // where the server sees it, e.g. /workspace
-	state  string // <container layer dir>/mcpsandbox-<name>: upper, work, seed
+	state  string // <container layer dir>/<name>: upper, work, seed
 	// lower is the idmapped read-only clone's root, kept open so that the
 	// classifier reads the host files as the overlay sees them (owner
 	// mapped, no atime written) through /proc/self/fd/N.
@@ -45,15 +46,13 @@ type overlayMount struct {
 	mnt   int // the detached overlay, until attached
 }
 
-// stateName names our directory in the container's layer directory.
-const stateName = "mcpsandbox-ws"
-
 // newOverlayMount builds the detached overlay for host at target. layerDir
 // is the container's overlay2 layer directory (the parent of its upper
-// dir); seeds under target go into a layer of their own, above the host's,
-// so that they are part of the starting state, not effects.
-func newOverlayMount(host, target, layerDir string, seeds []probes.SeedFile) (_ *overlayMount, err error) {
-	m := &overlayMount{host: host, target: target, state: filepath.Join(layerDir, stateName), lower: -1, mnt: -1}
+// dir), name our directory in it; seeds under target go into a layer of
+// their own, above the host's, so that they are part of the starting
+// state, not effects.
+func newOverlayMount(host, target, layerDir, name string, seeds []probes.SeedFile) (_ *overlayMount, err error) {
+	m := &overlayMount{host: host, target: target, state: filepath.Join(layerDir, name), lower: -1, mnt: -1}
 	defer func() {
 		if err != nil {
 			m.close()
@@ -61,7 +60,7 @@ func newOverlayMount(host, target, layerDir string, seeds []probes.SeedFile) (_ 
 	}()
 	var st unix.Stat_t
 	if err := unix.Stat(host, &st); err != nil {
-		return nil, fmt.Errorf("reading workspace %s: %w", host, err)
+		return nil, fmt.Errorf("reading %s: %w", host, err)
 	}
 	tree, err := unix.OpenTree(unix.AT_FDCWD, host, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
 	if err != nil {
@@ -166,6 +165,7 @@ func (m *overlayMount) makeState(mode uint32, seeds []probes.SeedFile) error {
 	if err := os.Chmod(seed, 0o755); err != nil {
 		return fmt.Errorf("making the seed layer: %w", err)
 	}
+	var written []probes.SeedFile
 	for _, f := range seeds {
 		rel, ok := strings.CutPrefix(f.Path, m.target+"/")
 		if !ok {
@@ -175,6 +175,18 @@ func (m *overlayMount) makeState(mode uint32, seeds []probes.SeedFile) error {
 			continue // the server sees the user's file, not ours
 		}
 		if err := writeSeed(seed, rel, f); err != nil {
+			return fmt.Errorf("making the seed layer: %w", err)
+		}
+		written = append(written, f)
+	}
+	// Times last, files and directories alike (writing a file changes its
+	// directory's); the seed layer's root is the workspace's, not ours.
+	for p, t := range seedTimes(written, time.Now()) {
+		rel, ok := strings.CutPrefix(p, m.target+"/")
+		if !ok {
+			continue
+		}
+		if err := os.Chtimes(filepath.Join(seed, rel), t, t); err != nil {
 			return fmt.Errorf("making the seed layer: %w", err)
 		}
 	}

@@ -12,9 +12,9 @@ import (
 // copy into an image layer is the fallback (always, off Linux).
 var ErrMountUnsupported = errors.New("the workspace cannot be mounted here")
 
-type overlayMount struct{ target string }
+type overlayMount struct{ host, target string }
 
-func newOverlayMount(host, target, layerDir string, seeds []probes.SeedFile) (*overlayMount, error) {
+func newOverlayMount(host, target, layerDir, name string, seeds []probes.SeedFile) (*overlayMount, error) {
 	return nil, ErrMountUnsupported
 }
 

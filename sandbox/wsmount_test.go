@@ -135,7 +135,7 @@ func TestWorkspaceIsMountedNotCopied(t *testing.T) {
 }
 
 // stateDirName is the directory the mount's state lives in, in the
-// container's layer directory (sandbox.stateName).
+// container's layer directory (sandbox.workspaceState).
 const stateDirName = "mcpsandbox-ws"
 
 // TestHostEditDuringRunIsReported: a file made in the host directory by
@@ -306,4 +306,70 @@ func scanWithRunID(t *testing.T, cli *client.Client, opts sandbox.ScanOptions) (
 	res, err := sandbox.Scan(ctx, cli, opts)
 	res.Report.Finish()
 	return res, err
+}
+
+// TestPackageIsCopyOnWrite: --package gives the server its code as the
+// workspace is given, by mount or by copy: the server runs from it, writes
+// next to its code (a cache, an append), and those writes are its call's
+// file effects; the host directory is byte for byte what it was; a
+// package target where the image has nothing is made before the baseline,
+// not an effect.
+func TestPackageIsCopyOnWrite(t *testing.T) {
+	cli := sandboxtest.Docker(t)
+	for _, copied := range []bool{false, true} {
+		t.Run(map[bool]string{false: "mount", true: "copy"}[copied], func(t *testing.T) {
+			pkg := t.TempDir()
+			bin, err := os.ReadFile(sandboxtest.Fixture(t).Source)
+			must(t, err)
+			must(t, os.WriteFile(filepath.Join(pkg, "server"), bin, 0o755))
+			must(t, os.WriteFile(filepath.Join(pkg, "data.txt"), []byte("data\n"), 0o644))
+			must(t, filepath.WalkDir(pkg, func(p string, d fs.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				return os.Lchown(p, 1000, 1000)
+			}))
+			ws := hostWorkspace(t)
+			before, wsBefore := manifest(t, pkg), manifest(t, ws)
+			opts := sandbox.ScanOptions{Argv: []string{"/srv/mcp/pkg/server", "ws"}, Workspace: ws, Package: pkg, PackageTarget: "/srv/mcp/pkg", CopyWorkspace: copied}
+			opts.Probes = steps(t, `[{"tool":"write_beside"},{"tool":"read_any","arguments":{"path":"/workspace/rootdir/r.txt"}}]`)
+			res, err := scan(t, cli, opts)
+			if err != nil {
+				t.Fatalf("scan: %v", err)
+			}
+			r := res.Report
+			want := map[bool]string{false: "mount", true: "copy"}[copied]
+			if r.Sandbox.WorkspaceBy != want || r.Sandbox.Package != "/srv/mcp/pkg" {
+				t.Fatalf("package by %q at %q, want %s at /srv/mcp/pkg; problems %+v", r.Sandbox.WorkspaceBy, r.Sandbox.Package, want, r.Problems)
+			}
+			var got []string
+			for _, c := range callsOf(r, "write_beside") {
+				if c.Error != "" || c.IsError {
+					t.Fatalf("write_beside failed: %+v", c)
+				}
+				for _, f := range c.Effects.Files {
+					got = append(got, f.Change.String()+" "+f.Path)
+				}
+			}
+			if w := []string{"created /srv/mcp/pkg/cache", "created /srv/mcp/pkg/cache/state.json", "modified /srv/mcp/pkg/data.txt"}; !reflect.DeepEqual(got, w) {
+				t.Errorf("write_beside effects = %q, want %q", got, w)
+			}
+			for _, ph := range r.Phases {
+				for _, f := range ph.Effects.Files {
+					if strings.HasPrefix(f.Path, "/srv") {
+						t.Errorf("phase %s has %s %s", ph.Name, f.Change, f.Path)
+					}
+				}
+			}
+			if after := manifest(t, pkg); !reflect.DeepEqual(before, after) {
+				t.Errorf("host package changed:\nbefore %v\nafter  %v", before, after)
+			}
+			if after := manifest(t, ws); !reflect.DeepEqual(wsBefore, after) {
+				t.Errorf("host workspace changed:\nbefore %v\nafter  %v", wsBefore, after)
+			}
+			if c := callsOf(r, "read_any"); len(c) != 1 || !strings.Contains(c[0].Result, "root's") {
+				t.Errorf("the server's view of /workspace: %+v", c)
+			}
+		})
+	}
 }

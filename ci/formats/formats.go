@@ -8,6 +8,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -259,13 +260,19 @@ func WriteSARIF(w io.Writer, r *report.Report, version string) error {
 
 // artifactURI is a workspace file the finding names, relative to the
 // workspace (what a repository checkout has), else a stand-in for the tool.
+// Each segment is escaped: a URI holds no "<" (the bait's placeholders,
+// "<project>/README.md"), space or control character.
 func artifactURI(f report.Finding) string {
 	for _, e := range f.Evidence {
 		if i := strings.Index(e, " /workspace/"); i >= 0 {
-			return strings.TrimPrefix(e[i+1:], "/workspace/")
+			segs := strings.Split(strings.TrimPrefix(e[i+1:], "/workspace/"), "/")
+			for k := range segs {
+				segs[k] = url.PathEscape(segs[k])
+			}
+			return strings.Join(segs, "/")
 		}
 	}
-	return "mcp-tools/" + f.Tool
+	return "mcp-tools/" + url.PathEscape(f.Tool)
 }
 
 func evidenceText(ev []string) string {

@@ -50,6 +50,21 @@ func TestSARIFValidatesAgainstTheOfficialSchema(t *testing.T) {
 	}
 }
 
+// TestSARIFURIsAreEscaped: a finding on a file of the bait, which the
+// report names by placeholder, or on a name with a space, points at a
+// valid URI reference.
+func TestSARIFURIsAreEscaped(t *testing.T) {
+	for ev, want := range map[string]string{
+		"modified /workspace/<project>/README.md": "%3Cproject%3E/README.md",
+		"created /workspace/my notes/a.txt":       "my%20notes/a.txt",
+		"created /workspace/src/x.js":             "src/x.js",
+	} {
+		if got := artifactURI(report.Finding{Tool: "t", Evidence: []string{ev}}); got != want {
+			t.Errorf("%q: uri %q, want %q", ev, got, want)
+		}
+	}
+}
+
 func TestJUnitParsesWithAJUnitReader(t *testing.T) {
 	var buf bytes.Buffer
 	if err := WriteJUnit(&buf, reporttest.Sample()); err != nil {

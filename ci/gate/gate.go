@@ -36,6 +36,9 @@ type Options struct {
 	// JSON-RPC frames, the published tools and the findings as a baseline
 	// ("" for none).
 	Transcript, ContractOut, WriteBaseline string
+	// NoReplay leaves the calls unreplayed: every effect is the call's
+	// during which it was seen (the report says replay "off").
+	NoReplay bool
 	// Version names mcpsandbox in the reports.
 	Version string
 	Stdout  io.Writer
@@ -51,6 +54,9 @@ var ErrFindings = errors.New("findings")
 // when it could not run every step (the outputs are written all the
 // same), or an output's error.
 func Run(ctx context.Context, cli sandbox.Engine, opts Options) (*report.Report, error) {
+	if !opts.NoReplay && opts.Scan.Suspects == nil {
+		opts.Scan.Suspects = func(r *report.Report) []int { return verdict.Suspects(r, opts.Verdict) }
+	}
 	res, scanErr := sandbox.Scan(ctx, cli, opts.Scan)
 	rep := res.Report
 	if scanErr != nil && !errors.Is(scanErr, sandbox.ErrIncomplete) {

@@ -7,6 +7,9 @@ package report
 
 import (
 	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
 )
 
 // SchemaVersion names the shape of the report.
@@ -48,6 +51,10 @@ type Timing struct {
 	// PIDs maps the report's process ids (1 = the first process to run a
 	// program, usually the server) to the pids the kernel gave.
 	PIDs []PIDMap `json:"pids"`
+	// BaitSeed drew this run's canary names and honeytoken values, which
+	// the report shows as role placeholders ("<project>"); --bait-seed
+	// repeats them. Absent when nothing was planted (--no-seed).
+	BaitSeed *uint64 `json:"baitSeed,omitempty"`
 }
 
 // CallTiming is how long one call took.
@@ -109,13 +116,26 @@ type Sandbox struct {
 	// Workspace is "empty" or "host" (a copy of a host directory, never
 	// written back).
 	Workspace string `json:"workspace"`
-	// WorkspaceBy says how a host workspace reached the server: "mount"
-	// (copy-on-write over the host directory, nothing copied) or "copy"
-	// (an image layer, when the kernel or engine cannot mount it).
+	// WorkspaceBy says how a host workspace (and the package, if any)
+	// reached the server: "mount" (copy-on-write over the host directory,
+	// nothing copied) or "copy" (an image layer, when the kernel or engine
+	// cannot mount it).
 	WorkspaceBy string `json:"workspaceBy,omitempty"`
+	// Package is where the server saw the host directory given with
+	// --package (its code, writable copy-on-write like the workspace; its
+	// changes are file effects), or "" without one.
+	Package string `json:"package,omitempty"`
 	// Changes says how file effects were read: "upperdir" (the overlayfs
 	// upper dir, on the host) or "api" (the Engine API).
 	Changes string `json:"changes"`
+	// LingerMs is how long the scan kept observing after the last call
+	// (--linger): what the server did later was not seen.
+	LingerMs int64 `json:"lingerMs"`
+	// Replay is "findings" (a call whose effects raise a finding, for it
+	// or for an earlier call of its session, is replayed to check that it
+	// caused them) or "off" (--no-replay: every effect is the call's during
+	// which it was seen).
+	Replay string `json:"replay"`
 	// Agent is true when the in-container agent recorded processes and
 	// network attempts; without it those lists stay empty.
 	Agent bool `json:"agent"`
@@ -175,6 +195,63 @@ type Call struct {
 	// Result is the text of the result's content, bounded.
 	Result  string  `json:"result"`
 	Effects Effects `json:"effects"`
+	// Replay, when set, says how far the call's effects (with the
+	// "between" phase after it) were checked by replaying the call; only
+	// the effects it reproduced are the call's. Nil: not replayed, every
+	// effect is the call's (no rule needed checking, or --no-replay).
+	Replay *Replay `json:"replay,omitempty"`
+}
+
+// Replay is the outcome of replaying one call: in a fresh container from
+// the same starting state, with the calls of its session before it, the
+// call and then the linger window; and beside it the same without the
+// call (the control). An effect is reproduced when it happened with the
+// call and not without it.
+type Replay struct {
+	// Status is "replayed", or "skipped" when the replay could not run (a
+	// bound, an error: the problems say which): then nothing is pinned on
+	// the call.
+	Status string `json:"status"`
+	// Reproduced are the keys (EffectKey) of the call's effects the replay
+	// reproduced, sorted.
+	Reproduced []string `json:"reproduced"`
+	// Candidates are the calls that could have caused an effect seen
+	// during this call: its session's calls up to it, in order.
+	Candidates []int `json:"candidates"`
+}
+
+// Candidates are the calls that could have caused what was seen during
+// the i-th call of r: the calls of its session up to it, in order. With
+// call isolation a session holds one call and the repeats after it.
+func Candidates(r *Report, i int) []int {
+	first := 0
+	if r.Sandbox.Isolation == "call" {
+		first = i
+		for first > 0 && r.Calls[first].Source == "repeat" {
+			first--
+		}
+	}
+	var out []int
+	for _, c := range r.Calls[first : i+1] {
+		out = append(out, c.Seq)
+	}
+	return out
+}
+
+// The keys of effects, which a replay compares: what happened, not when
+// or by which process id.
+
+// Key of a file change: its kind and path.
+func (f FileChange) Key() string { return "file " + f.Change.String() + " " + f.Path }
+
+// Key of a network attempt: what it reached and how.
+func (n NetEvent) Key() string {
+	return strings.Join([]string{"net", n.Kind, n.Host, n.Address, strconv.Itoa(n.Port), n.Protocol, n.Family, n.Method, n.Path}, " ")
+}
+
+// Key of a process: what ran, and whether it outlived its call.
+func (p Process) Key() string {
+	return fmt.Sprintf("proc %q background=%v", p.Argv, p.Background)
 }
 
 // Effects are the side effects observed during one call or phase.

@@ -211,7 +211,7 @@ func (p Policy) trimPaths(f report.Finding) (report.Finding, map[string]int) {
 		return f, nil
 	}
 	f.Evidence, f.EvidencePaths = ev, paths
-	if rl, ok := ByID(f.Rule); ok && rl.Message != "" {
+	if rl, ok := ByID(f.Rule); ok && (rl.Message != "" || rl.ServerMessage != "") {
 		f.Message = message(rl, f)
 	}
 	return f, dropped

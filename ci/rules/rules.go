@@ -45,6 +45,10 @@ type Rule struct {
 	// Message, for the rules on calls, says what the call did: a format of
 	// the call number and the evidence count, after the tool's name.
 	Message string
+	// ServerMessage, for the rules that raise server-level findings from
+	// their evidence (no tool, no call), says what the server did: a
+	// format of the places the evidence names and its count.
+	ServerMessage string
 }
 
 // The specification's words for each hint (MCP, ToolAnnotations).
@@ -57,7 +61,7 @@ const (
 
 // All lists every rule, in a stable order.
 func All() []Rule {
-	return []Rule{
+	all := []Rule{
 		{ID: ReadonlyWrites, Severity: report.SeverityError, Hint: "readOnlyHint", Rationale: specReadOnly,
 			Message: "declares readOnlyHint: true, but call %d changed %d file(s)"},
 		{ID: ReadonlyBackground, Severity: report.SeverityWarning, Hint: "readOnlyHint", Rationale: specReadOnly + " A process left running after the call can modify it later.",
@@ -70,8 +74,8 @@ func All() []Rule {
 			Message: "declares openWorldHint: false, but call %d made %d network attempt(s) beyond the sandbox"},
 		{ID: WritesOutsideWorkspace, Severity: report.SeverityWarning, Rationale: "Whatever its hints, a tool that changes files outside the workspace reaches beyond what it was given.",
 			Message: "call %d changed %d file(s) outside the workspace"},
-		{ID: SecretExfiltration, Severity: report.SeverityCritical, Rationale: "A honeytoken planted for this run left the tool in a network payload, DNS name or HTTP request.",
-			Message: "call %d sent %d planted secret(s) out of the sandbox"},
+		{ID: SecretExfiltration, Severity: report.SeverityCritical, Rationale: "A honeytoken planted for this run left the sandbox in a network payload, DNS name or HTTP request.",
+			Message: "call %d sent %d planted secret(s) out of the sandbox", ServerMessage: "the server, " + outsideCalls + " (%s), sent %d planted secret(s) out of the sandbox"},
 		{ID: SchemaViolationAccepted, Severity: report.SeverityWarning, Rationale: "The tool accepted input its own inputSchema forbids.",
 			Message: "call %d accepted input that breaks its own input schema (%d evidence items: the rule broken, the arguments)"},
 		{ID: SchemaViolationEffects, Severity: report.SeverityError, Rationale: "Input its own inputSchema forbids made the tool change something.",
@@ -85,6 +89,7 @@ func All() []Rule {
 		{ID: BaselineStale, Severity: report.SeverityError, Rationale: "A baseline entry no longer occurs: the problem is fixed, so the exception must go."},
 		serverRunsAsRootRule(),
 	}
+	return append(all, phaseRules()...)
 }
 
 // ByID returns the rule with id.
@@ -118,80 +123,22 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 	for _, t := range r.Tools {
 		tools[t.Name] = t
 	}
-	after := map[int][]report.Effects{}
-	for _, ph := range r.Phases {
-		if ph.Name == "between" && ph.After > 0 {
-			after[ph.After] = append(after[ph.After], ph.Effects)
-		}
-	}
+	after := afterCalls(r)
 	e := &evaluator{opts: opts, isolation: r.Sandbox.Isolation, out: []report.Finding{}}
 	for i, c := range r.Calls {
-		t := tools[c.Tool]
 		// What a call caused includes what it left running did after it
 		// returned.
 		effs := append([]report.Effects{c.Effects}, after[c.Seq]...)
-		h := t.Hints
-		if isTrue(h.ReadOnly) {
-			e.files(ReadonlyWrites, c, effs, "readOnlyHint: true", func(f report.FileChange) bool { return true })
-			var ev []string
-			for _, pr := range c.Effects.Processes {
-				if pr.Background {
-					ev = append(ev, "background: "+argv(pr))
-				}
-			}
-			e.add(ReadonlyBackground, c, "readOnlyHint: true", ev, nil)
+		if c.Replay == nil {
+			e.call(r, i, c, tools[c.Tool], effs, true)
+			continue
 		}
-		if !isTrue(h.ReadOnly) && isFalse(h.Destructive) {
-			e.files(NondestructiveDeletes, c, effs, "destructiveHint: false", func(f report.FileChange) bool {
-				// Appending is additive; deleting, truncating or rewriting is not.
-				return f.Change == report.ChangeDeleted || (f.Change == report.ChangeModified && f.Type == "file" && !f.Appended)
-			})
-		}
-		if isTrue(h.Idempotent) {
-			if prev := previousSame(r.Calls[:i], c); prev != nil {
-				e.files(IdempotentRepeats, c, effs, "idempotentHint: true", further(r.Calls[:i], c))
-			}
-		}
-		if isFalse(h.OpenWorld) {
-			var ev []string
-			for _, ef := range effs {
-				for _, n := range ef.Network {
-					if s, ok := e.outward(n); ok {
-						ev = append(ev, s)
-					}
-				}
-			}
-			e.add(ClosedWorldNetwork, c, "openWorldHint: false", ev, nil)
-		}
-		if c.Negative != "" {
-			args := "arguments " + string(c.Arguments)
-			if c.ErrorKind == "" && !c.IsError {
-				e.add(SchemaViolationAccepted, c, "", []string{c.Negative, args}, nil)
-			}
-			ev, paths := []string{c.Negative}, []string{""}
-			for _, ef := range effs {
-				for _, f := range ef.Files {
-					ev, paths = append(ev, f.Change.String()+" "+f.Path), append(paths, f.Path)
-				}
-				for _, p := range ef.Processes {
-					ev, paths = append(ev, "ran "+argv(p)), append(paths, "")
-				}
-			}
-			if len(ev) > 1 {
-				e.add(SchemaViolationEffects, c, "", ev, paths)
-			}
-		}
-		var leaked []string
-		for _, ef := range effs {
-			for _, n := range ef.Network {
-				for _, sec := range n.Secrets {
-					leaked = append(leaked, fmt.Sprintf("%s in %s", sec, describeNet(n)))
-				}
-			}
-		}
-		e.add(SecretExfiltration, c, "", leaked, nil)
-		e.files(WritesOutsideWorkspace, c, effs, "", func(f report.FileChange) bool { return f.Scope == "outside" })
+		e.replayed(r, i, c, tools, effs)
 	}
+	// Outside calls: startup, initialize, tools/list, before the first
+	// call, teardown; then the snapshot's bounds, wherever they were hit.
+	e.phases(r)
+	e.truncation(r)
 	if n := r.Sandbox.EventsDropped; n > 0 {
 		rl, _ := ByID(EventsDropped)
 		e.out = append(e.out, report.Finding{Rule: rl.ID, Severity: rl.Severity, Message: fmt.Sprintf("the agent dropped %d events; %s", n, rl.Rationale),
@@ -204,6 +151,78 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 			Evidence: []string{fmt.Sprintf("%d events truncated", n)}, EvidencePaths: []string{""}, Isolation: r.Sandbox.Isolation})
 	}
 	return e.out
+}
+
+// call raises the rules on call c (the i-th) as if tool t made effs; full
+// adds the rules that need the call itself (repeats, negatives), which a
+// candidate standing in for another call does not answer.
+func (e *evaluator) call(r *report.Report, i int, c report.Call, t report.Tool, effs []report.Effects, full bool) {
+	h := t.Hints
+	if isTrue(h.ReadOnly) {
+		e.files(ReadonlyWrites, c, effs, "readOnlyHint: true", func(f report.FileChange) bool { return true })
+		var ev []string
+		for _, pr := range c.Effects.Processes {
+			if pr.Background {
+				ev = append(ev, "background: "+argv(pr))
+			}
+		}
+		e.add(ReadonlyBackground, c, "readOnlyHint: true", ev, nil)
+	}
+	if !isTrue(h.ReadOnly) && isFalse(h.Destructive) {
+		e.files(NondestructiveDeletes, c, effs, "destructiveHint: false", func(f report.FileChange) bool {
+			// Appending is additive; deleting, truncating or rewriting is not.
+			return f.Change == report.ChangeDeleted || (f.Change == report.ChangeModified && f.Type == "file" && !f.Appended)
+		})
+	}
+	if full && isTrue(h.Idempotent) {
+		if prev := previousSame(r.Calls[:i], c); prev != nil {
+			e.files(IdempotentRepeats, c, effs, "idempotentHint: true", further(r.Calls[:i], c))
+		}
+	}
+	if isFalse(h.OpenWorld) {
+		var ev []string
+		for _, ef := range effs {
+			for _, n := range ef.Network {
+				if s, ok := e.outward(n); ok {
+					ev = append(ev, s)
+				}
+			}
+		}
+		e.add(ClosedWorldNetwork, c, "openWorldHint: false", ev, nil)
+	}
+	if full && c.Negative != "" {
+		args := "arguments " + string(c.Arguments)
+		if c.ErrorKind == "" && !c.IsError {
+			e.add(SchemaViolationAccepted, c, "", []string{c.Negative, args}, nil)
+		}
+		ev, paths := []string{c.Negative}, []string{""}
+		for _, ef := range effs {
+			for _, f := range ef.Files {
+				ev, paths = append(ev, f.Change.String()+" "+f.Path), append(paths, f.Path)
+			}
+			for _, p := range ef.Processes {
+				ev, paths = append(ev, "ran "+argv(p)), append(paths, "")
+			}
+		}
+		if len(ev) > 1 {
+			e.add(SchemaViolationEffects, c, "", ev, paths)
+		}
+	}
+	var leaked []string
+	for _, ef := range effs {
+		for _, n := range ef.Network {
+			for _, sec := range n.Secrets {
+				leaked = append(leaked, fmt.Sprintf("%s in %s", sec, describeNet(n)))
+			}
+		}
+	}
+	e.add(SecretExfiltration, c, "", leaked, nil)
+	e.files(ShellOrCredentialFiles, c, effs, "", func(f report.FileChange) bool { return IsShellOrCredentialFile(f.Path) })
+	// Shell start-up and credential files are the rule above's, at its
+	// higher severity: not listed twice.
+	e.files(WritesOutsideWorkspace, c, effs, "", func(f report.FileChange) bool {
+		return f.Scope == "outside" && !IsShellOrCredentialFile(f.Path)
+	})
 }
 
 type evaluator struct {
@@ -253,9 +272,17 @@ func (e *evaluator) add(rule string, c report.Call, hint string, evidence, paths
 }
 
 // message is a call finding's message: the tool, what its call did, and
-// for a hint the specification's words. The policy renders it again when
-// it drops evidence, so that the count stays true.
+// for a hint the specification's words; or a server-level finding's:
+// what the server did, where, and the rule's rationale. The policy
+// renders it again when it drops evidence, so that the count stays true.
 func message(rl Rule, f report.Finding) string {
+	if f.Tool == "" && rl.ServerMessage != "" {
+		text := fmt.Sprintf(rl.ServerMessage, where(f.Evidence), len(f.Evidence))
+		if f.Hint != "" {
+			return text + "; every tool declares " + f.Hint + ", and the specification: " + specOpenWorld
+		}
+		return text + "; " + rl.Rationale
+	}
 	text := fmt.Sprintf("%s %s", quote(f.Tool), fmt.Sprintf(rl.Message, f.Call, len(f.Evidence)))
 	if rl.Rationale != "" && f.Hint != "" {
 		text += "; the specification: " + rl.Rationale

@@ -27,6 +27,13 @@ type Config struct {
 	Baseline *baseline.File
 }
 
+// Suspects are the calls of rep to replay under cfg (see
+// sandbox.ScanOptions.Suspects): those whose effects the rules would hold
+// against them or an earlier call of their session.
+func Suspects(rep *report.Report, cfg Config) []int {
+	return rules.Suspects(rep, rules.Options{AllowedHosts: cfg.Policy.AllowedHosts})
+}
+
 // Finish replaces rep's findings, ignored list and summary with the
 // verdict on its observations under cfg:
 //

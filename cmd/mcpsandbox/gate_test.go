@@ -40,7 +40,8 @@ func fixtureArgs(t *testing.T, out string, flags []string, serverArgs ...string)
 	cli := sandboxtest.Docker(t)
 	sandboxtest.NodeImage(t, cli)
 	fx := sandboxtest.Fixture(t)
-	args := []string{"scan", "--format", "json", "--out", out, "--agent", sandboxtest.Agent(t), "--mount", fx.Source + ":" + fx.Target}
+	args := []string{"scan", "--format", "json", "--out", out, "--agent", sandboxtest.Agent(t), "--mount", fx.Source + ":" + fx.Target,
+		"--linger", sandboxtest.Linger.String()} // a later --linger in flags wins
 	args = append(args, flags...)
 	return append(append(args, "--", fx.Target), serverArgs...)
 }

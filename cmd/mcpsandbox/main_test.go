@@ -41,6 +41,9 @@ func TestUsageAndExitCodes(t *testing.T) {
 		{[]string{"scan", "--user", "1:", "--", "srv"}, 2, "want UID[:GID]"},
 		{[]string{"scan", "--probes", "/no/such/file", "--", "srv"}, 2, "reading probes"},
 		{[]string{"scan", "--no-such-flag"}, 2, "unknown flag"},
+		{[]string{"scan", "--bait-seed", "9007199254740992", "--", "srv"}, 2, "--bait-seed 9007199254740992: want 0 to 9007199254740991"},
+		{[]string{"scan", "--bait-seed", "-1", "--", "srv"}, 2, "--bait-seed"},
+		{[]string{"scan", "--client-name", "", "--", "srv"}, 2, "--client-name: want a name"},
 	} {
 		var out, errb bytes.Buffer
 		err := run(context.Background(), tc.args, &out, &errb)

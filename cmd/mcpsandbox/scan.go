@@ -10,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcpsandbox/mcpsandbox/ci/baseline"
 	"github.com/mcpsandbox/mcpsandbox/ci/contract"
 	"github.com/mcpsandbox/mcpsandbox/ci/formats"
@@ -29,7 +27,8 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	opts := sandbox.ScanOptions{Changes: sandbox.ChangesAuto, Network: sandbox.NetworkNone, Isolation: sandbox.IsolationSession}
 	fs.StringVar(&opts.Image, "image", "mcpsandbox/node:latest", "image to run the server in (must be in the local engine; never pulled)")
 	fs.StringVar(&opts.Workspace, "workspace", "", "host directory the server sees at /workspace, read-write, never modified (default: empty)")
-	fs.BoolVar(&opts.CopyWorkspace, "copy-workspace", false, "copy the workspace into an image layer instead of mounting it copy-on-write")
+	pkg := fs.String("package", "", "DIR[:/TARGET]: the server's code, seen at TARGET (default "+sandbox.DefaultPackageTarget+") as the workspace is: writable copy-on-write, never modified, its changes effects")
+	fs.BoolVar(&opts.CopyWorkspace, "copy-workspace", false, "copy the workspace and the package into image layers instead of mounting them copy-on-write")
 	probeFile := fs.String("probes", "", "probe file: JSON object of tool name to arguments, called in file order")
 	fs.StringArrayVar(&opts.Env, "env", nil, "environment variable KEY=VAL for the server (repeatable)")
 	fs.StringVar(&opts.User, "user", images.User(), "UID[:GID] the server runs as, whatever the image's USER; 0 runs it as root, with a warning and a server-runs-as-root finding")
@@ -54,10 +53,17 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	agentPath := fs.String("agent", "", "a static build of mcpsandbox to run as the in-container agent (default: this binary)")
 	noAgent := fs.Bool("no-agent", false, "run without the agent: processes and network attempts are not recorded")
 	fs.Var(&opts.Network, "network", "none (loopback only), sinkhole (DNS and common TCP ports answered on the loopback; nothing leaves), bridge or host (the server can reach other machines)")
+	fs.DurationVar(&opts.Linger, "linger", sandbox.DefaultLinger, "after the last call, keep observing this long for what the calls set off for later (timers, threads, children); 0: not at all")
+	noReplay := fs.Bool("no-replay", false, "do not replay the calls whose effects raise findings: every effect is then the call's during which it was seen")
 	fs.DurationVar(&opts.Settle, "settle", 0, "after a call, wait up to this long while processes it left behind run (default 2s)")
 	fs.Var(&opts.Isolation, "isolation", "session (one container, calls in order) or call (a fresh container from the same starting state for each call)")
 	fs.BoolVar(&opts.Negatives, "negatives", false, "also call each tool with inputs that break its input schema, one rule at a time; accepting one is a finding")
+	fs.IntVar(&opts.FileLimits.MaxEntries, "max-files", 0, "entries walked per file snapshot (default 200,000; 20,000 with --changes api); past it the snapshot is truncated, a problem and a finding")
 	fs.BoolVar(&opts.NoSeed, "no-seed", false, "do not seed the canary workspace and honeytokens")
+	baitSeed := fs.Uint64("bait-seed", 0, "draw the canary's names and the honeytokens' values from this seed (0 to 2^53-1; default: a random seed, reported under timing)")
+	client := sandbox.DefaultClientInfo()
+	fs.StringVar(&client.Name, "client-name", client.Name, "the name the client gives in initialize (clientInfo.name)")
+	fs.StringVar(&client.Version, "client-version", client.Version, "the version the client gives in initialize (clientInfo.version)")
 	fs.BoolVar(&opts.Keep, "keep", false, "leave the container (stopped) for debugging and print its id")
 	verbose := fs.BoolP("verbose", "v", false, "print progress to stderr")
 	if err := parse(fs, args); err != nil {
@@ -69,6 +75,18 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usageError{"scan needs the server command after --"}
 	}
 	opts.Limits = limits
+	if opts.Linger == 0 {
+		opts.Linger = -1 // --linger 0: none, not the library's default
+	}
+	if fs.Changed("bait-seed") {
+		if *baitSeed > probes.MaxSeed {
+			return usageError{fmt.Sprintf("--bait-seed %d: want 0 to %d", *baitSeed, uint64(probes.MaxSeed))}
+		}
+		opts.BaitSeed = baitSeed
+	}
+	if client.Name == "" {
+		return usageError{"--client-name: want a name"}
+	}
 	if !validUser(opts.User) {
 		return usageError{fmt.Sprintf("--user %q: want UID[:GID], numbers", opts.User)}
 	}
@@ -99,6 +117,16 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		if err != nil || !fi.IsDir() {
 			return usageError{fmt.Sprintf("--workspace %q is not a directory", opts.Workspace)}
 		}
+	}
+	if *pkg != "" {
+		dir, target := *pkg, ""
+		if i := strings.LastIndex(dir, ":"); i >= 0 && strings.HasPrefix(dir[i+1:], "/") {
+			dir, target = dir[:i], dir[i+1:]
+		}
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return usageError{fmt.Sprintf("--package %q: %q is not a directory", *pkg, dir)}
+		}
+		opts.Package, opts.PackageTarget = dir, target
 	}
 	if *probeFile != "" {
 		steps, err := probes.Load(*probeFile)
@@ -162,7 +190,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		opts.Agent = a
 	}
-	opts.ClientInfo = mcp.Implementation{Name: "mcpsandbox", Version: version()}
+	opts.ClientInfo = client
 
 	cli, err := sandbox.Connect(ctx)
 	if err != nil {
@@ -171,7 +199,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer cli.Close()
 	_, err = gate.Run(ctx, cli, gate.Options{Scan: opts, Verdict: verdict.Config{Policy: policy, Contract: pinned, Baseline: base},
 		FailOn: failGate, Outputs: outputs, Transcript: *transcript, ContractOut: *contractOut, WriteBaseline: *writeBaseline,
-		Version: version(), Stdout: stdout, Notice: stderr})
+		NoReplay: *noReplay, Version: version(), Stdout: stdout, Notice: stderr})
 	return err
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -27,6 +28,16 @@ const (
 	defaultMaxEvents = 200_000
 	defaultTick      = 10 * time.Millisecond
 )
+
+// init keeps the agent's main goroutine, which traces the server, on the
+// process's first thread: TracerPid in the server's status names the
+// tracing thread, and it must read 1, as PID 1 (locked later, the
+// goroutine could be on any thread, and TracerPid showed its id).
+func init() {
+	if len(os.Args) > 0 && filepath.Base(os.Args[0]) == Name {
+		runtime.LockOSThread()
+	}
+}
 
 // Main runs the agent with its command line and returns the exit code.
 // Two command lines are understood: the runner's current one,

@@ -146,6 +146,10 @@ func Runner(t testing.TB) string {
 	return runnerBin.path
 }
 
+// Linger is the linger window tests use unless they test it: a moment,
+// not the default's seconds, so that the suite stays short.
+const Linger = 200 * time.Millisecond
+
 // FixtureMount is where tests mount the fixture server in the container.
 const FixtureMount = "/opt/fixture/server"
 

@@ -10,7 +10,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -75,6 +77,13 @@ type view struct {
 	// Listeners are the sockets listening (TCP) or bound (UDP) in the
 	// network namespace, as "tcp 127.0.0.1:53".
 	Listeners []string
+	// Home is $HOME (or the user's home); HomeEntries and
+	// WorkspaceEntries list what is in it and in /workspace, three levels
+	// down, as "d name" or "f name" relative to the root.
+	Home                          string
+	HomeEntries, WorkspaceEntries []string
+	// Limits are the cgroup limits and /proc/self/limits, by file.
+	Limits map[string]string
 }
 
 func look() view {
@@ -111,7 +120,39 @@ func look() view {
 	v.ResolvConf = readOr("/etc/resolv.conf")
 	v.UnprivPortStart = strings.TrimSpace(readOr("/proc/sys/net/ipv4/ip_unprivileged_port_start"))
 	v.Listeners = listeners()
+	v.Home = os.Getenv("HOME")
+	v.HomeEntries, v.WorkspaceEntries = entries(v.Home), entries("/workspace")
+	v.Limits = map[string]string{}
+	for _, p := range []string{"/sys/fs/cgroup/pids/pids.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+		"/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes", "/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu/cpu.cfs_period_us",
+		"/sys/fs/cgroup/pids.max", "/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/cpu.max", "/proc/self/limits"} {
+		v.Limits[p] = strings.TrimSpace(readOr(p))
+	}
 	return v
+}
+
+// entries lists what is below root, three levels down.
+func entries(root string) []string {
+	var out []string
+	if root == "" || root == "/" {
+		return out
+	}
+	filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == root {
+			return nil
+		}
+		rel := strings.TrimPrefix(p, root+"/")
+		kind := "f"
+		if d.IsDir() {
+			kind = "d"
+			if strings.Count(rel, "/") >= 2 {
+				return fs.SkipDir
+			}
+		}
+		out = append(out, kind+" "+rel)
+		return nil
+	})
+	return out
 }
 
 // listeners reads /proc/net/{tcp,udp}: TCP sockets in LISTEN (0A), UDP

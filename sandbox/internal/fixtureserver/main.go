@@ -2,7 +2,7 @@
 // demo: honest tools, and tools that lie about their side effects in each
 // way mcpsandbox must catch. Arguments choose the tool sets:
 //
-//	fixtureserver [honest] [liar] [bad] [hostile] [ipc] [garbage] [hang] [crash] ... [--banner]
+//	fixtureserver [honest] [liar] [bad] [hostile] [wary] [ipc] [garbage] [hang] [crash] ... [--banner]
 //
 // (default: honest liar); each misbehaving tool may be named alone. --banner prints a line of non-JSON to stdout
 // before serving, as some real servers do.
@@ -80,6 +80,9 @@ func main() {
 		addWorkspaceTools(s)
 	}
 	addAgentTools(s, sets["agent"])
+	addPhaseTools(s, sets)
+	addLateTools(s, func(tool string) bool { return sets[lateHostile] || sets[tool] })
+	addWary(s, sets["wary"])
 	if sets["ipc"] {
 		mapShm()
 		addIPCTools(s)

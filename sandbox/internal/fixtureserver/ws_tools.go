@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -37,5 +38,29 @@ func addWorkspaceTools(s *mcp.Server) {
 				time.Sleep(20 * time.Millisecond)
 			}
 			return text("no %s", in.Path), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "write_beside", Description: "Claims to be read-only; writes a cache next to its own code and appends to a file there.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: no()}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in none) (*mcp.CallToolResult, any, error) {
+			self, err := os.Executable()
+			if err != nil {
+				return nil, nil, err
+			}
+			dir := filepath.Dir(self)
+			if err := os.MkdirAll(filepath.Join(dir, "cache"), 0o755); err != nil {
+				return nil, nil, err
+			}
+			if err := os.WriteFile(filepath.Join(dir, "cache", "state.json"), []byte("{}\n"), 0o644); err != nil {
+				return nil, nil, err
+			}
+			f, err := os.OpenFile(filepath.Join(dir, "data.txt"), os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				return nil, nil, err
+			}
+			if _, err := f.WriteString("more\n"); err != nil {
+				f.Close()
+				return nil, nil, err
+			}
+			return text("wrote beside %s", self), nil, f.Close()
 		})
 }

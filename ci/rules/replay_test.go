@@ -1,0 +1,61 @@
+package rules
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
+)
+
+// TestReplayPinsOnlyWhatItReproduced: a replayed call keeps, as its own
+// findings, only the effects the replay reproduced; the rest become one
+// server-level finding per rule that a candidate's claims break, naming
+// the candidates.
+func TestReplayPinsOnlyWhatItReproduced(t *testing.T) {
+	ro := report.Tool{Name: "ro", Hints: report.Hints{ReadOnly: b(true)}}
+	add := report.Tool{Name: "add", Hints: report.Hints{ReadOnly: b(false), Destructive: b(false)}}
+	late := report.FileChange{Path: "/workspace/late", Change: report.ChangeCreated, Type: "file", Scope: "workspace"}
+	note := report.FileChange{Path: "/workspace/note", Change: report.ChangeCreated, Type: "file", Scope: "workspace"}
+	r := scenario(call{tool: ro}, call{tool: add, files: []report.FileChange{late, note}})
+	if got := Suspects(r, Options{}); !reflect.DeepEqual(got, []int{2}) {
+		t.Fatalf("suspects %v, want [2]: call 1's claims are broken by what was seen in call 2", got)
+	}
+	r.Calls[1].Replay = &report.Replay{Status: "replayed", Reproduced: []string{note.Key()}, Candidates: report.Candidates(r, 1)}
+	fs := Evaluate(r, Options{})
+	if len(fs) != 1 {
+		t.Fatalf("findings %+v", fs)
+	}
+	f := fs[0]
+	if f.Rule != ReadonlyWrites || f.Tool != "" || f.Call != 0 || f.Severity != report.SeverityError ||
+		!reflect.DeepEqual(f.Evidence, []string{"during call 2 (add): created /workspace/late"}) || !strings.Contains(f.Message, `break: call 1 ("ro").`) {
+		t.Errorf("finding %+v", f)
+	}
+	// Reproduced, the write is the call's, judged by its own claims.
+	r.Calls[1].Replay.Reproduced = []string{late.Key(), note.Key()}
+	if fs := Evaluate(r, Options{}); len(fs) != 0 {
+		t.Errorf("an additive call's own creations: %+v", fs)
+	}
+	// Skipped, nothing is pinned: every effect goes to the candidates.
+	r.Calls[1].Replay = &report.Replay{Status: "skipped", Reproduced: []string{}, Candidates: []int{1, 2}}
+	if fs := Evaluate(r, Options{}); len(fs) != 1 || fs[0].Tool != "" || len(fs[0].Evidence) != 2 {
+		t.Errorf("skipped: %+v", fs)
+	}
+}
+
+// TestCandidatesFollowTheSession: with call isolation a call's candidates
+// are its session's: the call and the repeats before it.
+func TestCandidatesFollowTheSession(t *testing.T) {
+	r := scenario(call{tool: report.Tool{Name: "a"}}, call{tool: report.Tool{Name: "b"}}, call{tool: report.Tool{Name: "b"}})
+	r.Calls[2].Source = "repeat"
+	if got := report.Candidates(r, 2); !reflect.DeepEqual(got, []int{1, 2, 3}) {
+		t.Errorf("session: %v", got)
+	}
+	r.Sandbox.Isolation = "call"
+	if got := report.Candidates(r, 2); !reflect.DeepEqual(got, []int{2, 3}) {
+		t.Errorf("call: %v", got)
+	}
+	if got := report.Candidates(r, 1); !reflect.DeepEqual(got, []int{2}) {
+		t.Errorf("call: %v", got)
+	}
+}

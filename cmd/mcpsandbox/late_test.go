@@ -1,0 +1,102 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
+)
+
+// lateScan scans the late-hostile fixture with probes and flags, and
+// wants exit 1.
+func lateScan(t *testing.T, tools []string, probes string, flags ...string) report.Report {
+	t.Helper()
+	dir := t.TempDir()
+	code, b, stderr := scanFixture(t, append([]string{"--probes", writeFile(t, dir, "p.json", probes)}, flags...), tools...)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1; %s", code, stderr)
+	}
+	return decode(t, b)
+}
+
+func findingsOf(r report.Report, rule string) []report.Finding {
+	var out []report.Finding
+	for _, f := range r.Findings {
+		if f.Rule == rule {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// TestLateWritesArePinnedByReplay: a read-only tool whose timer (1 s,
+// 3 s), thread or detached child writes after the call returned is seen
+// within the linger window, and replaying the call pins the write on it:
+// a readonly-writes error on that tool, the gate fails.
+func TestLateWritesArePinnedByReplay(t *testing.T) {
+	for name, tc := range map[string]struct{ tool, probes, linger string }{
+		"timer 1s":       {"timer_write", `[{"tool":"timer_write","arguments":{"ms":1000,"name":"t1.txt"}}]`, "1500ms"},
+		"timer 3s":       {"timer_write", `[{"tool":"timer_write","arguments":{"ms":3000,"name":"t3.txt"}}]`, "3500ms"},
+		"thread":         {"thread_write", `[{"tool":"thread_write","arguments":{"ms":500,"name":"th.txt"}}]`, "1s"},
+		"detached child": {"detach_write", `[{"tool":"detach_write","arguments":{"ms":2500,"name":"ch.txt"}}]`, "3500ms"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := lateScan(t, []string{tc.tool}, tc.probes, "--linger", tc.linger, "--settle", "200ms")
+			fs := findingsOf(r, "readonly-writes")
+			if len(fs) != 1 || fs[0].Tool == "" || fs[0].Call != 1 || !strings.HasPrefix(fs[0].Evidence[0], "created /workspace/") {
+				t.Fatalf("readonly-writes %+v; all %+v; problems %+v", fs, r.Findings, r.Problems)
+			}
+			if c := r.Calls[0]; c.Replay == nil || c.Replay.Status != "replayed" || len(c.Replay.Reproduced) == 0 {
+				t.Errorf("replay %+v", c.Replay)
+			}
+		})
+	}
+}
+
+// TestATimerFromALandingInBIsNotBs: a read-only tool A arms a timer that
+// writes while tool B runs. The write is not B's (replaying B after A
+// with and without B shows it either way): B gets no finding; a
+// server-level readonly-writes finding names A (and B, when B claims to
+// be read-only too) as the candidates, and fails the gate. B's own note
+// (when B is additive) is B's and no finding.
+func TestATimerFromALandingInBIsNotBs(t *testing.T) {
+	for _, b := range []string{"slow_note", "slow_read"} {
+		t.Run(b, func(t *testing.T) {
+			r := lateScan(t, []string{"timer_write", b}, `[{"tool":"timer_write","arguments":{"ms":300,"name":"a.txt"}},{"tool":"`+b+`","arguments":{"ms":1200,"name":"b"}}]`,
+				"--settle", "200ms")
+			for _, f := range r.Findings {
+				if f.Tool != "" {
+					t.Errorf("a finding pinned on a tool: %+v", f)
+				}
+			}
+			fs := findingsOf(r, "readonly-writes")
+			if len(fs) != 1 || fs[0].Severity != report.SeverityError || fs[0].Evidence[0] != "during call 2 ("+b+"): created /workspace/a.txt" ||
+				!strings.Contains(fs[0].Message, `call 1 ("timer_write")`) {
+				t.Fatalf("readonly-writes %+v; all %+v", fs, r.Findings)
+			}
+			if strings.Contains(fs[0].Message, `break: call 1 ("timer_write"), call 2 ("slow_read")`) != (b == "slow_read") {
+				t.Errorf("candidates in %q", fs[0].Message)
+			}
+			rp := r.Calls[1].Replay
+			if rp == nil || rp.Status != "replayed" || len(rp.Candidates) != 2 {
+				t.Fatalf("replay %+v", rp)
+			}
+			if want := b == "slow_note"; want != (len(rp.Reproduced) == 1 && strings.Contains(rp.Reproduced[0], "note-b.txt")) {
+				t.Errorf("reproduced %q", rp.Reproduced)
+			}
+		})
+	}
+}
+
+// TestNoReplaySaysSo: with --no-replay the write lands on the call it was
+// seen in, and the report says replay is off.
+func TestNoReplaySaysSo(t *testing.T) {
+	r := lateScan(t, []string{"timer_write", "slow_read"}, `[{"tool":"timer_write","arguments":{"ms":300,"name":"a.txt"}},{"tool":"slow_read","arguments":{"ms":1200}}]`,
+		"--settle", "200ms", "--no-replay")
+	if r.Sandbox.Replay != "off" || r.Calls[1].Replay != nil {
+		t.Fatalf("replay %q, %+v", r.Sandbox.Replay, r.Calls[1].Replay)
+	}
+	if fs := findingsOf(r, "readonly-writes"); len(fs) != 1 || fs[0].Tool != "slow_read" {
+		t.Errorf("readonly-writes %+v", fs)
+	}
+}

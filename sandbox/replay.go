@@ -1,0 +1,200 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/probes"
+)
+
+// DefaultLinger is how long a scan keeps observing after its last call.
+const DefaultLinger = 3 * time.Second
+
+// linger keeps observing after the last call (seq) for the linger window:
+// timers, threads and children it set off act now or are not seen. What
+// still runs at the end is a problem.
+func (sc *scanner) linger(s *Session, seq int) {
+	if sc.opts.Linger <= 0 {
+		return
+	}
+	sc.logf("lingering %s after call %d", sc.opts.Linger, seq)
+	t := time.NewTimer(sc.opts.Linger)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-sc.ctx.Done():
+		return
+	}
+	if bg := s.Background(); len(bg) > 0 {
+		s.problem("background", seq, "%d process(es) left by the calls still ran after --linger %s; what they do later is not seen", len(bg), sc.opts.Linger)
+	}
+}
+
+// replay checks, for each call the rules suspect, which of its effects it
+// caused: the call is replayed in a fresh session (same image, bait and
+// workspace) after the calls of its session before it, and beside it the
+// same session without the call (the control) waits as long; an effect
+// seen during the call is reproduced when the replay has it and the
+// control does not. The outcome is the call's Replay.
+func (sc *scanner) replay(rep *report.Report) {
+	if sc.opts.Suspects == nil {
+		rep.Sandbox.Replay = "off"
+		return
+	}
+	rep.Sandbox.Replay = "findings"
+	seqs := sc.opts.Suspects(rep)
+	for n, seq := range seqs {
+		i := slices.IndexFunc(rep.Calls, func(c report.Call) bool { return c.Seq == seq })
+		if i < 0 {
+			continue
+		}
+		c := &rep.Calls[i]
+		cands := report.Candidates(rep, i)
+		c.Replay = &report.Replay{Status: "skipped", Reproduced: []string{}, Candidates: cands}
+		if n >= sc.opts.MaxReplays {
+			if n == sc.opts.MaxReplays {
+				rep.Problems = append(rep.Problems, report.Problem{Kind: "replay", Call: seq, Message: fmt.Sprintf(
+					"%d call(s) to replay, past the bound of %d: from call %d on, effects are pinned on no call", len(seqs), sc.opts.MaxReplays, seq)})
+			}
+			continue
+		}
+		if sc.ctx.Err() != nil {
+			rep.Problems = append(rep.Problems, report.Problem{Kind: "replay", Call: seq, Message: "not replayed: " + sc.why().Message})
+			continue
+		}
+		sc.logf("replaying call %d (%s) after %d call(s) of its session", seq, c.Tool, len(cands)-1)
+		var prefix []probes.Call
+		for _, k := range cands[:len(cands)-1] {
+			p := rep.Calls[slices.IndexFunc(rep.Calls, func(x report.Call) bool { return x.Seq == k })]
+			prefix = append(prefix, probes.Call{Tool: p.Tool, Arguments: sc.sent(p), Source: p.Source, Negative: p.Negative})
+		}
+		target := probes.Call{Tool: c.Tool, Arguments: sc.sent(*c), Source: c.Source, Negative: c.Negative}
+		// The control waits as long as the call may take, settle included.
+		window := time.Duration(c.DurationMs)*time.Millisecond + sc.opts.Settle
+		var with, without map[string]bool
+		var werr, cerr error
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); with, werr = sc.replayOnce(prefix, &target, 0) }()
+		go func() { defer wg.Done(); without, cerr = sc.replayOnce(prefix, nil, window) }()
+		wg.Wait()
+		if werr != nil || cerr != nil {
+			for _, err := range []error{werr, cerr} {
+				if err != nil {
+					rep.Problems = append(rep.Problems, report.Problem{Kind: "replay", Call: seq, Message: "replaying the call: " + report.OneLine(err.Error())})
+				}
+			}
+			continue
+		}
+		c.Replay.Status = "replayed"
+		for _, k := range originalKeys(rep, c) {
+			if with[k] && !without[k] {
+				c.Replay.Reproduced = append(c.Replay.Reproduced, k)
+			}
+		}
+		sort.Strings(c.Replay.Reproduced)
+	}
+}
+
+// sent is what call c sent: its arguments before the report's redaction.
+func (sc *scanner) sent(c report.Call) json.RawMessage {
+	if a, ok := sc.args[c.Seq]; ok {
+		return a
+	}
+	return c.Arguments
+}
+
+// originalKeys are the keys of what was seen during c and in the
+// "between" phase after it.
+func originalKeys(rep *report.Report, c *report.Call) []string {
+	effs := []report.Effects{c.Effects}
+	for _, p := range rep.Phases {
+		if p.Name == "between" && p.After == c.Seq {
+			effs = append(effs, p.Effects)
+		}
+	}
+	return effectKeys(effs...)
+}
+
+func effectKeys(effs ...report.Effects) []string {
+	var out []string
+	for _, e := range effs {
+		for _, f := range e.Files {
+			out = append(out, f.Key())
+		}
+		for _, p := range e.Processes {
+			out = append(out, p.Key())
+		}
+		for _, n := range e.Network {
+			out = append(out, n.Key())
+		}
+	}
+	return out
+}
+
+// replayOnce runs prefix in a fresh session, then target (nil: nothing,
+// for window), then the linger window, and returns the keys of what
+// happened after the prefix.
+func (sc *scanner) replayOnce(prefix []probes.Call, target *probes.Call, window time.Duration) (keys map[string]bool, err error) {
+	s, err := sc.open()
+	defer func() {
+		err = errors.Join(err, s.Close(context.WithoutCancel(sc.ctx)))
+	}()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.ListTools(sc.ctx); err != nil {
+		return nil, fmt.Errorf("listing tools: %w", err)
+	}
+	for i, p := range prefix {
+		c := s.Call(sc.ctx, CallRequest{Seq: i + 1, Tool: p.Tool, Arguments: p.Arguments, Source: p.Source, Negative: p.Negative})
+		if c.ErrorKind == "transport" || c.ErrorKind == "interrupted" {
+			return nil, fmt.Errorf("call %d of the replay's prefix (%s): %s", i+1, p.Tool, c.Error)
+		}
+		s.Mark(sc.ctx, true, i+1)
+		if len(s.Background()) > 0 {
+			s.Settle(sc.ctx, sc.opts.Settle)
+		}
+	}
+	s.Mark(sc.ctx, false, len(prefix)) // the start of the window
+	var effs []report.Effects
+	if target != nil {
+		c := s.Call(sc.ctx, CallRequest{Seq: len(prefix) + 1, Tool: target.Tool, Arguments: target.Arguments, Source: target.Source, Negative: target.Negative})
+		if c.ErrorKind == "interrupted" {
+			return nil, fmt.Errorf("the replayed call: %s", c.Error)
+		}
+		effs = append(effs, s.Mark(sc.ctx, true, len(prefix)+1))
+		if len(s.Background()) > 0 {
+			s.Settle(sc.ctx, sc.opts.Settle)
+		}
+	} else {
+		sleepCtx(sc.ctx, window)
+	}
+	if sc.opts.Linger > 0 {
+		sleepCtx(sc.ctx, sc.opts.Linger)
+	}
+	effs = append(effs, s.Mark(sc.ctx, false, len(prefix)+1))
+	// Compared with the report's keys, which show the bait as placeholders.
+	ps := sc.bait.Placeholders()
+	keys = map[string]bool{}
+	for _, k := range effectKeys(effs...) {
+		keys[report.RedactString(k, ps)] = true
+	}
+	return keys, sc.ctx.Err()
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
