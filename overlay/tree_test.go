@@ -48,6 +48,10 @@ func TestTreeReportsEachPhaseInItsArea(t *testing.T) {
 	if err != nil || !s.Truncated || len(s.Entries) != 2 {
 		t.Errorf("bounded tree: truncated %v, %d entries, err %v; want truncated at 2", s.Truncated, len(s.Entries), err)
 	}
+	// It reached /d and /d/l (name order), not what sorts after.
+	if !s.Reached(ShmDir+"/d/l") || s.Reached(ShmDir+"/sem.lock") {
+		t.Errorf("entry-bounded tree reaches /d/l: %v, /sem.lock: %v", s.Reached(ShmDir+"/d/l"), s.Reached(ShmDir+"/sem.lock"))
+	}
 	// Sparse files cost nothing to make: what is hashed is bounded too.
 	for _, n := range []string{"sparse1", "sparse2"} {
 		f, err := os.Create(filepath.Join(dir, n))
@@ -65,8 +69,17 @@ func TestTreeReportsEachPhaseInItsArea(t *testing.T) {
 			hashed++
 		}
 	}
-	if err != nil || !s.Truncated || hashed != 1 {
-		t.Errorf("hash budget: truncated %v, %d of 2 hashed, err %v; want 1, truncated", s.Truncated, hashed, err)
+	if err != nil || !s.Truncated || hashed != 1 || len(s.Entries) != 4 {
+		t.Errorf("hash budget: truncated %v, %d of 2 hashed, %d entries, err %v; want 1, the other left out, truncated", s.Truncated, hashed, len(s.Entries), err)
+	}
+	// What was left out is not reached: neither gone nor new.
+	for _, n := range []string{"sparse1", "sparse2"} {
+		if p := ShmDir + "/" + n; s.Reached(p) != (s.Entries[p].SHA256 != "") {
+			t.Errorf("%s: reached %v, hashed %q", p, s.Reached(p), s.Entries[p].SHA256)
+		}
+	}
+	if !s.Reached(ShmDir+"/d/l") || s.Reached("/tmp/x") {
+		t.Error("a budget-truncated tree covers its walked paths, and nothing outside it")
 	}
 }
 

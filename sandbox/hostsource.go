@@ -28,6 +28,17 @@ func (h *hostSource) Snapshot(ctx context.Context) (overlay.Snapshot, error) {
 	for p, e := range hs.Entries {
 		snap.Entries[p] = e
 	}
+	// The view answers for its paths whether it reached them, the
+	// container's layers for the rest.
+	root, view, owns := snap.Reached, hs.Reached, h.view.owns
+	if hs.Truncated || snap.Truncated {
+		snap.Covers = func(p string) bool {
+			if owns(p) {
+				return view(p)
+			}
+			return root(p)
+		}
+	}
 	snap.Count += hs.Count
 	snap.Bytes += hs.Bytes
 	snap.Truncated = snap.Truncated || hs.Truncated
@@ -62,7 +73,7 @@ func isBoundFile(p string) bool {
 // if it ran before the view was opened (without the agent it does).
 func startsEmpty(p string) bool {
 	for _, d := range []string{overlay.ShmDir, overlay.MqueueDir, overlay.SysvIPCDir} {
-		if p == d || strings.HasPrefix(p, d+"/") {
+		if within(p, d) {
 			return true
 		}
 	}
@@ -103,3 +114,6 @@ func writableMounts(ctx context.Context, cli Engine, id string) ([]string, error
 	}
 	return out, nil
 }
+
+// within says whether p is dir or below it.
+func within(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }

@@ -3,13 +3,18 @@
 package sandbox
 
 import (
+	"context"
+	"maps"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/overlay"
 )
 
@@ -93,11 +98,16 @@ func TestSysvObjectsByContent(t *testing.T) {
 			t.Error("reading the queue changed it")
 		}
 
-		if s := sysvSnap(t, overlay.Limits{MaxEntries: 2}, sysvHashBudget); !s.Truncated || len(s.Entries) != 2 {
-			t.Errorf("entry bound: truncated %v, %d entries", s.Truncated, len(s.Entries))
+		// Past a bound, what was not entered is not reached (neither gone
+		// nor new); what the tables show absent is.
+		s := sysvSnap(t, overlay.Limits{MaxEntries: 2}, sysvHashBudget)
+		if !s.Truncated || len(s.Entries) != 2 || !s.Reached(paths[1]) || s.Reached(paths[2]) || !s.Reached("/proc/sysvipc/sem/99") {
+			t.Errorf("entry bound: truncated %v, %d entries, reached msg %v sem %v absent sem %v", s.Truncated, len(s.Entries),
+				s.Reached(paths[1]), s.Reached(paths[2]), s.Reached("/proc/sysvipc/sem/99"))
 		}
-		if s := sysvSnap(t, overlay.Limits{}, 4096); !s.Truncated || s.Entries[paths[0]].SHA256 != "" {
-			t.Errorf("byte budget: truncated %v, segment %+v; want no hash, truncated", s.Truncated, s.Entries[paths[0]])
+		s = sysvSnap(t, overlay.Limits{}, 4096)
+		if _, ok := s.Entries[paths[0]]; !s.Truncated || ok || s.Reached(paths[0]) || !s.Reached(paths[1]) {
+			t.Errorf("byte budget: truncated %v, segment listed %v, reached %v; want it left out, unreached", s.Truncated, ok, s.Reached(paths[0]))
 		}
 	})
 }
@@ -112,4 +122,41 @@ func sameEntries(a, b overlay.Snapshot) bool {
 		}
 	}
 	return true
+}
+
+// rootSource is a container's layers as a snapshot, for hostSource.
+type rootSource struct{ snap overlay.Snapshot }
+
+func (r rootSource) Snapshot(context.Context) (overlay.Snapshot, error) {
+	s := r.snap
+	s.Entries = maps.Clone(r.snap.Entries) // a fresh map each time, as the real sources give
+	return s, nil
+}
+func (r rootSource) Close(context.Context) error { return nil }
+
+// TestAFloodInTheLayersDoesNotBlindTheView: the container's layers hit
+// their bound (a flood in /tmp, reaching nothing else); /dev/shm, read by
+// the view, is still compared in full.
+func TestAFloodInTheLayersDoesNotBlindTheView(t *testing.T) {
+	dir := t.TempDir()
+	flood := overlay.Snapshot{Entries: map[string]overlay.Entry{}, Truncated: true,
+		Covers: func(p string) bool { return strings.HasPrefix(p, "/tmp/") }}
+	hs := &hostSource{changeSource: rootSource{flood}, view: &hostView{ipc: -1,
+		trees: []*overlay.Tree{{Root: dir, At: overlay.ShmDir}}}}
+	prev, err := hs.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "x"), []byte("kept"), 0o600)
+	cur, err := hs.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := overlay.Delta(prev, cur)
+	if len(d) != 1 || d[0].Path != "/dev/shm/x" || d[0].Change != report.ChangeCreated {
+		t.Errorf("delta past a flood in the layers = %+v, want /dev/shm/x created", d)
+	}
+	if cur.Reached("/workspace/a") || !cur.Reached("/tmp/a") {
+		t.Error("the layers' own coverage is kept")
+	}
 }

@@ -185,24 +185,32 @@ func mountsBelow(dir *os.File, at string) []string {
 func (v *hostView) Snapshot(ctx context.Context) (overlay.Snapshot, error) {
 	snap := overlay.Snapshot{Entries: map[string]overlay.Entry{}}
 	var errs []error
-	add := func(s overlay.Snapshot, err error) {
+	// Each part answers for the paths under it (the longest match: /dev
+	// holds /dev/shm, which answers for itself) whether its walk reached
+	// them; the held files are always read whole.
+	type part struct {
+		at      string
+		reached func(string) bool
+	}
+	var parts []part
+	add := func(at string, s overlay.Snapshot, err error) {
 		for p, e := range s.Entries {
 			snap.Entries[p] = e
 		}
 		snap.Count += s.Count
 		snap.Bytes += s.Bytes
 		snap.Truncated = snap.Truncated || s.Truncated
+		parts = append(parts, part{at, s.Reached})
 		errs = append(errs, err)
 	}
 	for _, t := range v.trees {
 		s, err := t.Snapshot(ctx)
-		for p := range s.Entries {
-			if !t.OneFS {
-				break
-			}
-			for _, m := range v.mounts {
-				if p == m || strings.HasPrefix(p, m+"/") {
-					delete(s.Entries, p)
+		if t.At == "/dev" {
+			for p := range s.Entries {
+				for _, m := range v.mounts {
+					if within(p, m) {
+						delete(s.Entries, p)
+					}
 				}
 			}
 		}
@@ -214,7 +222,7 @@ func (v *hostView) Snapshot(ctx context.Context) (overlay.Snapshot, error) {
 				s.Entries[p] = e
 			}
 		}
-		add(s, err)
+		add(t.At, s, err)
 	}
 	for _, h := range v.files {
 		e, err := v.fileEntry(h)
@@ -225,8 +233,38 @@ func (v *hostView) Snapshot(ctx context.Context) (overlay.Snapshot, error) {
 		snap.Entries[h.at] = e
 		snap.Count++
 	}
-	add(v.sysv())
+	sysv, err := v.sysv()
+	add(overlay.SysvIPCDir, sysv, err)
+	if snap.Truncated {
+		snap.Covers = func(p string) bool {
+			best := -1
+			for i, pt := range parts {
+				if within(p, pt.at) && (best < 0 || len(pt.at) > len(parts[best].at)) {
+					best = i
+				}
+			}
+			return best < 0 || parts[best].reached(p)
+		}
+	}
 	return snap, errors.Join(errs...)
+}
+
+// owns says whether p is one of the view's paths.
+func (v *hostView) owns(p string) bool {
+	if within(p, overlay.SysvIPCDir) {
+		return true
+	}
+	for _, t := range v.trees {
+		if within(p, t.At) {
+			return true
+		}
+	}
+	for _, h := range v.files {
+		if p == h.at {
+			return true
+		}
+	}
+	return false
 }
 
 // fileEntry is a held file's state, as a change to the engine's file.
@@ -322,63 +360,89 @@ const (
 
 // readSysv reads /proc/sysvipc (the calling thread's IPC namespace's) into
 // snap, and each object's content: a segment's bytes, a queue's messages,
-// a semaphore set's values, reading at most budget bytes.
+// a semaphore set's values, reading at most budget bytes. Past a bound it
+// says which paths it reached (Covers): the objects it entered, and those
+// the tables show absent; an object it could not hash within the budget
+// is left out, not reported with a hash it did not get.
 func readSysv(snap *overlay.Snapshot, lim overlay.Limits, budget int64) error {
 	var errs []error
+	read := map[string]bool{} // the kinds whose table was read
+	type object struct {
+		kind, path string
+		id         int64
+		r          row
+	}
+	var objects []object
 	for _, kind := range []string{"shm", "msg", "sem"} {
 		rows, err := procTable("/proc/sysvipc/" + kind)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
+		read[kind] = true
 		for _, r := range rows {
-			snap.Count++
-			if snap.Count > lim.MaxEntries {
-				snap.Truncated = true
-				return errors.Join(errs...)
-			}
 			id := r.int(kind + "id")
 			if kind == "msg" {
 				id = r.int("msqid")
 			}
-			perm, _ := strconv.ParseUint(r["perms"], 8, 32)
-			e := overlay.Entry{Kind: overlay.Added, Type: overlay.Other, Mode: os.FileMode(perm & 0o777),
-				UID: int(r.int("uid")), GID: int(r.int("gid")), Ctime: r.int("ctime") * 1e9}
-			var sum string
-			switch kind {
-			case "shm":
-				e.Type, e.Size = overlay.File, r.int("size")
-				snap.Bytes += e.Size
-				// A segment with no resident page is all zeros: hashed
-				// without reading it, which would allocate its pages (its
-				// hashing still costs, and counts).
-				switch {
-				case e.Size > lim.MaxHashBytes:
-				case e.Size > budget:
-					snap.Truncated = true
-				default:
-					sum = shmHash(int(id), e.Size, r.int("rss") == 0)
-					budget -= e.Size
-				}
-			case "msg":
-				e.Size = r.int("cbytes")
-				if e.Size > budget {
-					snap.Truncated = true
-					break
-				}
-				sum = msgHash(int(id), r.int("qnum"))
-				budget -= e.Size
-			case "sem":
-				e.Size = r.int("nsems")
-				if 2*e.Size > budget { // two bytes a value
-					snap.Truncated = true
-					break
-				}
-				sum = semHash(int(id), int(e.Size))
-				budget -= 2 * e.Size
+			p := fmt.Sprintf("%s/%s/%d", overlay.SysvIPCDir, kind, id)
+			objects = append(objects, object{kind, p, id, r})
+		}
+	}
+	left := map[string]bool{} // listed, but not entered
+	for i, o := range objects {
+		snap.Count++
+		if snap.Count > lim.MaxEntries {
+			snap.Truncated = true
+			for _, rest := range objects[i:] {
+				left[rest.path] = true
 			}
-			e.SHA256 = sum
-			snap.Entries[fmt.Sprintf("%s/%s/%d", overlay.SysvIPCDir, kind, id)] = e
+			break
+		}
+		r := o.r
+		perm, _ := strconv.ParseUint(r["perms"], 8, 32)
+		e := overlay.Entry{Kind: overlay.Added, Type: overlay.Other, Mode: os.FileMode(perm & 0o777),
+			UID: int(r.int("uid")), GID: int(r.int("gid")), Ctime: r.int("ctime") * 1e9}
+		var need int64 // bytes hashed
+		switch o.kind {
+		case "shm":
+			e.Type, e.Size = overlay.File, r.int("size")
+			snap.Bytes += e.Size
+			if e.Size <= lim.MaxHashBytes {
+				need = e.Size // a segment of zeros is not read, but hashing it costs
+			}
+		case "msg":
+			e.Size = r.int("cbytes")
+			need = e.Size
+		case "sem":
+			e.Size = r.int("nsems")
+			need = 2 * e.Size // two bytes a value
+		}
+		if need > budget {
+			snap.Truncated = true
+			left[o.path] = true
+			continue
+		}
+		budget -= need
+		switch o.kind {
+		case "shm":
+			if e.Size <= lim.MaxHashBytes {
+				// A segment with no resident page is all zeros: hashed
+				// without reading it, which would allocate its pages.
+				e.SHA256 = shmHash(int(o.id), e.Size, r.int("rss") == 0)
+			}
+		case "msg":
+			e.SHA256 = msgHash(int(o.id), r.int("qnum"))
+		case "sem":
+			e.SHA256 = semHash(int(o.id), int(e.Size))
+		}
+		snap.Entries[o.path] = e
+	}
+	if snap.Truncated {
+		snap.Covers = func(p string) bool {
+			rest, ok := strings.CutPrefix(p, overlay.SysvIPCDir+"/")
+			kind, _, _ := strings.Cut(rest, "/")
+			return ok && read[kind] && !left[p] // entered, or shown absent
 		}
 	}
 	return errors.Join(errs...)

@@ -20,3 +20,5 @@ func (v *hostView) Snapshot(ctx context.Context) (overlay.Snapshot, error) {
 }
 
 func (v *hostView) close() {}
+
+func (v *hostView) owns(p string) bool { return false }
