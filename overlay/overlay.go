@@ -134,7 +134,7 @@ type Change struct {
 	Change       report.ChangeKind
 	Type         Type
 	Scope        string // workspace, outside
-	Area         string // for outside: tmp, home, system, other
+	Area         string // for outside: tmp, home, system, shm, ipc, other
 	Size         int64
 	Mode         fs.FileMode
 	SHA256       string
@@ -258,7 +258,11 @@ func Area(p string) string {
 	}
 	first := strings.SplitN(strings.TrimPrefix(p, "/"), "/", 2)[0]
 	switch {
-	case first == "tmp", p == "/var/tmp" || strings.HasPrefix(p, "/var/tmp/"), p == "/dev/shm" || strings.HasPrefix(p, "/dev/shm/"):
+	case under(p, ShmDir):
+		return "shm"
+	case under(p, MqueueDir), under(p, SysvIPCDir):
+		return "ipc"
+	case first == "tmp", under(p, "/var/tmp"):
 		return "tmp"
 	case first == "home", first == "root":
 		return "home"
@@ -267,6 +271,22 @@ func Area(p string) string {
 	}
 	return "other"
 }
+
+// Writable places of a container that are not its overlay, where the
+// server's effects are read by other means than the upper dir (see Tree).
+const (
+	// ShmDir is the container's own tmpfs for shared memory (shm_open,
+	// POSIX semaphores, browsers' shared buffers).
+	ShmDir = "/dev/shm"
+	// MqueueDir is the mqueue filesystem of the container's IPC namespace:
+	// one file per POSIX message queue (mq_open).
+	MqueueDir = "/dev/mqueue"
+	// SysvIPCDir names System V IPC objects, as /proc/sysvipc lists them:
+	// SysvIPCDir/shm/ID, SysvIPCDir/msg/ID, SysvIPCDir/sem/ID.
+	SysvIPCDir = "/proc/sysvipc"
+)
+
+func under(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
 
 // EscapePath makes a path safe to print and to put in JSON without loss:
 // invalid UTF-8 and control characters are escaped as Go does in string

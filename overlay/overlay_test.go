@@ -319,6 +319,8 @@ func TestScopeAndArea(t *testing.T) {
 		"/tmp/x": "outside/tmp", "/var/tmp/x": "outside/tmp", "/root/.npm": "outside/home",
 		"/home/sandbox/.cache": "outside/home", "/etc/hosts": "outside/system", "/usr/lib/x": "outside/system",
 		"/lib64/x": "outside/system", "/srv/x": "outside/other", "/var/lib/x": "outside/system",
+		"/dev/shm/x": "outside/shm", "/dev/shm": "outside/shm", "/dev/shmx": "outside/other", "/dev/mqueue/q": "outside/ipc",
+		"/proc/sysvipc/shm/0": "outside/ipc", "/dev/x": "outside/other",
 	} {
 		got := Scope(p)
 		if a := Area(p); a != "" {

@@ -19,3 +19,8 @@ func (u *UpperDir) Snapshot(ctx context.Context) (Snapshot, error) {
 func (u *UpperDir) SnapshotWith(ctx context.Context, opts SnapshotOptions) (Snapshot, error) {
 	return u.Snapshot(ctx)
 }
+
+// Snapshot is only available on Linux.
+func (t *Tree) Snapshot(ctx context.Context) (Snapshot, error) {
+	return Snapshot{}, errors.New("reading a directory tree needs Linux")
+}

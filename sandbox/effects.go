@@ -337,6 +337,9 @@ func fileChange(c overlay.Change) report.FileChange {
 	if c.Type == overlay.Dir {
 		fc.Size = 0 // a directory's size depends on the file system, not the server
 	}
+	if isBoundFile(c.Path) {
+		fc.SHA256, fc.SHA256Before = "", ""
+	}
 	if c.Change != report.ChangeDeleted {
 		fc.Mode = fmt.Sprintf("%04o", uint32(c.Mode.Perm())|sticky(c.Mode))
 	}

@@ -305,6 +305,7 @@ func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Contai
 			m.close()
 		}
 	}
+	var hs *hostSource
 	seeds := o.Seeds
 	if len(mount) > 0 {
 		seeds = nil
@@ -345,6 +346,8 @@ func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Contai
 			}
 			s.rec.src = newMountedSource(src, mounts, o.FileLimits)
 		}
+		hs = &hostSource{changeSource: s.rec.src}
+		s.rec.src = hs
 		// Nothing runs yet: nothing is held.
 		base, err, _ := s.rec.snapshot(ctx, time.Time{})
 		if err != nil {
@@ -360,6 +363,25 @@ func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Contai
 				return err
 			}
 			targets = append(targets, m.target)
+		}
+		// The writable places outside the overlay, read from the host,
+		// before the server starts (under the agent, which waits for us).
+		volumes, err := writableMounts(ctx, s.cli, id)
+		if err != nil {
+			return err
+		}
+		for _, p := range volumes {
+			for m := range mountPoints([]Mount{{Target: p}}) {
+				s.rec.ignore[m] = true // the engine makes them, not the server
+			}
+		}
+		if v, err := openHostView(id, pid, o.FileLimits, volumes); err != nil {
+			s.problem("effects", 0, "/dev/shm, /dev, message queues, System V IPC and the engine's /etc files are not observed: %s", report.OneLine(err.Error()))
+		} else {
+			hs.view = v
+			if err := hs.baseline(ctx, &s.rec.prev); err != nil {
+				return asInfra(err, "reading the container's shared memory and IPC")
+			}
 		}
 		s.watchHeld(pid, targets)
 		return nil

@@ -284,7 +284,7 @@ type FileChange struct {
 	Change       ChangeKind `json:"change"`
 	Type         string     `json:"type"`           // file, dir, symlink, other
 	Scope        string     `json:"scope"`          // workspace, outside
-	Area         string     `json:"area,omitempty"` // for outside: tmp, home, system, other
+	Area         string     `json:"area,omitempty"` // for outside: tmp, home, system, shm, ipc, other
 	Size         int64      `json:"size,omitempty"`
 	Mode         string     `json:"mode,omitempty"` // octal permission bits
 	SHA256       string     `json:"sha256,omitempty"`

@@ -282,6 +282,8 @@ type ImageFile struct {
 	Link    string
 	Content []byte
 	Source  string
+	// UID and GID own the entry (default root).
+	UID, GID int
 }
 
 // Image imports an image of files alone, FROM scratch (no shell, no
@@ -290,10 +292,17 @@ type ImageFile struct {
 // mcpsandbox built on it (agent and workspace layers).
 func Image(t testing.TB, cli *client.Client, files ...ImageFile) string {
 	t.Helper()
+	return ImageWith(t, cli, nil, files...)
+}
+
+// ImageWith is Image with Dockerfile instructions for the image's config
+// (changes, such as "VOLUME /data").
+func ImageWith(t testing.TB, cli *client.Client, changes []string, files ...ImageFile) string {
+	t.Helper()
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	for _, f := range files {
-		hdr := &tar.Header{Name: f.Path, Mode: f.Mode, ModTime: time.Unix(1_700_000_000, 0), Format: tar.FormatPAX}
+		hdr := &tar.Header{Name: f.Path, Mode: f.Mode, Uid: f.UID, Gid: f.GID, ModTime: time.Unix(1_700_000_000, 0), Format: tar.FormatPAX}
 		data := f.Content
 		switch {
 		case f.Dir:
@@ -323,7 +332,7 @@ func Image(t testing.TB, cli *client.Client, files ...ImageFile) string {
 	ctx := context.Background()
 	runID := label.NewRunID()
 	ref := "mcpsandbox/test:" + runID
-	var changes []string
+	changes = append([]string{}, changes...)
 	for k, v := range label.Set(runID, map[string]string{label.Kind: "test"}) {
 		changes = append(changes, fmt.Sprintf("LABEL %s=%s", k, v))
 	}

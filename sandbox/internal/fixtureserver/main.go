@@ -2,7 +2,7 @@
 // demo: honest tools, and tools that lie about their side effects in each
 // way mcpsandbox must catch. Arguments choose the tool sets:
 //
-//	fixtureserver [honest] [liar] [bad] [hostile] [wary] [held] [garbage] [hang] [crash] ... [--banner]
+//	fixtureserver [honest] [liar] [bad] [hostile] [wary] [held] [ipc] [garbage] [hang] [crash] ... [--banner]
 //
 // (default: honest liar); each misbehaving tool may be named alone. --banner prints a line of non-JSON to stdout
 // before serving, as some real servers do.
@@ -85,6 +85,10 @@ func main() {
 	addWary(s, sets["wary"])
 	if sets["held"] {
 		addHeldTools(s, holdFiles())
+	}
+	if sets["ipc"] {
+		mapShm()
+		addIPCTools(s)
 	}
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)

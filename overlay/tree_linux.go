@@ -1,0 +1,74 @@
+//go:build linux
+
+package overlay
+
+import (
+	"context"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Snapshot walks the tree once. Past a bound it says which paths it
+// reached (Covers): those walked before the entry bound stopped it, but
+// for the files left unhashed by the byte budget, which are left out
+// rather than reported with a hash they did not get.
+func (t *Tree) Snapshot(ctx context.Context) (Snapshot, error) {
+	lim := t.Limits.withDefaults()
+	snap := Snapshot{Entries: map[string]Entry{}}
+	budget := t.MaxHashTotal
+	if budget <= 0 {
+		budget = TreeHashBudget
+	}
+	var root unix.Stat_t
+	if err := unix.Stat(t.Root, &root); err != nil {
+		return snap, err
+	}
+	last, stopped := "", false
+	unhashed := map[string]bool{}
+	err := walkBeneath(t.Root, func(n node) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		snap.Count++
+		if snap.Count > lim.MaxEntries {
+			snap.Truncated, stopped = true, true
+			return errSkipAll
+		}
+		last = n.rel
+		info := statInfo{name: n.rel, st: n.st}
+		e := Entry{Kind: Added, Type: TypeOf(info.Mode()), Mode: info.Mode(), Size: info.Size(), ModTime: n.st.Mtim.Nano(),
+			UID: int(n.st.Uid), GID: int(n.st.Gid), Ctime: n.st.Ctim.Nano()}
+		switch e.Type {
+		case Symlink:
+			e.Link = n.link
+		case File:
+			snap.Bytes += e.Size
+			switch {
+			case e.Size > lim.MaxHashBytes:
+			case e.Size > budget:
+				snap.Truncated = true
+				unhashed[t.At+n.rel] = true
+				return nil
+			default:
+				budget -= e.Size
+				e.SHA256, _, _ = hashBeneath(t.Root, n.rel, lim.MaxHashBytes, -1)
+			}
+		}
+		snap.Entries[t.At+n.rel] = e
+		if e.Type == Dir && t.OneFS && n.st.Dev != root.Dev {
+			return errSkipDir
+		}
+		return nil
+	})
+	if snap.Truncated {
+		snap.Covers = func(p string) bool {
+			rel, ok := strings.CutPrefix(p, t.At)
+			if !ok || (rel != "" && rel[0] != '/') || unhashed[p] {
+				return false
+			}
+			return !stopped || rel == "" || walkedBefore(nil, rel, last)
+		}
+	}
+	return snap, err
+}
