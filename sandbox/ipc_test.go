@@ -69,8 +69,12 @@ func TestWritablePlacesOutsideTheOverlay(t *testing.T) {
 				t.Fatalf("scan: %v", err)
 			}
 			r := res.Report
-			if len(r.Problems) != 0 {
-				t.Errorf("problems: %+v", r.Problems)
+			for _, p := range r.Problems {
+				// The API source says once what it cannot see (held files).
+				if run.changes == sandbox.ChangesAPI && p.Kind == "effects" && strings.Contains(p.Message, "--changes api") {
+					continue
+				}
+				t.Errorf("problem: %+v", p)
 			}
 			for tool, w := range want {
 				// The first call makes the object, the second changes its
