@@ -28,6 +28,7 @@ func (sc *scanner) scanPerCall() (res Result, err error) {
 		}
 		rep.Tools, derr = sc.list(disc)
 		if derr == nil {
+			sc.watchFirst(disc, rep)
 			plan = sc.plan(rep)
 		}
 	}()
@@ -84,10 +85,16 @@ func (sc *scanner) callSession(rep *report.Report, group []probes.Call) (err err
 	}
 	// Listed as in the first session, so that the client knows the same
 	// tools (output schemas) whichever mode runs.
-	if _, err := sc.list(s); err != nil {
+	tools, err := sc.list(s)
+	if err != nil {
 		return err
 	}
-	return sc.runCalls(s, group, first)
+	sc.watchSession(s, tools, first+1)
+	if err := sc.callAll(s, group, first); err != nil {
+		return err
+	}
+	sc.endListing(s)
+	return nil
 }
 
 // groupRepeats keeps each call together with the repeats that follow it.
