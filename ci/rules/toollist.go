@@ -101,7 +101,7 @@ func toolList(r *report.Report) []report.Finding {
 		case ToolAppearedLate:
 			what = "was not in the first listing and appeared during the session"
 			if !called[k.tool] {
-				what += "; it was not called (see notCalled)"
+				what += "; it was not called"
 			}
 		case ToolDisappeared:
 			what = "was withdrawn during the session"
