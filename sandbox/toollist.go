@@ -236,7 +236,6 @@ func (tl *toolLists) record(c report.ToolChange) {
 	tl.rep.ToolChanges = append(tl.rep.ToolChanges, c)
 }
 
-
 // lateCalls plans the calls of the tools new to the watched session.
 func (sc *scanner) lateCalls(s *Session) []probes.Call {
 	w := sc.tl.watch

@@ -109,4 +109,3 @@ func addToolList(s *mcp.Server, want func(string) bool) {
 		})
 	}
 }
-
