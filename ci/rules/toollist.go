@@ -106,7 +106,11 @@ func toolList(r *report.Report) []report.Finding {
 		case ToolDisappeared:
 			what = "was withdrawn during the session"
 		}
-		f.Message = fmt.Sprintf("%s %s (%s); %s", quote(k.tool), what, strings.Join(f.Evidence, "; "), rl.Rationale)
+		seen := f.Evidence[0]
+		if n := len(f.Evidence); n > 1 {
+			seen += fmt.Sprintf(", and %d more", n-1)
+		}
+		f.Message = fmt.Sprintf("%s %s (%s); %s", quote(k.tool), what, seen, rl.Rationale)
 		out = append(out, *f)
 	}
 	if u := r.ToolListing.Unchecked; len(u) > 0 {
