@@ -151,9 +151,16 @@ func (sc *scanner) listAgain(s *Session, where string, call int) {
 	if w == nil || w.s != s || w.stopped || sc.ctx.Err() != nil {
 		return
 	}
+	// What the server does while it answers is its own, a "tools/list"
+	// phase after the call: not the call's, whose "between" phase is
+	// closed first.
+	s.Phase(sc.ctx, "between", call)
 	before := len(s.rep.Problems)
 	tools, err := s.ListTools(sc.ctx)
 	s.rep.Problems = dedupProblems(s.rep.Problems, before)
+	if eff := s.Mark(sc.ctx, false, call); !empty(eff) {
+		s.rep.Phases = append(s.rep.Phases, report.Phase{Name: "tools/list", After: call, Effects: eff})
+	}
 	if err != nil {
 		if sc.ctx.Err() != nil {
 			return // the scan reports the run's end
