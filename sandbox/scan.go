@@ -412,7 +412,9 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 	// What the last call left running or set off for later did in the
 	// linger window is a "between" phase of that call, not a teardown
 	// effect (a replay checks that it is the call's).
-	sc.linger(s, first+len(plan))
+	if !sc.lateCallsPending(s) { // else the late tools' calls come first
+		sc.linger(s, first+len(plan))
+	}
 	s.Phase(sc.ctx, "between", first+len(plan))
 	return nil
 }

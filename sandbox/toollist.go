@@ -257,6 +257,22 @@ func (sc *scanner) lateCalls(s *Session) []probes.Call {
 	return sc.planTools(s.rep, tools)
 }
 
+// lateCallsPending says whether tools new to s will be called after the
+// calls planned so far: the linger window then waits for the last of
+// those.
+func (sc *scanner) lateCallsPending(s *Session) bool {
+	w := sc.tl.watch
+	if w == nil || w.s != s {
+		return false
+	}
+	for _, t := range w.fresh {
+		if !sc.tl.planned[t.Name] && sc.tl.late < sc.opts.MaxLateTools {
+			return true
+		}
+	}
+	return false
+}
+
 // admitLate takes w's new tools: those not planned yet join the report's
 // tools, within MaxLateTools per scan; those past it are named at the
 // end.
@@ -286,8 +302,13 @@ func (sc *scanner) admitLate(w *toolWatch) []report.Tool {
 // callAll makes the planned calls, then the calls of the tools that
 // appeared while they ran, until no listing finds a new one.
 func (sc *scanner) callAll(s *Session, plan []probes.Call, first int) error {
-	for len(plan) > 0 {
-		if err := sc.runCalls(s, plan, first); err != nil {
+	for late := false; len(plan) > 0; late = true {
+		n := len(s.rep.Calls)
+		err := sc.runCalls(s, plan, first)
+		for i := n; late && i < len(s.rep.Calls); i++ {
+			s.rep.Calls[i].Late = true
+		}
+		if err != nil {
 			return err
 		}
 		first += len(plan)
@@ -334,6 +355,15 @@ func (sc *scanner) finishToolLists(rep *report.Report) {
 	}
 	if tl.omitted > 0 {
 		unchecked(fmt.Sprintf("%d change(s) to the tool list past the bound of %d were counted, not listed, and not judged", tl.omitted, tl.maxChanges))
+	}
+	if !sc.opts.NoSeed {
+		// What call sessions added to the scan's report after the first
+		// session's redaction, the bait as placeholders like the rest.
+		part := report.Report{ToolChanges: rep.ToolChanges, ToolListing: rep.ToolListing}
+		if tl.rep == rep {
+			part.Tools = rep.Tools[min(len(tl.first), len(rep.Tools)):]
+		}
+		part.Redact(sc.bait.Placeholders())
 	}
 	if rep.Timing == nil {
 		rep.Timing = &report.Timing{}

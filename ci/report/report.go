@@ -202,6 +202,10 @@ type Call struct {
 	// calls --negatives makes (source "negative"): the tool should refuse
 	// them and do nothing.
 	Negative string `json:"negative,omitempty"`
+	// Late is set on the calls of a tool that appeared during the session:
+	// they come after the calls planned first, in the session where it
+	// appeared (with --isolation call, the session of the call before).
+	Late bool `json:"late,omitempty"`
 	// IsError is the result's isError flag.
 	IsError bool `json:"isError"`
 	// Error is set when the call got no result: a JSON-RPC error, a timeout,
@@ -240,12 +244,13 @@ type Replay struct {
 
 // Candidates are the calls that could have caused what was seen during
 // the i-th call of r: the calls of its session up to it, in order. With
-// call isolation a session holds one call and the repeats after it.
+// call isolation a session holds one call, the repeats after it and the
+// late calls (of tools that appeared in it) after those.
 func Candidates(r *Report, i int) []int {
 	first := 0
 	if r.Sandbox.Isolation == "call" {
 		first = i
-		for first > 0 && r.Calls[first].Source == "repeat" {
+		for first > 0 && (r.Calls[first].Source == "repeat" || r.Calls[first].Late) {
 			first--
 		}
 	}

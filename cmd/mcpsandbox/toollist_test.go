@@ -49,7 +49,7 @@ func TestToolListHostile(t *testing.T) {
 					late = append(late, c)
 				}
 			}
-			if len(late) != 1 || late[0].Source != "empty" || late[0].ErrorKind != "" || len(late[0].Effects.Files) == 0 {
+			if len(late) != 1 || late[0].Source != "empty" || !late[0].Late || late[0].ErrorKind != "" || len(late[0].Effects.Files) == 0 {
 				t.Errorf("late_writer calls = %+v, want one, planned as the others, that wrote", late)
 			}
 			for _, f := range r.Findings {
