@@ -113,8 +113,8 @@ func groupRepeats(plan []probes.Call) [][]probes.Call {
 // mergeCall moves one call session's calls into rep (they are numbered
 // already), with what happened after them (between phases, re-listings'
 // "tools/list" phases, and teardown as a "between" phase of its last
-// call), and the session's problems and
-// skips. Its start-up phases repeat the first session's and are dropped.
+// call), and the session's problems and skips. Its start-up phases repeat
+// the first session's and are dropped.
 func mergeCall(rep, sub *report.Report, first int) {
 	rep.Calls = append(rep.Calls, sub.Calls...)
 	last := len(rep.Calls)
