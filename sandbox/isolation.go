@@ -28,6 +28,7 @@ func (sc *scanner) scanPerCall() (res Result, err error) {
 		}
 		rep.Tools, derr = sc.list(disc)
 		if derr == nil {
+			sc.watchFirst(disc, rep)
 			plan = sc.plan(rep)
 		}
 	}()
@@ -84,10 +85,16 @@ func (sc *scanner) callSession(rep *report.Report, group []probes.Call) (err err
 	}
 	// Listed as in the first session, so that the client knows the same
 	// tools (output schemas) whichever mode runs.
-	if _, err := sc.list(s); err != nil {
+	tools, err := sc.list(s)
+	if err != nil {
 		return err
 	}
-	return sc.runCalls(s, group, first)
+	sc.watchSession(s, tools, first+1)
+	if err := sc.callAll(s, group, first); err != nil {
+		return err
+	}
+	sc.endListing(s)
+	return nil
 }
 
 // groupRepeats keeps each call together with the repeats that follow it.
@@ -104,15 +111,16 @@ func groupRepeats(plan []probes.Call) [][]probes.Call {
 }
 
 // mergeCall moves one call session's calls into rep (they are numbered
-// already), with what happened after them (between phases and teardown)
-// as "between" phases of its last call, and the session's problems and
-// skips. Its start-up phases repeat the first session's and are dropped.
+// already), with what happened after them (between phases, re-listings'
+// "tools/list" phases, and teardown as a "between" phase of its last
+// call), and the session's problems and skips. Its start-up phases repeat
+// the first session's and are dropped.
 func mergeCall(rep, sub *report.Report, first int) {
 	rep.Calls = append(rep.Calls, sub.Calls...)
 	last := len(rep.Calls)
 	for _, p := range sub.Phases {
 		switch p.Name {
-		case "between":
+		case "between", "tools/list":
 			if p.After <= first {
 				continue // before its call: the same start-up
 			}

@@ -93,6 +93,11 @@ type ScanOptions struct {
 	// state for each call, so that one tool's deletions cannot hide
 	// another's effects).
 	Isolation Isolation
+	// MaxLateTools bounds the tools that appear during the scan and are
+	// called (default 50); MaxToolChanges the tool list changes the report
+	// lists (default 1000). Past either, the report says so and the gate
+	// fails (tool-list-unchecked).
+	MaxLateTools, MaxToolChanges int
 }
 
 // Result is what a scan returns besides the report.
@@ -142,6 +147,7 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (Result, error) {
 	if rep.Timing == nil {
 		rep.Timing = &report.Timing{}
 	}
+	sc.finishToolLists(rep)
 	rep.Timing.StartedAt, rep.Timing.DurationMs = sc.started.UTC().Format(time.RFC3339), time.Since(sc.started).Milliseconds()
 	if !sc.opts.NoSeed {
 		seed := sc.bait.Seed
@@ -164,6 +170,7 @@ type scanner struct {
 	// args are the calls' arguments as sent, by seq: the report's are
 	// redacted, and a replay must send the same bytes.
 	args map[int]json.RawMessage
+	tl   *toolLists // the tool list as the sessions saw it
 }
 
 func newScanner(ctx context.Context, cli Engine, opts ScanOptions) (*scanner, error) {
@@ -184,7 +191,13 @@ func newScanner(ctx context.Context, cli Engine, opts ScanOptions) (*scanner, er
 	if opts.MaxReplays <= 0 {
 		opts.MaxReplays = 16
 	}
-	sc := &scanner{cli: cli, opts: opts, started: time.Now(), parent: ctx, args: map[int]json.RawMessage{}}
+	if opts.MaxLateTools <= 0 {
+		opts.MaxLateTools = defaultMaxLateTools
+	}
+	if opts.MaxToolChanges <= 0 {
+		opts.MaxToolChanges = defaultMaxToolChanges
+	}
+	sc := &scanner{cli: cli, opts: opts, started: time.Now(), parent: ctx, args: map[int]json.RawMessage{}, tl: newToolLists(opts.MaxToolChanges)}
 	sc.ctx, sc.cancel = context.WithTimeout(ctx, opts.Timeout)
 	if !opts.NoSeed {
 		seed := probes.RandomSeed()
@@ -244,6 +257,7 @@ func (sc *scanner) open() (*Session, error) {
 // its own). The bait becomes placeholders first, so that what is sorted
 // by path or argv sorts the same whatever was drawn.
 func (sc *scanner) close(s *Session, err *error) {
+	sc.stopWatch(s)
 	*err = errors.Join(*err, s.Close(sc.ctx))
 	if !sc.opts.NoSeed {
 		s.rep.Redact(sc.bait.Placeholders())
@@ -267,10 +281,12 @@ func (sc *scanner) scanSession() (res Result, err error) {
 		return res, err
 	}
 	s.rep.Tools = tools
+	sc.watchFirst(s, s.rep)
 	plan := sc.plan(s.rep)
-	if err := sc.runCalls(s, plan, 0); err != nil {
+	if err := sc.callAll(s, plan, 0); err != nil {
 		return res, err
 	}
+	sc.endListing(s)
 	s.rep.Complete = true
 	return res, nil
 }
@@ -299,12 +315,16 @@ func (sc *scanner) list(s *Session) ([]report.Tool, error) {
 	return tools, nil
 }
 
-// plan orders the calls for rep's tools, recording skips and probe steps
-// that name no listed tool.
-func (sc *scanner) plan(rep *report.Report) []probes.Call {
-	ptools := make([]probes.Tool, len(rep.Tools))
+// plan orders the calls for rep's tools, recording skips in rep.
+func (sc *scanner) plan(rep *report.Report) []probes.Call { return sc.planTools(rep, rep.Tools) }
+
+// planTools orders the calls for tools, recording skips in rep; probe
+// steps that name no tool of them are remembered, and made problems at
+// the end if the tool never appears.
+func (sc *scanner) planTools(rep *report.Report, tools []report.Tool) []probes.Call {
+	ptools := make([]probes.Tool, len(tools))
 	isTrue := func(b *bool) bool { return b != nil && *b }
-	for i, t := range rep.Tools {
+	for i, t := range tools {
 		ptools[i] = probes.Tool{Name: t.Name, InputSchema: t.InputSchema, Idempotent: isTrue(t.Hints.Idempotent),
 			ReadOnly: isTrue(t.Hints.ReadOnly), NonDestructive: t.Hints.Destructive != nil && !*t.Hints.Destructive}
 	}
@@ -319,9 +339,7 @@ func (sc *scanner) plan(rep *report.Report) []probes.Call {
 	for _, s := range skips {
 		rep.NotCalled = append(rep.NotCalled, report.NotCalled{Tool: s.Tool, Reason: s.Reason})
 	}
-	for _, u := range unknown {
-		rep.Problems = append(rep.Problems, report.Problem{Kind: "probe", Message: fmt.Sprintf("the probes name tool %q, which the server does not list", u)})
-	}
+	sc.tl.noteUnknown(unknown)
 	return plan
 }
 
@@ -357,6 +375,7 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 		}
 		rep.Calls = append(rep.Calls, call)
 		sc.args[seq] = step.Arguments
+		sc.relist(s, call)
 		if step.ExpectError && step.Negative == "" && call.ErrorKind == "" && !call.IsError {
 			s.problem("probe", seq, "call %d to %s was expected to fail and succeeded", seq, step.Tool)
 		}
@@ -393,7 +412,9 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 	// What the last call left running or set off for later did in the
 	// linger window is a "between" phase of that call, not a teardown
 	// effect (a replay checks that it is the call's).
-	sc.linger(s, first+len(plan))
+	if !sc.lateCallsPending(s) { // else the late tools' calls come first
+		sc.linger(s, first+len(plan))
+	}
 	s.Phase(sc.ctx, "between", first+len(plan))
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -96,6 +97,8 @@ type Session struct {
 	wsSince    time.Time // host edits to the mounted directories after this are someone else's
 
 	bounds struct{ walk, listed bool } // snapshot bounds already reported
+
+	listChanged atomic.Int64 // notifications/tools/list_changed received
 
 	closeOnce sync.Once
 	closeErr  error
@@ -252,7 +255,10 @@ func (s *Session) open(ctx context.Context) error {
 	go s.noise.filter(ctr.Stdout(), pw, mcp.DefaultMaxLineLength)
 	transport := recordingTransport{Transport: &mcp.IOTransport{Reader: pr, Writer: ctr.Stdin()}, t: s.transcript}
 	info := o.ClientInfo
-	client := mcp.NewClient(&info, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
+	client := mcp.NewClient(&info, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{},
+		// Counted only: the scan lists the tools at fixed points (see
+		// toollist.go), whenever the notification comes.
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { s.listChanged.Add(1) }})
 	cs, err := client.Connect(startCtx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 	if err != nil {
 		// Under the agent a command that is not there is the child's exit
@@ -508,7 +514,7 @@ func (s *Session) ListTools(ctx context.Context) ([]report.Tool, error) {
 	if s.cs == nil {
 		return nil, ErrServerStart
 	}
-	before := len(s.transcript.Results("tools/list"))
+	s.transcript.take("tools/list") // what an earlier listing left, were it cut short
 	seen := map[string]bool{}
 	cursor := ""
 	for page := 0; ; page++ {
@@ -532,7 +538,7 @@ func (s *Session) ListTools(ctx context.Context) ([]report.Tool, error) {
 	}
 	var tools []report.Tool
 	names := map[string]bool{}
-	for _, raw := range s.transcript.Results("tools/list")[before:] {
+	for _, raw := range s.transcript.take("tools/list") {
 		var page struct {
 			Tools []json.RawMessage `json:"tools"`
 		}
@@ -555,6 +561,10 @@ func (s *Session) ListTools(ctx context.Context) ([]report.Tool, error) {
 	}
 	return tools, nil
 }
+
+// ToolListChanged counts the notifications/tools/list_changed the server
+// sent so far.
+func (s *Session) ToolListChanged() int64 { return s.listChanged.Load() }
 
 // maxToolPages bounds the pages of one tools/list.
 const maxToolPages = 1000

@@ -52,6 +52,17 @@ func (t *Transcript) Results(method string) []json.RawMessage {
 	return append([]json.RawMessage(nil), t.results[method]...)
 }
 
+// take returns the raw results of the requests of method not taken yet,
+// in order, and forgets them: a session lists its tools after every call,
+// and what it read once need not be kept.
+func (t *Transcript) take(method string) []json.RawMessage {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := t.results[method]
+	delete(t.results, method)
+	return out
+}
+
 func idKey(id jsonrpc.ID) string { return fmt.Sprintf("%T:%v", id.Raw(), id.Raw()) }
 
 // expect notes the method of a request about to be sent, so that its

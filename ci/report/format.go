@@ -70,6 +70,16 @@ func WriteText(w io.Writer, r *Report) error {
 			fmt.Fprintf(&b, "  %s: %s\n", n.Tool, n.Reason)
 		}
 	}
+	if len(r.ToolChanges) > 0 {
+		b.WriteString("\ntool list changes:\n")
+		for _, c := range r.ToolChanges {
+			what := c.Change
+			if c.Field != "" {
+				what = fmt.Sprintf("%s %s: %s -> %s", c.Change, c.Field, absentDash(c.Old), absentDash(c.New))
+			}
+			fmt.Fprintf(&b, "  %s: %s %s\n", ListingWhere(c.Listing, c.Call), c.Tool, what)
+		}
+	}
 	if len(r.Findings) > 0 {
 		b.WriteString("\nfindings:\n")
 		for _, f := range r.Findings {
@@ -111,6 +121,14 @@ func Hint(b *bool) string {
 		return "true"
 	}
 	return "false"
+}
+
+// absentDash shows a tool change's value, "(absent)" for none.
+func absentDash(s string) string {
+	if s == "" {
+		return "(absent)"
+	}
+	return s
 }
 
 func dash(s string) string {

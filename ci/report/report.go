@@ -28,8 +28,15 @@ type Report struct {
 	NotCalled []NotCalled `json:"notCalled"`
 	// Phases carries the effects of everything that is not a tool call:
 	// startup, initialize, tools/list, between calls, teardown.
-	Phases   []Phase   `json:"phases"`
-	Findings []Finding `json:"findings"`
+	Phases []Phase `json:"phases"`
+	// ToolChanges lists what changed in the tool list while the server
+	// ran, in the order the listings saw it: the tools are listed again
+	// after every answered call and at the end of each session.
+	ToolChanges []ToolChange `json:"toolChanges"`
+	// ToolListing says how the tool list was watched, and where it could
+	// not be.
+	ToolListing ToolListing `json:"toolListing"`
+	Findings    []Finding   `json:"findings"`
 	// Problems are failures of the run or of the server that are not
 	// contradictions: timeouts, crashes, garbage on stdout.
 	Problems []Problem `json:"problems"`
@@ -48,6 +55,10 @@ type Timing struct {
 	StartedAt  string       `json:"startedAt"`
 	DurationMs int64        `json:"durationMs"`
 	Calls      []CallTiming `json:"calls"`
+	// ToolListChanged counts the notifications/tools/list_changed the
+	// server sent: they trigger nothing (every fixed point lists anyway),
+	// and when one arrives is a matter of timing.
+	ToolListChanged int `json:"toolListChanged,omitempty"`
 	// PIDs maps the report's process ids (1 = the first process to run a
 	// program, usually the server) to the pids the kernel gave.
 	PIDs []PIDMap `json:"pids"`
@@ -191,6 +202,10 @@ type Call struct {
 	// calls --negatives makes (source "negative"): the tool should refuse
 	// them and do nothing.
 	Negative string `json:"negative,omitempty"`
+	// Late is set on the calls of a tool that appeared during the session:
+	// they come after the calls planned first, in the session where it
+	// appeared (with --isolation call, the session of the call before).
+	Late bool `json:"late,omitempty"`
 	// IsError is the result's isError flag.
 	IsError bool `json:"isError"`
 	// Error is set when the call got no result: a JSON-RPC error, a timeout,
@@ -229,12 +244,13 @@ type Replay struct {
 
 // Candidates are the calls that could have caused what was seen during
 // the i-th call of r: the calls of its session up to it, in order. With
-// call isolation a session holds one call and the repeats after it.
+// call isolation a session holds one call, the repeats after it and the
+// late calls (of tools that appeared in it) after those.
 func Candidates(r *Report, i int) []int {
 	first := 0
 	if r.Sandbox.Isolation == "call" {
 		first = i
-		for first > 0 && r.Calls[first].Source == "repeat" {
+		for first > 0 && (r.Calls[first].Source == "repeat" || r.Calls[first].Late) {
 			first--
 		}
 	}
@@ -369,6 +385,79 @@ type Phase struct {
 	Effects Effects `json:"effects"`
 }
 
+// ToolChange is one difference between two listings of the tools in one
+// session, or between a call session's first listing and the first
+// session's (--isolation call).
+type ToolChange struct {
+	// Listing is where the listing that saw the change was made:
+	// ListingAfterCall (right after call Call returned), ListingEnd (at the
+	// end of the session, before teardown; Call is the session's last call,
+	// 0 for none) or ListingSessionStart (--isolation call: the first
+	// listing of the session opened for call Call).
+	Listing string `json:"listing"`
+	Call    int    `json:"call,omitempty"`
+	Tool    string `json:"tool"`
+	// Change is ToolAppeared, ToolDisappeared or ToolChanged.
+	Change string `json:"change"`
+	// Field names what changed, for ToolChanged: "title", "description",
+	// "inputSchema", "outputSchema", "annotations" (when either side is
+	// not an object) or "annotations.KEY" (readOnlyHint, ...).
+	Field string `json:"field,omitempty"`
+	// Old and New are the field's values as canonical JSON (keys sorted),
+	// left out when the field was absent; cut at MaxChangeValue bytes
+	// (Truncated) for display: the comparison used them whole.
+	Old       string `json:"old,omitempty"`
+	New       string `json:"new,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// What a ToolChange says changed.
+const (
+	ToolAppeared    = "appeared"
+	ToolDisappeared = "disappeared"
+	ToolChanged     = "changed"
+)
+
+// Where the listing that saw a ToolChange was made.
+const (
+	ListingAfterCall    = "after-call"
+	ListingEnd          = "end"
+	ListingSessionStart = "session-start"
+)
+
+// ListingWhere says where a listing was made, in words: "after call 3",
+// "at the end (after call 5)", "at the start of call 4's session".
+func ListingWhere(listing string, call int) string {
+	switch listing {
+	case ListingAfterCall:
+		return fmt.Sprintf("after call %d", call)
+	case ListingEnd:
+		if call == 0 {
+			return "at the end"
+		}
+		return fmt.Sprintf("at the end (after call %d)", call)
+	case ListingSessionStart:
+		return fmt.Sprintf("at the start of call %d's session", call)
+	}
+	return listing
+}
+
+// MaxChangeValue bounds ToolChange.Old and New in the report.
+const MaxChangeValue = 1024
+
+// ToolListing is how the tool list was watched during the scan.
+type ToolListing struct {
+	// Listings counts the tools/list answered: the first, one after each
+	// answered call, one at the end of each session (and, with
+	// --isolation call, one at the start of each call's session).
+	Listings int `json:"listings"`
+	// Unchecked says, one line each, where the list could not be checked:
+	// a listing that failed (the session lists no more after it), a bound
+	// hit (late tools not called, changes not listed). Each fails the
+	// default gate (tool-list-unchecked).
+	Unchecked []string `json:"unchecked"`
+}
+
 // Finding is a contradiction between what a tool claimed and what it did,
 // or a policy breach.
 type Finding struct {
@@ -425,6 +514,8 @@ func New() *Report {
 		Calls:         []Call{},
 		NotCalled:     []NotCalled{},
 		Phases:        []Phase{},
+		ToolChanges:   []ToolChange{},
+		ToolListing:   ToolListing{Unchecked: []string{}},
 		Findings:      []Finding{},
 		Problems:      []Problem{},
 		Ignored:       []Ignored{},

@@ -90,7 +90,7 @@ func All() []Rule {
 		serverRunsAsRootRule(),
 		hashBudgetRule(),
 	}
-	return append(all, phaseRules()...)
+	return append(append(all, phaseRules()...), toolListRules()...)
 }
 
 // ByID returns the rule with id.
@@ -147,6 +147,7 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 	}
 	e.out = append(e.out, runsAsRoot(r)...)
 	e.out = append(e.out, hashBudget(r)...)
+	e.out = append(e.out, toolList(r)...)
 	if n := r.Sandbox.EventsTruncated; n > 0 {
 		rl, _ := ByID(CaptureTruncated)
 		e.out = append(e.out, report.Finding{Rule: rl.ID, Severity: rl.Severity, Message: fmt.Sprintf("%d agent events were cut at a bound; %s", n, rl.Rationale),

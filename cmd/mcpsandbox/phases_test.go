@@ -59,8 +59,16 @@ func TestHarmOutsideCallsFailsTheGate(t *testing.T) {
 					t.Errorf("%s has no fingerprint", rule)
 				}
 			}
-			if ev := got["phase-workspace-changes"].Evidence; len(ev) != 1 || !strings.Contains(ev[0], ": deleted /workspace/") {
+			// The tools are listed again after each call and at the end:
+			// list-hostile does its harm at each listing.
+			ev := got["phase-workspace-changes"].Evidence
+			if len(ev) == 0 || (len(ev) > 1 && set != "list-hostile") {
 				t.Errorf("phase-workspace-changes evidence %q", ev)
+			}
+			for _, e := range ev {
+				if !strings.Contains(e, ": deleted /workspace/") {
+					t.Errorf("phase-workspace-changes evidence %q", ev)
+				}
 			}
 		})
 	}

@@ -80,6 +80,7 @@ func main() {
 		addWorkspaceTools(s)
 	}
 	addAgentTools(s, sets["agent"])
+	addToolList(s, func(tool string) bool { return sets[tool] })
 	addPhaseTools(s, sets)
 	addLateTools(s, func(tool string) bool { return sets[lateHostile] || sets[tool] })
 	addWary(s, sets["wary"])
