@@ -273,19 +273,8 @@ func (e *evaluator) server(rule string, sev report.Severity, hint string, eviden
 	if sev == 0 {
 		sev = rl.Severity
 	}
-	f := report.Finding{Rule: rule, Severity: sev, Hint: hint, Evidence: []string{}, EvidencePaths: []string{}, Isolation: e.isolation}
-	seen := map[string]bool{}
-	for i, ev := range evidence {
-		if seen[ev] {
-			continue
-		}
-		seen[ev] = true
-		p := ""
-		if paths != nil {
-			p = paths[i]
-		}
-		f.Evidence, f.EvidencePaths = append(f.Evidence, ev), append(f.EvidencePaths, p)
-	}
+	f := report.Finding{Rule: rule, Severity: sev, Hint: hint, Isolation: e.isolation}
+	f.Evidence, f.EvidencePaths = distinct(evidence, paths)
 	f.Message = message(rl, f)
 	e.out = append(e.out, f)
 }

@@ -256,22 +256,30 @@ func (e *evaluator) add(rule string, c report.Call, hint string, evidence, paths
 		return
 	}
 	rl, _ := ByID(rule)
-	f := report.Finding{Rule: rule, Severity: rl.Severity, Tool: c.Tool, Call: c.Seq, Hint: hint,
-		Evidence: []string{}, EvidencePaths: []string{}, Isolation: e.isolation}
+	f := report.Finding{Rule: rule, Severity: rl.Severity, Tool: c.Tool, Call: c.Seq, Hint: hint, Isolation: e.isolation}
+	f.Evidence, f.EvidencePaths = distinct(evidence, paths)
+	f.Message = message(rl, f)
+	e.out = append(e.out, f)
+}
+
+// distinct keeps each evidence item once (the same attempt twice, an A
+// and an AAAA query, is one piece of evidence), with its path when paths
+// are given.
+func distinct(evidence, paths []string) (ev, ps []string) {
+	ev, ps = []string{}, []string{}
 	seen := map[string]bool{}
-	for i, ev := range evidence {
-		if seen[ev] {
-			continue // the same attempt twice (an A and an AAAA query) is one piece of evidence
+	for i, item := range evidence {
+		if seen[item] {
+			continue
 		}
-		seen[ev] = true
+		seen[item] = true
 		p := ""
 		if paths != nil {
 			p = paths[i]
 		}
-		f.Evidence, f.EvidencePaths = append(f.Evidence, ev), append(f.EvidencePaths, p)
+		ev, ps = append(ev, item), append(ps, p)
 	}
-	f.Message = message(rl, f)
-	e.out = append(e.out, f)
+	return ev, ps
 }
 
 // message is a call finding's message: the tool, what its call did, and
