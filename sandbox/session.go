@@ -693,6 +693,10 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 			// Not kept whole: what it was is counted and hashed.
 			call.ResultBytes, call.ResultSha256 = whole.Bytes, whole.Sha256
 		}
+	case s.gate.lostBy() != nil && ctx.Err() == nil:
+		// The SDK could not read the server and closed the session: the
+		// connection is gone, on the client's side (see ClientClosed).
+		call.Error, call.ErrorKind = "the client closed the session: it could not read a message from the server: "+s.clip(s.gate.lostBy().Error()), "transport"
 	case errors.As(err, &rpcErr):
 		call.Error, call.ErrorKind = fmt.Sprintf("JSON-RPC error %d: %s", rpcErr.Code, s.clip(rpcErr.Message)), "rpc"
 	case cctx.Err() != nil && ctx.Err() == nil:
@@ -701,9 +705,6 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 		call.Error, call.ErrorKind = "the run ended during the call: "+context.Cause(ctx).Error(), "interrupted"
 	case errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe):
 		call.Error, call.ErrorKind = s.clip(err.Error()), "transport"
-		if lost := s.gate.lostBy(); lost != nil {
-			call.Error = "the client closed the session: it could not read a message from the server: " + s.clip(lost.Error())
-		}
 	default:
 		// The SDK may reject a result (for example one that does not match
 		// the tool's output schema); the server still answered.
