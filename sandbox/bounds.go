@@ -53,7 +53,10 @@ func DefaultBounds() Bounds {
 // withDefaults fills in the zero fields.
 func (b Bounds) withDefaults() Bounds {
 	d := DefaultBounds()
-	for _, f := range []struct{ v *int; def int }{{&b.MaxMessage, d.MaxMessage}, {&b.MaxDepth, d.MaxDepth},
+	for _, f := range []struct {
+		v   *int
+		def int
+	}{{&b.MaxMessage, d.MaxMessage}, {&b.MaxDepth, d.MaxDepth},
 		{&b.MaxToolPages, d.MaxToolPages}, {&b.MaxToolListBytes, d.MaxToolListBytes}, {&b.MaxTools, d.MaxTools},
 		{&b.MaxSchema, d.MaxSchema}, {&b.MaxResultText, d.MaxResultText}, {&b.MaxTranscript, d.MaxTranscript}} {
 		if *f.v <= 0 {

@@ -77,8 +77,8 @@ func TestBoundedRunnerHostileServer(t *testing.T) {
 	if wide == nil || !strings.Contains(string(wide.InputSchema), "over the schema bound") || len(wide.InputSchema) > 2048 {
 		t.Fatalf("wide_schema: %+v", wide)
 	}
-	if _, called := byTool["wide_schema"]; called {
-		t.Error("wide_schema was called; its schema was not kept")
+	if _, called := byTool["wide_schema"]; called || !r.Server.ToolListTruncated {
+		t.Errorf("wide_schema called %v, toolListTruncated %v: a tool left uncalled over a bound is a cut list", called, r.Server.ToolListTruncated)
 	}
 	if r.Server.StderrBytes < 300000 || !r.Server.StderrTruncated || len(r.Server.StderrTail) != 64<<10 {
 		t.Errorf("stderr: %d bytes, truncated %v, tail %d", r.Server.StderrBytes, r.Server.StderrTruncated, len(r.Server.StderrTail))
@@ -90,7 +90,7 @@ func TestBoundedRunnerHostileServer(t *testing.T) {
 
 // TestToolListBounds: the tool list is cut at each of its bounds (pages,
 // bytes in all, tools, a page refused on the wire); what came before is
-// kept, the report says so (toolsOmitted and a protocol-bound problem),
+// kept, the report says so (toolListTruncated and a protocol-bound problem),
 // and the scan goes on with the tools kept.
 func TestToolListBounds(t *testing.T) {
 	cli := sandboxtest.Docker(t)
@@ -115,8 +115,8 @@ func TestToolListBounds(t *testing.T) {
 				t.Fatalf("scan: %v", err)
 			}
 			r := res.Report
-			if len(r.Tools) != c.tools || !r.Server.ToolsOmitted {
-				t.Errorf("%d tools kept, toolsOmitted %v; want %d, true", len(r.Tools), r.Server.ToolsOmitted, c.tools)
+			if len(r.Tools) != c.tools || !r.Server.ToolListTruncated {
+				t.Errorf("%d tools kept, toolListTruncated %v; want %d, true", len(r.Tools), r.Server.ToolListTruncated, c.tools)
 			}
 			found := false
 			for _, p := range problemsOf(r, sandbox.ProblemProtocolBound) {

@@ -499,7 +499,7 @@ func (s *Session) Phase(ctx context.Context, name string, after int) {
 // sent. Tools that do not decode, or are listed twice, are problems. The
 // list is cut at the bounds (pages, bytes, tools, a page refused on the
 // wire): what was listed before is kept, a protocol-bound problem says
-// where, and Server.ToolsOmitted is set.
+// where, and Server.ToolListTruncated is set.
 func (s *Session) ListTools(ctx context.Context) ([]report.Tool, error) {
 	if s.cs == nil {
 		return nil, ErrServerStart
@@ -567,7 +567,7 @@ func (s *Session) ListTools(ctx context.Context) ([]report.Tool, error) {
 			}
 			if len(tool.Name) > b.MaxSchema {
 				s.problem(ProblemProtocolBound, 0, "a tool's name of %d bytes is over the schema bound (%d bytes); the tool is left out: %q", len(tool.Name), b.MaxSchema, s.clip(tool.Name))
-				s.rep.Server.ToolsOmitted = true
+				s.rep.Server.ToolListTruncated = true
 				continue
 			}
 			if names[tool.Name] {
@@ -582,11 +582,14 @@ func (s *Session) ListTools(ctx context.Context) ([]report.Tool, error) {
 		}
 	}
 	if len(bounded) > 0 {
+		// A tool whose inputSchema was replaced is not called: a place to
+		// hide, so the list counts as cut.
+		s.rep.Server.ToolListTruncated = true
 		s.problem(ProblemProtocolBound, 0, "%d tool(s) sent a description, title, annotations or schema over the schema bound (%d bytes): cut or replaced (a replaced inputSchema accepts nothing, so the tool is not called): %s",
 			len(bounded), b.MaxSchema, s.names(bounded))
 	}
 	if cut != "" {
-		s.rep.Server.ToolsOmitted = true
+		s.rep.Server.ToolListTruncated = true
 		s.problem(ProblemProtocolBound, 0, "the tool list was cut: %s; the %d tool(s) listed before are kept, the rest are neither called nor judged", cut, len(tools))
 	}
 	return tools, nil

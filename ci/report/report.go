@@ -105,10 +105,11 @@ type Server struct {
 	// refused over a bound (size, nesting): each is a protocol-bound
 	// problem.
 	MessagesRefused int `json:"messagesRefused,omitempty"`
-	// ToolsOmitted is set when the tool list was cut at a bound (pages,
-	// bytes, tools, a refused page): the tools past it were neither
-	// called nor judged (the tool-list-truncated finding).
-	ToolsOmitted bool `json:"toolsOmitted,omitempty"`
+	// ToolListTruncated is set when the tool list was cut at a bound
+	// (pages, bytes, tools, a refused page, a name too long) or a tool's
+	// inputSchema was replaced over the schema bound: some tools were
+	// neither called nor judged (the tool-list-truncated finding).
+	ToolListTruncated bool `json:"toolListTruncated,omitempty"`
 }
 
 // Sandbox records how the server was confined.
@@ -212,10 +213,10 @@ type Call struct {
 	// the whole result as sent (the JSON value of the response's
 	// "result"), also when it was refused over a bound (ErrorKind
 	// "client"); absent when there was no result.
-	Result       string `json:"result"`
-	ResultBytes  int64  `json:"resultBytes,omitempty"`
-	ResultSha256 string `json:"resultSha256,omitempty"`
-	Effects Effects `json:"effects"`
+	Result       string  `json:"result"`
+	ResultBytes  int64   `json:"resultBytes,omitempty"`
+	ResultSha256 string  `json:"resultSha256,omitempty"`
+	Effects      Effects `json:"effects"`
 	// Replay, when set, says how far the call's effects (with the
 	// "between" phase after it) were checked by replaying the call; only
 	// the effects it reproduced are the call's. Nil: not replayed, every
