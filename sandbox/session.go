@@ -542,7 +542,7 @@ func (s *Session) ListTools(ctx context.Context) ([]report.Tool, error) {
 		seen[res.NextCursor] = true
 		cursor = res.NextCursor
 	}
-	var tools []report.Tool
+	tools := []report.Tool{} // present, never null, when none is kept
 	names := map[string]bool{}
 	var bounded []string
 	raws := s.transcript.Results("tools/list")

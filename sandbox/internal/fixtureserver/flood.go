@@ -93,7 +93,8 @@ func floodPage(page int, o map[string]int, invalid bool) string {
 	if page < o["pages"]-1 {
 		var b strings.Builder
 		b.WriteString(`{"tools":[`)
-		pad := max(o["page-bytes"]/max(o["tools"], 1), 1)
+		// Each tool is about 160 bytes besides its description.
+		pad := max(o["page-bytes"]/max(o["tools"], 1)-160, 1)
 		for i := range o["tools"] {
 			if i > 0 {
 				b.WriteByte(',')
