@@ -8,6 +8,9 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
 )
 
 // scanAll scans line in chunks of n bytes, as the filter reads it.
@@ -126,5 +129,23 @@ func TestBoundsDefaults(t *testing.T) {
 	}
 	if b := (Bounds{MaxDepth: 5000}).withDefaults(); b.MaxDepth >= sdkMaxDepth {
 		t.Errorf("depth bound %d, not under the SDK's %d", b.MaxDepth, sdkMaxDepth)
+	}
+}
+
+// TestBoundTool: over the schema bound a description is cut (valid
+// UTF-8), a schema replaced by one that says what it was and accepts
+// nothing; under it nothing changes.
+func TestBoundTool(t *testing.T) {
+	small := report.Tool{Name: "t", Description: "short", InputSchema: json.RawMessage(`{"type":"object"}`), Annotations: json.RawMessage(`null`)}
+	if c := small; boundTool(&c, 64) || c.Description != small.Description || string(c.InputSchema) != string(small.InputSchema) {
+		t.Errorf("a small tool changed: %+v", c)
+	}
+	big := report.Tool{Name: "t", Description: strings.Repeat("é", 100), InputSchema: json.RawMessage(`{"description":"` + strings.Repeat("x", 100) + `"}`)}
+	if !boundTool(&big, 64) || len(big.Description) > 64+len("…") || !utf8.ValidString(big.Description) {
+		t.Errorf("description %q", big.Description)
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(big.InputSchema, &schema); err != nil || schema["not"] == nil || !strings.Contains(schema["$comment"].(string), "inputSchema (116 bytes, sha256 ") {
+		t.Errorf("inputSchema %s (%v)", big.InputSchema, err)
 	}
 }

@@ -299,6 +299,7 @@ func (s *Session) open(ctx context.Context) error {
 		}
 		if json.Unmarshal(raw[0], &ir) == nil {
 			s.rep.Server.ServerInfo, s.rep.Server.Capabilities, s.rep.Server.Instructions = ir.ServerInfo, ir.Capabilities, ir.Instructions
+			s.boundServer()
 		}
 	}
 	s.logf("initialized %s (protocol %s)", s.rep.Server.ServerInfo, s.rep.Server.ProtocolVersion)
@@ -599,30 +600,47 @@ func (s *Session) ListTools(ctx context.Context) ([]report.Tool, error) {
 // annotations and schemas, where they are over max bytes; it says whether
 // it did. The hints were read before.
 func boundTool(t *report.Tool, max int) bool {
-	did := false
-	cut := func(str *string) {
-		if len(*str) > max {
-			*str, did = strings.ToValidUTF8((*str)[:max], "")+"…", true
-		}
+	did := cutString(&t.Description, max)
+	did = cutString(&t.Title, max) || did
+	did = replaceRaw(&t.InputSchema, "inputSchema", max, true) || did
+	did = replaceRaw(&t.OutputSchema, "outputSchema", max, false) || did
+	return replaceRaw(&t.Annotations, "annotations", max, false) || did
+}
+
+// cutString cuts str to max bytes (and valid UTF-8) when it is longer.
+func cutString(str *string, max int) bool {
+	if len(*str) <= max {
+		return false
 	}
-	cut(&t.Description)
-	cut(&t.Title)
-	replace := func(raw *json.RawMessage, what string, refuse bool) {
-		if len(*raw) <= max {
-			return
-		}
-		sum := sha256.Sum256(*raw)
-		m := map[string]any{"$comment": fmt.Sprintf("mcpsandbox: the %s (%d bytes, sha256 %x) is over the schema bound (%d bytes) and was not kept", what, len(*raw), sum, max)}
-		if refuse {
-			m["not"] = map[string]any{}
-		}
-		*raw, _ = json.Marshal(m)
-		did = true
+	*str = strings.ToValidUTF8((*str)[:max], "") + "…"
+	return true
+}
+
+// replaceRaw replaces a JSON value over max bytes with an object that
+// says what it was (size, SHA-256); refuse makes it a schema nothing
+// validates against.
+func replaceRaw(raw *json.RawMessage, what string, max int, refuse bool) bool {
+	if len(*raw) <= max {
+		return false
 	}
-	replace(&t.InputSchema, "inputSchema", true)
-	replace(&t.OutputSchema, "outputSchema", false)
-	replace(&t.Annotations, "annotations", false)
-	return did
+	sum := sha256.Sum256(*raw)
+	m := map[string]any{"$comment": fmt.Sprintf("mcpsandbox: the %s (%d bytes, sha256 %x) is over the schema bound (%d bytes) and was not kept", what, len(*raw), sum, max)}
+	if refuse {
+		m["not"] = map[string]any{}
+	}
+	*raw, _ = json.Marshal(m)
+	return true
+}
+
+// boundServer cuts or replaces what initialize sent over the schema bound:
+// instructions are cut, serverInfo and capabilities replaced.
+func (s *Session) boundServer() {
+	sv, max := &s.rep.Server, s.opts.Bounds.MaxSchema
+	did := cutString(&sv.Instructions, max)
+	did = replaceRaw(&sv.ServerInfo, "serverInfo", max, false) || did
+	if did = replaceRaw(&sv.Capabilities, "capabilities", max, false) || did; did {
+		s.problem(ProblemProtocolBound, 0, "initialize sent instructions, serverInfo or capabilities over the schema bound (%d bytes): cut or replaced", max)
+	}
 }
 
 // names lists up to maxNamed names, quoted and clipped.
