@@ -145,7 +145,7 @@ func TestBoundTool(t *testing.T) {
 		t.Errorf("description %q", big.Description)
 	}
 	var schema map[string]any
-	if err := json.Unmarshal(big.InputSchema, &schema); err != nil || schema["not"] == nil || !strings.Contains(schema["$comment"].(string), "inputSchema (116 bytes, sha256 ") {
+	if err := json.Unmarshal(big.InputSchema, &schema); err != nil || schema["not"] == nil || !strings.Contains(schema["$comment"].(string), "inputSchema (118 bytes, sha256 ") {
 		t.Errorf("inputSchema %s (%v)", big.InputSchema, err)
 	}
 }
