@@ -303,37 +303,37 @@ type frameGate struct {
 	bounds Bounds
 
 	mu       sync.Mutex
-	refused  []refusal          // every refusal, in order
-	byID     map[string]refusal // refusals of responses, until taken
-	digests  map[string]digest  // results of responses passed, until taken
-	order    []string           // the keys of digests, oldest first
+	refused  []refusal          // the first maxRefusalsKept refusals, in order
+	nRefused int                // every refusal
+	nOther   int                // refusals that answer no request of ours
+	byID     map[string]refusal // refusals of responses to our requests, until taken
+	digests  map[string]digest  // results of responses to our requests, until taken
 	lastSent map[string]string  // method -> id of the last request sent
+	waiting  map[string]bool    // the ids of lastSent
 	lost     error              // why the client closed the session, if it did
 }
 
-// maxDigests bounds the digests kept for requests nobody asks about.
-const maxDigests = 64
+// maxRefusalsKept bounds the refusals kept for the report; the rest are
+// counted. The maps hold only the ids of the client's last request of
+// each method, so a server that answers ids nobody sent grows nothing.
+const maxRefusalsKept = 64
 
 func newFrameGate(b Bounds) *frameGate {
-	return &frameGate{bounds: b.withDefaults(), byID: map[string]refusal{}, digests: map[string]digest{}, lastSent: map[string]string{}}
+	return &frameGate{bounds: b.withDefaults(), byID: map[string]refusal{}, digests: map[string]digest{}, lastSent: map[string]string{}, waiting: map[string]bool{}}
 }
 
-// passed notes a response that went through, for its digest.
+// passed notes a response to a request of ours that went through, for
+// its digest.
 func (g *frameGate) passed(s *frameScan) {
 	id := s.idKey()
-	if id == "" || !s.hasResult {
+	if id == "" || !s.hasResult || s.hasMethod {
 		return
 	}
 	d := s.digest()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if _, ok := g.digests[id]; !ok {
-		g.order = append(g.order, id)
-	}
-	g.digests[id] = d
-	for len(g.order) > maxDigests {
-		delete(g.digests, g.order[0])
-		g.order = g.order[1:]
+	if g.waiting[id] {
+		g.digests[id] = d
 	}
 }
 
@@ -351,17 +351,20 @@ func (g *frameGate) refuse(s *frameScan, kind BoundKind) []byte {
 			r.Method = m
 		}
 	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	var out []byte
-	if r.ID != "" && !s.hasMethod && (s.hasResult || s.hasError) {
+	if r.ID != "" && !s.hasMethod && (s.hasResult || s.hasError) && g.waiting[r.ID] {
 		r.Answered = true
 		msg, _ := json.Marshal(r.String())
 		out = fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`, s.id, boundErrorCode, msg)
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.refused = append(g.refused, r)
-	if r.Answered {
 		g.byID[r.ID] = r
+	} else {
+		g.nOther++
+	}
+	g.nRefused++
+	if len(g.refused) < maxRefusalsKept {
+		g.refused = append(g.refused, r)
 	}
 	return out
 }
@@ -370,8 +373,9 @@ func (g *frameGate) refuse(s *frameScan, kind BoundKind) []byte {
 func (g *frameGate) sent(method string, id any) {
 	if k := sdkIDKey(id); k != "" {
 		g.mu.Lock()
-		g.lastSent[method] = k
-		g.mu.Unlock()
+		defer g.mu.Unlock()
+		g.forget(method)
+		g.lastSent[method], g.waiting[k] = k, true
 	}
 }
 
@@ -384,21 +388,31 @@ func (g *frameGate) take(method string) (digest, *refusal) {
 	if !ok {
 		return digest{}, nil
 	}
-	delete(g.lastSent, method)
-	if r, ok := g.byID[id]; ok {
-		delete(g.byID, id)
+	r, refused := g.byID[id]
+	d := g.digests[id]
+	g.forget(method)
+	if refused {
 		return digest{}, &r
 	}
-	d := g.digests[id]
-	delete(g.digests, id)
 	return d, nil
 }
 
-// refusals returns every refusal so far.
-func (g *frameGate) refusals() []refusal {
+// forget drops what is kept for the last request of method.
+func (g *frameGate) forget(method string) {
+	if id, ok := g.lastSent[method]; ok {
+		delete(g.lastSent, method)
+		delete(g.waiting, id)
+		delete(g.byID, id)
+		delete(g.digests, id)
+	}
+}
+
+// refusals returns the refusals kept (the first maxRefusalsKept), how many
+// there were in all, and how many answered no request of ours.
+func (g *frameGate) refusals() (kept []refusal, all, other int) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return append([]refusal(nil), g.refused...)
+	return append([]refusal(nil), g.refused...), g.nRefused, g.nOther
 }
 
 // closedBy notes why the client could not read the server's stream (the

@@ -74,17 +74,21 @@ func TestFrameScanDepth(t *testing.T) {
 }
 
 // TestFilterRefusesOverBound: a response over the size or the nesting
-// bound reaches the client as an error for the same id, the session's
+// bound reaches the client as an error for the same id (when the client
+// sent that id), the session's
 // stream goes on, and the gate says what was refused and why; a
 // notification over the bound is dropped and counted.
 func TestFilterRefusesOverBound(t *testing.T) {
 	big := `{"jsonrpc":"2.0","result":{"content":[{"type":"text","text":"` + strings.Repeat("x", 5000) + `"}]},"id":4}`
 	deep := `{"jsonrpc":"2.0","id":5,"result":{"structuredContent":` + strings.Repeat(`{"a":`, 40) + "1" + strings.Repeat("}", 40) + `}}`
 	note := `{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + strings.Repeat("y", 5000) + `"}}`
+	// An answer to a request nobody sent gets no answer in its place.
+	stray := `{"jsonrpc":"2.0","id":99,"result":"` + strings.Repeat("z", 5000) + `"}`
 	ok := `{"jsonrpc":"2.0","id":6,"result":{}}`
-	in := strings.Join([]string{big, deep, note, ok}, "\n") + "\n"
+	in := strings.Join([]string{big, deep, note, stray, ok}, "\n") + "\n"
 	gate := newFrameGate(Bounds{MaxMessage: 1024, MaxDepth: 16})
 	gate.sent("tools/call", int64(4))
+	gate.sent("tools/list", int64(5))
 	pr, pw := io.Pipe()
 	n := &noiseFilter{maxKeep: 2}
 	go n.filter(strings.NewReader(in), pw, gate)
@@ -112,8 +116,8 @@ func TestFilterRefusesOverBound(t *testing.T) {
 	if r == nil || r.Kind != BoundMessageSize || r.Bytes != int64(len(big)) || r.Result.Bytes == 0 || !strings.Contains(r.String(), "1024 bytes") {
 		t.Errorf("refusal of call 4: %+v", r)
 	}
-	all := gate.refusals()
-	if len(all) != 3 || all[1].Kind != BoundDepth || all[1].Depth != 42 || all[2].Answered || all[2].Method != "notifications/message" {
+	all, total, other := gate.refusals()
+	if total != 4 || other != 2 || len(all) != 4 || all[3].Answered || all[1].Kind != BoundDepth || all[1].Depth != 42 || all[2].Answered || all[2].Method != "notifications/message" {
 		t.Errorf("refusals %+v", all)
 	}
 	if count, _ := n.snapshot(); count != 0 {

@@ -21,7 +21,7 @@ func TestNoiseFilterPassesOnlyJSONLines(t *testing.T) {
 	}
 	count, sample := n.snapshot()
 	// The over-long JSON line is no noise: a message refused over the bound.
-	if r := gate.refusals(); len(r) != 1 || r[0].Kind != BoundMessageSize || r[0].Answered {
+	if r, _, _ := gate.refusals(); len(r) != 1 || r[0].Kind != BoundMessageSize || r[0].Answered {
 		t.Errorf("refusals %+v, want the long JSON line's", r)
 	}
 	if count != 4 || len(sample) != 2 || sample[0] != `"banner line"` || !strings.Contains(sample[1], `\x00`) {

@@ -871,22 +871,22 @@ func (s *Session) teardown(ctx context.Context) error {
 // the server, answers to nothing): the rest were reported where they
 // were waited for.
 func (s *Session) refusedElsewhere() {
-	all := s.gate.refusals()
-	s.rep.Server.MessagesRefused = len(all)
-	var other []refusal
-	for _, r := range all {
-		if !r.Answered {
-			other = append(other, r)
-		}
-	}
-	if len(other) == 0 {
+	kept, all, other := s.gate.refusals()
+	s.rep.Server.MessagesRefused = all
+	if other == 0 {
 		return
 	}
-	what := other[0].String()
-	if other[0].Method != "" {
-		what = fmt.Sprintf("%s (method %q)", what, s.clip(other[0].Method))
+	first := ""
+	for _, r := range kept {
+		if !r.Answered {
+			first = "; the first: " + r.String()
+			if r.Method != "" {
+				first += fmt.Sprintf(" (method %q)", s.clip(r.Method))
+			}
+			break
+		}
 	}
-	s.problem(ProblemProtocolBound, 0, "%d message(s) from the server that answer no request of the client's were refused over a bound and dropped; the first: %s", len(other), what)
+	s.problem(ProblemProtocolBound, 0, "%d message(s) from the server that answer no request of the client's were refused over a bound and dropped%s", other, first)
 }
 
 // hostEdits reports edits made to the mounted host workspace by someone
