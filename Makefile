@@ -45,6 +45,7 @@ lint:
 bench: images
 	$(GO) test -run '^$$' -bench Attribution -benchtime 300ms -count 1 ./overlay/
 	$(GO) test -run '^$$' -bench 'ScanWorkspace' -benchtime 2x -count 1 -timeout 30m ./sandbox/
+	$(GO) test -run '^$$' -bench 'RunnerPeakMemory' -benchtime 1x -count 1 -timeout 30m ./sandbox/
 	$(GO) test -run '^$$' -bench Overhead -benchtime 3x -count 1 -timeout 60m ./sandbox/agent/
 
 # The main job on a bundled example: scan the fixture server, whose tools

@@ -2,6 +2,7 @@ package sandbox_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -43,9 +44,17 @@ func TestScanLooksLikeDockerRunInit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The report's result is bounded; the transcript holds all of it.
-	// The probe is the first call.
-	results := res.Transcript.Results("tools/call")
+	// The report's result is bounded; the transcript's frames hold all of
+	// it. The probe is the first call: its answer is the first that is
+	// not to initialize or tools/list.
+	var results []json.RawMessage
+	frames, _ := res.Transcript.Frames()
+	for _, f := range frames {
+		var m struct{ Result json.RawMessage }
+		if f.Dir == "recv" && json.Unmarshal(f.Message, &m) == nil && bytes.Contains(m.Result, []byte(`PID1Cmdline`)) {
+			results = append(results, m.Result)
+		}
+	}
 	if len(results) == 0 || res.Report.Calls[0].Tool != "sandbox_view" {
 		t.Fatalf("%d call results; calls %+v", len(results), res.Report.Calls)
 	}

@@ -21,26 +21,71 @@ type noiseFilter struct {
 }
 
 // filter copies the JSON lines of r to w until r ends, then closes w with
-// r's error. Lines longer than maxLine are dropped as noise.
-func (n *noiseFilter) filter(r io.Reader, w *io.PipeWriter, maxLine int) {
+// r's error. A line that starts as JSON and breaks a bound of gate's (its
+// size, its nesting) is read through without being kept and refused: an
+// error answers the request in its place, and gate records it. Other
+// lines that are not JSON are noise: counted and sampled.
+func (n *noiseFilter) filter(r io.Reader, w *io.PipeWriter, gate *frameGate) {
 	br := bufio.NewReaderSize(r, 64<<10)
+	maxLine := gate.bounds.MaxMessage
+	var scan frameScan
+	var line []byte
+	send := func(b []byte) bool {
+		if _, werr := w.Write(b); werr != nil {
+			// The session is gone; keep reading, so that the stream
+			// behind (stderr, the agent's events) does not stall.
+			w.CloseWithError(werr)
+			io.Copy(io.Discard, br)
+			return false
+		}
+		return true
+	}
 	for {
-		line, err := readLine(br, maxLine)
-		if len(line) > 0 {
-			trimmed := bytes.TrimSpace(line)
+		scan.reset()
+		line = line[:0]
+		over := false
+		var err error
+		for {
+			var chunk []byte
+			var isPrefix bool
+			chunk, isPrefix, err = br.ReadLine()
+			scan.write(chunk)
 			switch {
-			case len(trimmed) == 0:
-			case (trimmed[0] == '{' || trimmed[0] == '[') && json.Valid(trimmed):
-				if _, werr := w.Write(append(trimmed, '\n')); werr != nil {
-					// The session is gone; keep reading, so that the stream
-					// behind (stderr, the agent's events) does not stall.
-					w.CloseWithError(werr)
-					io.Copy(io.Discard, br)
-					return
-				}
+			case over:
+			case len(line)+len(chunk) > maxLine:
+				// Kept: only what a noise sample shows.
+				over, line = true, append(line[:min(len(line), maxNoiseSample)], chunk[:min(len(chunk), max(maxNoiseSample-len(line), 0))]...)
 			default:
-				n.note(trimmed)
+				line = append(line, chunk...)
 			}
+			if err != nil || !isPrefix {
+				break
+			}
+		}
+		trimmed := bytes.TrimSpace(line)
+		framed := scan.top == '{' || scan.top == '['
+		switch {
+		case scan.n == 0 || (len(trimmed) == 0 && !over):
+		case framed && !over && scan.maxDepth > gate.bounds.MaxDepth:
+			if out := gate.refuse(&scan, BoundDepth); out != nil && !send(append(out, '\n')) {
+				return
+			}
+		case framed && over:
+			if out := gate.refuse(&scan, BoundMessageSize); out != nil && !send(append(out, '\n')) {
+				return
+			}
+		case framed && json.Valid(trimmed):
+			gate.passed(&scan)
+			if !send(append(trimmed, '\n')) {
+				return
+			}
+		case over:
+			n.note(append(trimmed, "…"...))
+		default:
+			n.note(trimmed)
+		}
+		if cap(line) > 1<<20 {
+			line = nil // a large line's buffer is not held on to
 		}
 		if err != nil {
 			if err == io.EOF {
@@ -52,22 +97,9 @@ func (n *noiseFilter) filter(r io.Reader, w *io.PipeWriter, maxLine int) {
 	}
 }
 
-// readLine reads one line, keeping at most max bytes of it (the rest of an
-// over-long line is discarded, and the kept part is not valid JSON).
-func readLine(br *bufio.Reader, max int) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, isPrefix, err := br.ReadLine()
-		if len(line) < max {
-			line = append(line, chunk[:min(len(chunk), max-len(line))]...)
-		} else if len(line) == max {
-			line = append(line, "…"...) // marks truncation; makes it invalid JSON
-		}
-		if err != nil || !isPrefix {
-			return line, err
-		}
-	}
-}
+// maxNoiseSample is what is kept of a line too long to pass, for the noise
+// sample.
+const maxNoiseSample = 256
 
 func (n *noiseFilter) note(line []byte) {
 	n.mu.Lock()

@@ -88,6 +88,9 @@ type ScanOptions struct {
 	// Negatives also calls each tool with inputs that break its schema,
 	// one rule at a time.
 	Negatives bool
+	// Bounds limit what is read and kept of what the server sends (zero
+	// fields: DefaultBounds).
+	Bounds Bounds
 	// Isolation is IsolationSession (default: one container, calls in
 	// order) or IsolationCall (a fresh container from the same starting
 	// state for each call, so that one tool's deletions cannot hide
@@ -235,7 +238,7 @@ func (sc *scanner) open() (*Session, error) {
 		Package: o.Package, PackageTarget: o.PackageTarget,
 		Limits: o.Limits, RunID: o.RunID, User: o.User, Keep: o.Keep, Log: o.Log, Changes: o.Changes, FileLimits: o.FileLimits,
 		MaxListed: o.MaxListed, Agent: o.Agent, Network: o.Network, MaxEvents: o.MaxEvents,
-		StartTimeout: o.StartTimeout, CallTimeout: o.CallTimeout, ClientInfo: o.ClientInfo}
+		StartTimeout: o.StartTimeout, CallTimeout: o.CallTimeout, ClientInfo: o.ClientInfo, Bounds: o.Bounds}
 	if !o.NoSeed {
 		so.Env = append(sc.bait.Env(), so.Env...)
 		so.Seeds = sc.bait.Seeds()
@@ -397,14 +400,17 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 			}
 		case "transport":
 			// The connection is gone: the server died or closed stdout.
-			msg := fmt.Sprintf("the server closed the connection during call %d", seq)
-			if st, exited := s.Exited(sc.ctx); exited {
+			msg, kind := fmt.Sprintf("the server closed the connection during call %d", seq), "crash"
+			if why, ok := s.ClientClosed(); ok {
+				// Not the server's doing: the client could not read it.
+				msg, kind = fmt.Sprintf("%s during call %d", why, seq), "protocol"
+			} else if st, exited := s.Exited(sc.ctx); exited {
 				msg = fmt.Sprintf("the server exited with code %d during call %d", st.ExitCode, seq)
 				if st.OOMKilled {
 					msg += " (killed by the memory limit)"
 				}
 			}
-			s.problem("crash", seq, "%s", msg)
+			s.problem(kind, seq, "%s", msg)
 			notReached(plan[i+1:], msg)
 			return fmt.Errorf("%w: %s", ErrIncomplete, msg)
 		}
@@ -473,7 +479,7 @@ func boolHint(raw json.RawMessage) *bool {
 }
 
 // resultText is the text of a result's content, bounded.
-func resultText(res *mcp.CallToolResult) string {
+func resultText(res *mcp.CallToolResult, limit int) string {
 	var b strings.Builder
 	for _, c := range res.Content {
 		if b.Len() > 0 {
@@ -493,13 +499,13 @@ func resultText(res *mcp.CallToolResult) string {
 		default:
 			fmt.Fprintf(&b, "[%T]", c)
 		}
-		if b.Len() > 4096 {
+		if b.Len() > limit {
 			break
 		}
 	}
 	s := b.String()
-	if len(s) > 4096 {
-		s = s[:4096] + "…"
+	if len(s) > limit {
+		s = s[:limit] + "…"
 	}
 	return strings.ToValidUTF8(s, "\uFFFD")
 }

@@ -2,10 +2,12 @@ package sandbox
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,6 +73,9 @@ type SessionOptions struct {
 	StartTimeout, CallTimeout time.Duration
 	// ClientInfo is what the client calls itself in initialize.
 	ClientInfo mcp.Implementation
+	// Bounds limit what is read and kept of what the server sends (zero
+	// fields: DefaultBounds).
+	Bounds Bounds
 }
 
 // Session is one MCP server running in one sandbox, seen from a client:
@@ -92,6 +97,7 @@ type Session struct {
 	cs         *mcp.ClientSession
 	transcript *Transcript
 	noise      *noiseFilter
+	gate       *frameGate
 	image      string // the image the container runs (the workspace image, when there is one)
 	mounts     []*overlayMount
 	wsSince    time.Time // host edits to the mounted directories after this are someone else's
@@ -147,6 +153,7 @@ func newSession(cli Engine, opts SessionOptions) *Session {
 	if opts.User == "" {
 		opts.User = images.User()
 	}
+	opts.Bounds = opts.Bounds.withDefaults()
 	rep := report.New()
 	rep.Server.Command = append([]string{}, opts.Argv...)
 	rep.Server.Image = opts.Image
@@ -156,7 +163,8 @@ func newSession(cli Engine, opts SessionOptions) *Session {
 	rep.Sandbox = report.Sandbox{Network: opts.Network.String(), Agent: opts.Agent != "", User: opts.User,
 		Isolation: IsolationSession.String(), PidsLimit: opts.Limits.Pids, MemoryMB: opts.Limits.MemoryMB,
 		CPUs: opts.Limits.CPUs, Workspace: "empty", HashBudget: opts.FileLimits.HashBudget}
-	return &Session{opts: opts, cli: cli, rep: rep, transcript: NewTranscript(32 << 20), noise: &noiseFilter{maxKeep: 5}, image: opts.Image}
+	return &Session{opts: opts, cli: cli, rep: rep, transcript: NewTranscript(opts.Bounds.MaxTranscript), noise: &noiseFilter{maxKeep: 5},
+		gate: newFrameGate(opts.Bounds), image: opts.Image}
 }
 
 func (s *Session) logf(format string, args ...any) {
@@ -252,8 +260,11 @@ func (s *Session) open(ctx context.Context) error {
 	s.Phase(ctx, "startup", 0)
 
 	pr, pw := io.Pipe()
-	go s.noise.filter(ctr.Stdout(), pw, mcp.DefaultMaxLineLength)
-	transport := recordingTransport{Transport: &mcp.IOTransport{Reader: pr, Writer: ctr.Stdin()}, t: s.transcript}
+	go s.noise.filter(ctr.Stdout(), pw, s.gate)
+	// The filter passes no line over the message bound; the SDK's own cap
+	// leaves room for the error a refusal puts in a message's place.
+	transport := recordingTransport{Transport: &mcp.IOTransport{Reader: pr, Writer: ctr.Stdin(), MaxLineLength: o.Bounds.MaxMessage + 64<<10},
+		t: s.transcript, gate: s.gate}
 	info := o.ClientInfo
 	client := mcp.NewClient(&info, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{},
 		// Counted only: the scan lists the tools at fixed points (see
@@ -274,7 +285,11 @@ func (s *Session) open(ctx context.Context) error {
 		case startCtx.Err() != nil:
 			s.problem("timeout", 0, "the server did not answer initialize within %s", o.StartTimeout)
 		default:
-			s.problem("protocol", 0, "initialize failed: %s", err)
+			if _, r := s.gate.take("initialize"); r != nil {
+				s.problem(ProblemProtocolBound, 0, "the answer to initialize: %s", r)
+			} else {
+				s.problem("protocol", 0, "initialize failed: %s", report.OneLine(s.clip(err.Error())))
+			}
 		}
 		return fmt.Errorf("%w: %w", ErrServerStart, err)
 	}
@@ -290,6 +305,7 @@ func (s *Session) open(ctx context.Context) error {
 		}
 		if json.Unmarshal(raw[0], &ir) == nil {
 			s.rep.Server.ServerInfo, s.rep.Server.Capabilities, s.rep.Server.Instructions = ir.ServerInfo, ir.Capabilities, ir.Instructions
+			s.boundServer()
 		}
 	}
 	s.logf("initialized %s (protocol %s)", s.rep.Server.ServerInfo, s.rep.Server.ProtocolVersion)
@@ -509,55 +525,101 @@ func (s *Session) Phase(ctx context.Context, name string, after int) {
 
 // ListTools follows nextCursor through every page of tools/list and returns
 // the tools from the raw results, so that annotations are kept exactly as
-// sent. Tools that do not decode, or are listed twice, are problems.
+// sent. Tools that do not decode, or are listed twice, are problems. The
+// list is cut at the bounds (pages, bytes, tools, a page refused on the
+// wire): what was listed before is kept, a protocol-bound problem says
+// where, and Server.ToolListTruncated is set.
 func (s *Session) ListTools(ctx context.Context) ([]report.Tool, error) {
 	if s.cs == nil {
 		return nil, ErrServerStart
 	}
 	s.transcript.take("tools/list") // what an earlier listing left, were it cut short
+	b := s.opts.Bounds
 	seen := map[string]bool{}
-	cursor := ""
-	for page := 0; ; page++ {
-		if page >= maxToolPages {
-			return nil, fmt.Errorf("more than %d pages of tools", maxToolPages)
+	cursor, cut := "", ""
+	pages, size := 0, 0
+	for {
+		if pages >= b.MaxToolPages {
+			cut = fmt.Sprintf("the server has more than %d pages of tools (the page bound)", b.MaxToolPages)
+			break
 		}
 		lctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
 		res, err := s.cs.ListTools(lctx, &mcp.ListToolsParams{Cursor: cursor})
 		cancel()
+		if _, r := s.gate.take("tools/list"); r != nil {
+			cut = fmt.Sprintf("page %d of tools/list: %s", pages+1, r)
+			break
+		}
 		if err != nil {
 			return nil, err
 		}
+		raws := s.transcript.Results("tools/list")
+		if len(raws) > pages {
+			size += len(raws[pages])
+		}
+		if size > b.MaxToolListBytes {
+			cut = fmt.Sprintf("the tools/list results passed %d bytes in all (the tool list bound) at page %d, which was not kept", b.MaxToolListBytes, pages+1)
+			break
+		}
+		pages++
 		if res.NextCursor == "" {
 			break
 		}
 		if seen[res.NextCursor] {
-			return nil, fmt.Errorf("the server repeats cursor %q", res.NextCursor)
+			return nil, fmt.Errorf("the server repeats cursor %q", s.clip(res.NextCursor))
 		}
 		seen[res.NextCursor] = true
 		cursor = res.NextCursor
 	}
-	var tools []report.Tool
+	tools := []report.Tool{} // present, never null, when none is kept
 	names := map[string]bool{}
-	for _, raw := range s.transcript.take("tools/list") {
+	var bounded []string
+	raws := s.transcript.take("tools/list")
+	for _, raw := range raws[:min(pages, len(raws))] {
 		var page struct {
 			Tools []json.RawMessage `json:"tools"`
 		}
 		if err := json.Unmarshal(raw, &page); err != nil {
 			return nil, fmt.Errorf("decoding tools/list result: %w", err)
 		}
-		for _, rt := range page.Tools {
+		for i, rt := range page.Tools {
+			if len(tools) >= b.MaxTools && cut == "" {
+				cut = fmt.Sprintf("the server lists more than %d tools (the tool bound); %d more on this page were not kept", b.MaxTools, len(page.Tools)-i)
+			}
+			if cut != "" && len(tools) >= b.MaxTools {
+				break
+			}
 			tool, err := decodeTool(rt)
 			if err != nil {
-				s.problem("protocol", 0, "%s", err)
+				s.problem("protocol", 0, "%s", s.clip(err.Error()))
+				continue
+			}
+			if len(tool.Name) > b.MaxSchema {
+				s.problem(ProblemProtocolBound, 0, "a tool's name of %d bytes is over the schema bound (%d bytes); the tool is left out: %q", len(tool.Name), b.MaxSchema, s.clip(tool.Name))
+				s.rep.Server.ToolListTruncated = true
 				continue
 			}
 			if names[tool.Name] {
-				s.problem("protocol", 0, "tool %q is listed twice; the first is kept", tool.Name)
+				s.problem("protocol", 0, "tool %q is listed twice; the first is kept", s.clip(tool.Name))
 				continue
 			}
 			names[tool.Name] = true
+			if boundTool(&tool, b.MaxSchema) {
+				bounded = append(bounded, tool.Name)
+			}
 			tools = append(tools, tool)
 		}
+	}
+	if len(bounded) > 0 {
+		// A tool whose inputSchema was replaced is not called: a place to
+		// hide, so the list counts as cut.
+		s.rep.Server.ToolListTruncated = true
+		s.problem(ProblemProtocolBound, 0, "%d tool(s) sent a description, title, annotations or schema over the schema bound (%d bytes): cut or replaced (a replaced inputSchema accepts nothing, so the tool is not called): %s",
+			len(bounded), b.MaxSchema, s.names(bounded))
+	}
+	if cut != "" {
+		s.rep.Server.ToolListTruncated = true
+		s.problem(ProblemProtocolBound, 0, "the tool list was cut: %s; the %d tool(s) listed before are kept, the rest are neither called nor judged", cut, len(tools))
 	}
 	return tools, nil
 }
@@ -566,8 +628,84 @@ func (s *Session) ListTools(ctx context.Context) ([]report.Tool, error) {
 // sent so far.
 func (s *Session) ToolListChanged() int64 { return s.listChanged.Load() }
 
-// maxToolPages bounds the pages of one tools/list.
-const maxToolPages = 1000
+// boundTool cuts a tool's description and title, and replaces its
+// annotations and schemas, where they are over max bytes; it says whether
+// it did. The hints were read before.
+func boundTool(t *report.Tool, max int) bool {
+	did := cutString(&t.Description, max)
+	did = cutString(&t.Title, max) || did
+	did = replaceRaw(&t.InputSchema, "inputSchema", max, true) || did
+	did = replaceRaw(&t.OutputSchema, "outputSchema", max, false) || did
+	return replaceRaw(&t.Annotations, "annotations", max, false) || did
+}
+
+// cutString cuts str to max bytes (and valid UTF-8) when it is longer.
+func cutString(str *string, max int) bool {
+	if len(*str) <= max {
+		return false
+	}
+	*str = strings.ToValidUTF8((*str)[:max], "") + "…"
+	return true
+}
+
+// replaceRaw replaces a JSON value over max bytes with an object that
+// says what it was (size, SHA-256); refuse makes it a schema nothing
+// validates against.
+func replaceRaw(raw *json.RawMessage, what string, max int, refuse bool) bool {
+	if len(*raw) <= max {
+		return false
+	}
+	sum := sha256.Sum256(*raw)
+	m := map[string]any{"$comment": fmt.Sprintf("mcpsandbox: the %s (%d bytes, sha256 %x) is over the schema bound (%d bytes) and was not kept", what, len(*raw), sum, max)}
+	if refuse {
+		m["not"] = map[string]any{}
+	}
+	*raw, _ = json.Marshal(m)
+	return true
+}
+
+// boundServer cuts or replaces what initialize sent over the schema bound:
+// instructions are cut, serverInfo and capabilities replaced.
+func (s *Session) boundServer() {
+	sv, max := &s.rep.Server, s.opts.Bounds.MaxSchema
+	did := cutString(&sv.Instructions, max)
+	did = replaceRaw(&sv.ServerInfo, "serverInfo", max, false) || did
+	if did = replaceRaw(&sv.Capabilities, "capabilities", max, false) || did; did {
+		s.problem(ProblemProtocolBound, 0, "initialize sent instructions, serverInfo or capabilities over the schema bound (%d bytes): cut or replaced", max)
+	}
+}
+
+// names lists up to maxNamed names, quoted and clipped.
+func (s *Session) names(names []string) string {
+	var out []string
+	for _, n := range names[:min(len(names), maxNamed)] {
+		out = append(out, strconv.Quote(s.clip(n)))
+	}
+	if len(names) > maxNamed {
+		out = append(out, fmt.Sprintf("and %d more", len(names)-maxNamed))
+	}
+	return strings.Join(out, ", ")
+}
+
+// maxNamed bounds the names one problem lists.
+const maxNamed = 20
+
+// clip bounds a string from the server that a problem or an error quotes.
+func (s *Session) clip(str string) string {
+	if len(str) <= maxQuoted {
+		return str
+	}
+	return strings.ToValidUTF8(str[:maxQuoted], "") + fmt.Sprintf("… (%d bytes)", len(str))
+}
+
+// maxQuoted bounds what of a string from the server a problem, or a
+// call's error, quotes.
+const maxQuoted = 1024
+
+// ProblemProtocolBound is the problem kind of a bound hit by what the
+// server sent: a message refused on the wire (size, nesting), a tool list
+// cut, a tool's schema replaced.
+const ProblemProtocolBound = "protocol-bound"
 
 // CallRequest is one tools/call to make.
 type CallRequest struct {
@@ -592,25 +730,50 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 	start := time.Now()
 	res, err := s.cs.CallTool(cctx, &mcp.CallToolParams{Name: req.Tool, Arguments: req.Arguments})
 	call.DurationMs = time.Since(start).Milliseconds()
+	whole, refused := s.gate.take("tools/call")
 	var rpcErr *jsonrpc.Error
 	switch {
+	case refused != nil:
+		// Refused on the wire: the error in its place is ours, not the
+		// server's.
+		call.Error, call.ErrorKind = "the client refused the result: "+refused.String(), "client"
+		call.ResultBytes, call.ResultSha256 = refused.Result.Bytes, refused.Result.Sha256
+		s.problem(ProblemProtocolBound, req.Seq, "the answer to call %d (%s): %s", req.Seq, s.clip(req.Tool), refused)
 	case err == nil:
 		call.IsError = res.IsError
-		call.Result = resultText(res)
+		call.Result = resultText(res, s.opts.Bounds.MaxResultText)
+		if whole.Bytes > int64(s.opts.Bounds.MaxResultText) {
+			// Not kept whole: what it was is counted and hashed.
+			call.ResultBytes, call.ResultSha256 = whole.Bytes, whole.Sha256
+		}
+	case s.gate.lostBy() != nil && ctx.Err() == nil:
+		// The SDK could not read the server and closed the session: the
+		// connection is gone, on the client's side (see ClientClosed).
+		call.Error, call.ErrorKind = "the client closed the session: it could not read a message from the server: "+s.clip(s.gate.lostBy().Error()), "transport"
 	case errors.As(err, &rpcErr):
-		call.Error, call.ErrorKind = fmt.Sprintf("JSON-RPC error %d: %s", rpcErr.Code, rpcErr.Message), "rpc"
+		call.Error, call.ErrorKind = fmt.Sprintf("JSON-RPC error %d: %s", rpcErr.Code, s.clip(rpcErr.Message)), "rpc"
 	case cctx.Err() != nil && ctx.Err() == nil:
 		call.Error, call.ErrorKind = fmt.Sprintf("no result within --call-timeout %s", timeout), "timeout"
 	case ctx.Err() != nil:
 		call.Error, call.ErrorKind = "the run ended during the call: "+context.Cause(ctx).Error(), "interrupted"
 	case errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe):
-		call.Error, call.ErrorKind = err.Error(), "transport"
+		call.Error, call.ErrorKind = s.clip(err.Error()), "transport"
 	default:
 		// The SDK may reject a result (for example one that does not match
 		// the tool's output schema); the server still answered.
-		call.Error, call.ErrorKind = err.Error(), "client"
+		call.Error, call.ErrorKind = s.clip(err.Error()), "client"
 	}
 	return call
+}
+
+// ClientClosed says why the client, not the server, ended the session, if
+// it did: the SDK could not read a message the server sent.
+func (s *Session) ClientClosed() (string, bool) {
+	lost := s.gate.lostBy()
+	if lost == nil {
+		return "", false
+	}
+	return "the client closed the session: it could not read a message from the server (" + report.OneLine(s.clip(lost.Error())) + ")", true
 }
 
 // Background lists the processes the last call left running.
@@ -722,6 +885,7 @@ func (s *Session) teardown(ctx context.Context) error {
 	}
 	s.rep.Server.StderrTail, s.rep.Server.StderrBytes, s.rep.Server.StderrTruncated = ctr.Stderr()
 	s.rep.Server.StdoutNoise, s.rep.Server.StdoutNoiseSample = s.noise.snapshot()
+	s.refusedElsewhere()
 	if s.rep.Server.StdoutNoise > 0 {
 		s.problem("stdout-noise", 0, "the server wrote %d line(s) to stdout that are not JSON-RPC; they were dropped (first: %s)", s.rep.Server.StdoutNoise, s.rep.Server.StdoutNoiseSample[0])
 	}
@@ -732,6 +896,29 @@ func (s *Session) teardown(ctx context.Context) error {
 		errs = append(errs, ctr.Close(ctx))
 	}
 	return s.teardownErr(errs)
+}
+
+// refusedElsewhere counts the messages refused over a bound and reports
+// those no request of ours was waiting for (notifications, requests from
+// the server, answers to nothing): the rest were reported where they
+// were waited for.
+func (s *Session) refusedElsewhere() {
+	kept, all, other := s.gate.refusals()
+	s.rep.Server.MessagesRefused = all
+	if other == 0 {
+		return
+	}
+	first := ""
+	for _, r := range kept {
+		if !r.Answered {
+			first = "; the first: " + r.String()
+			if r.Method != "" {
+				first += fmt.Sprintf(" (method %q)", s.clip(r.Method))
+			}
+			break
+		}
+	}
+	s.problem(ProblemProtocolBound, 0, "%d message(s) from the server that answer no request of the client's were refused over a bound and dropped%s", other, first)
 }
 
 // hostEdits reports edits made to the mounted host workspace by someone

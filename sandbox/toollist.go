@@ -371,8 +371,6 @@ func (sc *scanner) finishToolLists(rep *report.Report) {
 	rep.Timing.ToolListChanged = int(tl.notifications)
 }
 
-// maxNamed bounds the tools a bound's problem names.
-const maxNamed = 10
 
 // diffTool lists what changed between two definitions of one tool, field
 // by field; annotations key by key when both are objects (or absent).

@@ -3,7 +3,9 @@ package sandbox
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -63,6 +65,10 @@ func (t *Transcript) take(method string) []json.RawMessage {
 	return out
 }
 
+// keptResults are the methods whose raw results are kept for Results;
+// the rest (tool results above all) are only in the frames, bounded.
+var keptResults = map[string]bool{"initialize": true, "tools/list": true}
+
 func idKey(id jsonrpc.ID) string { return fmt.Sprintf("%T:%v", id.Raw(), id.Raw()) }
 
 // expect notes the method of a request about to be sent, so that its
@@ -85,11 +91,14 @@ func (t *Transcript) record(dir string, msg jsonrpc.Message) {
 	switch m := msg.(type) {
 	case *jsonrpc.Response:
 		if dir == "recv" {
-			if method, ok := t.methods[idKey(m.ID)]; ok && m.Error == nil {
-				// Results are kept whole whatever the byte bound: the report's
-				// tool list is built from them.
+			key := idKey(m.ID)
+			if method, ok := t.methods[key]; ok && m.Error == nil && keptResults[method] {
+				// These results are kept whole whatever the byte bound: the
+				// report's server and tool list are built from them (each
+				// message is bounded on the wire, the tool list in all).
 				t.results[method] = append(t.results[method], append(json.RawMessage(nil), m.Result...))
 			}
+			delete(t.methods, key)
 		}
 	}
 	if t.bytes+len(data) > t.maxBytes {
@@ -104,7 +113,8 @@ func (t *Transcript) record(dir string, msg jsonrpc.Message) {
 // through the connection it makes.
 type recordingTransport struct {
 	mcp.Transport
-	t *Transcript
+	t    *Transcript
+	gate *frameGate // notes the requests sent and why a read failed; may be nil
 }
 
 func (r recordingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -112,18 +122,23 @@ func (r recordingTransport) Connect(ctx context.Context) (mcp.Connection, error)
 	if err != nil {
 		return nil, err
 	}
-	return &recordingConn{Connection: c, t: r.t}, nil
+	return &recordingConn{Connection: c, t: r.t, gate: r.gate}, nil
 }
 
 type recordingConn struct {
 	mcp.Connection
-	t *Transcript
+	t    *Transcript
+	gate *frameGate
 }
 
 func (c *recordingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
 	if err == nil {
 		c.t.record("recv", msg)
+	} else if c.gate != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrClosedPipe) && !errors.Is(err, mcp.ErrConnectionClosed) {
+		// The stream is still there but the SDK could not read a message
+		// from it: it will close the session, on the client's side.
+		c.gate.closedBy(err)
 	}
 	return msg, err
 }
@@ -132,6 +147,9 @@ func (c *recordingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	// The request's method is noted before it is sent: the answer can be
 	// read (and recorded) before Write returns.
 	c.t.expect(msg)
+	if m, ok := msg.(*jsonrpc.Request); ok && m.ID.IsValid() && c.gate != nil {
+		c.gate.sent(m.Method, m.ID.Raw())
+	}
 	err := c.Connection.Write(ctx, msg)
 	if err == nil {
 		c.t.record("send", msg)

@@ -112,6 +112,15 @@ type Server struct {
 	ExitCode *int `json:"exitCode,omitempty"`
 	// OOMKilled is true when the memory limit killed the server.
 	OOMKilled bool `json:"oomKilled,omitempty"`
+	// MessagesRefused counts the messages from the server the client
+	// refused over a bound (size, nesting): each is a protocol-bound
+	// problem.
+	MessagesRefused int `json:"messagesRefused,omitempty"`
+	// ToolListTruncated is set when the tool list was cut at a bound
+	// (pages, bytes, tools, a refused page, a name too long) or a tool's
+	// inputSchema was replaced over the schema bound: some tools were
+	// neither called nor judged (the tool-list-truncated finding).
+	ToolListTruncated bool `json:"toolListTruncated,omitempty"`
 }
 
 // Sandbox records how the server was confined.
@@ -214,9 +223,15 @@ type Call struct {
 	ErrorKind string `json:"errorKind,omitempty"`
 	// DurationMs is reported in Timing.Calls: it differs between runs.
 	DurationMs int64 `json:"-"`
-	// Result is the text of the result's content, bounded.
-	Result  string  `json:"result"`
-	Effects Effects `json:"effects"`
+	// Result is the text of the result's content, bounded (4 KiB by
+	// default). ResultBytes and ResultSha256 are the size and SHA-256 of
+	// the whole result as sent (the JSON value of the response's
+	// "result"), also when it was refused over a bound (ErrorKind
+	// "client"); absent when there was no result.
+	Result       string  `json:"result"`
+	ResultBytes  int64   `json:"resultBytes,omitempty"`
+	ResultSha256 string  `json:"resultSha256,omitempty"`
+	Effects      Effects `json:"effects"`
 	// Replay, when set, says how far the call's effects (with the
 	// "between" phase after it) were checked by replaying the call; only
 	// the effects it reproduced are the call's. Nil: not replayed, every

@@ -20,6 +20,7 @@ func main() {
 	if filepath.Base(os.Args[0]) == agent.Name {
 		os.Exit(agent.Main(os.Args[1:]))
 	}
+	limitMemory(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

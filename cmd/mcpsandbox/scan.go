@@ -69,7 +69,12 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&client.Version, "client-version", client.Version, "the version the client gives in initialize (clientInfo.version)")
 	fs.BoolVar(&opts.Keep, "keep", false, "leave the container (stopped) for debugging and print its id")
 	verbose := fs.BoolP("verbose", "v", false, "print progress to stderr")
+	bounds := boundFlags(fs)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	var err error
+	if opts.Bounds, err = bounds(); err != nil {
 		return err
 	}
 	opts.Argv = fs.Args()

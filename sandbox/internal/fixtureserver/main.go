@@ -3,6 +3,7 @@
 // way mcpsandbox must catch. Arguments choose the tool sets:
 //
 //	fixtureserver [honest] [liar] [bad] [hostile] [wary] [held] [ipc] [garbage] [hang] [crash] ... [--banner]
+//	fixtureserver flood [pages=N] [page-bytes=B] ... (see flood.go: a server that floods its client)
 //
 // (default: honest liar); each misbehaving tool may be named alone. --banner prints a line of non-JSON to stdout
 // before serving, as some real servers do.
@@ -33,6 +34,9 @@ func main() {
 	}
 	if len(os.Args) > 2 && os.Args[1] == "workload" {
 		os.Exit(workload(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "flood" {
+		os.Exit(flood(os.Args[2:]))
 	}
 	if len(os.Args) > 1 && os.Args[1] == "spin" {
 		time.Sleep(3 * time.Second)
