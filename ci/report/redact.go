@@ -77,47 +77,67 @@ func prepare(ps []Placeholder) []Placeholder {
 	return ps
 }
 
-func redactString(s string, ps []Placeholder) string {
-	for _, p := range ps {
-		s = replace(s, p, false)
-	}
-	return s
-}
+func redactString(s string, ps []Placeholder) string { return redactAll(s, ps, false) }
 
 // redactRaw is RedactString over JSON text: a word may follow an escape
 // such as \n.
-func redactRaw(s string, ps []Placeholder) string {
-	for _, p := range ps {
-		s = replace(s, p, true)
+func redactRaw(s string, ps []Placeholder) string { return redactAll(s, ps, true) }
+
+// redactAll replaces the values as they are first, so that each encoding
+// keeps its role ("<x:HEX>" for upper-case hex), then in any ASCII case:
+// the scan finds a value whatever its case (a DNS name is lower-cased on
+// the way), so the report must not show it in any.
+func redactAll(s string, ps []Placeholder, raw bool) string {
+	for _, fold := range []bool{false, true} {
+		for _, p := range ps {
+			s = replace(s, p, raw, fold)
+		}
 	}
 	return s
 }
 
-func replace(s string, p Placeholder, raw bool) string {
-	if p.Value == "" || !strings.Contains(s, p.Value) {
+func replace(s string, p Placeholder, raw, fold bool) string {
+	if p.Value == "" {
 		return s
 	}
-	if !p.Word {
-		return strings.ReplaceAll(s, p.Value, p.Role)
+	value, hay := p.Value, s
+	if fold {
+		value, hay = asciiLower(value), asciiLower(s)
+	}
+	if !strings.Contains(hay, value) {
+		return s
 	}
 	var b strings.Builder
 	for {
-		i := strings.Index(s, p.Value)
+		// hay is s, or s lower-cased byte for byte: indices are the same.
+		i := strings.Index(hay, value)
 		if i < 0 {
 			b.WriteString(s)
 			return b.String()
 		}
-		end := i + len(p.Value)
+		end := i + len(value)
 		before := i == 0 || !wordByte(s[i-1]) || (raw && i >= 2 && s[i-2] == '\\' && !escaped(s[:i-2]))
 		after := end == len(s) || !wordByte(s[end])
 		b.WriteString(s[:i])
-		if before && after {
+		if !p.Word || (before && after) {
 			b.WriteString(p.Role)
 		} else {
-			b.WriteString(p.Value)
+			b.WriteString(s[i:end])
 		}
-		s = s[end:]
+		s, hay = s[end:], hay[end:]
 	}
+}
+
+// asciiLower lower-cases ASCII letters only, byte for byte (invalid
+// UTF-8 included), so that offsets stay.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // escaped says whether s ends in an odd run of backslashes (the next byte
