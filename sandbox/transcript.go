@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,14 +10,25 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
 )
 
 // Frame is one JSON-RPC message, as it crossed the wire.
 type Frame struct {
-	Seq     int             `json:"seq"`
-	Dir     string          `json:"dir"` // "send" (to the server) or "recv"
-	Time    time.Time       `json:"time"`
+	Seq  int       `json:"seq"`
+	Dir  string    `json:"dir"` // "send" (to the server) or "recv"
+	Time time.Time `json:"time"`
+	// Message is the message as JSON every reader accepts
+	// (report.CleanJSON: invalid bytes as the text \xNN).
 	Message json.RawMessage `json:"message"`
+	// Raw, set only when Message differs from what was received (invalid
+	// UTF-8, an unpaired surrogate, an escape that could hide a value),
+	// holds the bytes received, in base64: exactly as received with
+	// --transcript-unredacted; by default with their string escapes
+	// decoded (report.DecodeEscapes) and the run's bait replaced, so that
+	// only the bytes that are not UTF-8 are kept as they were.
+	Raw []byte `json:"raw,omitempty"`
 }
 
 // Transcript records every JSON-RPC frame both ways with a timestamp, up to
@@ -77,7 +89,8 @@ func (t *Transcript) record(dir string, msg jsonrpc.Message) {
 			if method, ok := t.methods[idKey(m.ID)]; ok && m.Error == nil {
 				// Results are kept whole whatever the byte bound: the report's
 				// tool list is built from them.
-				t.results[method] = append(t.results[method], append(json.RawMessage(nil), m.Result...))
+				// Clean, as the client reads them (see clean).
+				t.results[method] = append(t.results[method], append(json.RawMessage(nil), report.CleanJSON(m.Result)...))
 			}
 		}
 	}
@@ -86,7 +99,42 @@ func (t *Transcript) record(dir string, msg jsonrpc.Message) {
 		return
 	}
 	t.bytes += len(data)
-	t.frames = append(t.frames, Frame{Seq: len(t.frames) + t.dropped + 1, Dir: dir, Time: time.Now(), Message: data})
+	fr := Frame{Seq: len(t.frames) + t.dropped + 1, Dir: dir, Time: time.Now(), Message: report.CleanJSON(data)}
+	if !bytes.Equal(fr.Message, data) {
+		fr.Raw = data
+	}
+	t.frames = append(t.frames, fr)
+}
+
+// Redacted returns the frame with the placeholders' values replaced by
+// their roles, in Message and in Raw.
+func (f Frame) Redacted(ps []report.Placeholder) Frame {
+	f.Message = json.RawMessage(report.RedactJSON(string(f.Message), ps))
+	if f.Raw != nil {
+		f.Raw = []byte(report.RedactJSON(string(report.DecodeEscapes(f.Raw)), ps))
+	}
+	return f
+}
+
+// clean makes what the server sent clean before the client reads it
+// (report.CleanJSON), so that every string the report takes from it (tool
+// names, descriptions, results, serverInfo) is valid UTF-8 with invalid
+// bytes as \xNN; the transcript keeps the bytes as received.
+func clean(msg jsonrpc.Message) {
+	switch m := msg.(type) {
+	case *jsonrpc.Response:
+		m.Result = report.CleanJSON(m.Result)
+		if m.Error != nil {
+			if e, ok := m.Error.(*jsonrpc.Error); ok {
+				e.Message = report.EscapeInvalid(e.Message)
+				if e.Data != nil {
+					e.Data = report.CleanJSON(e.Data)
+				}
+			}
+		}
+	case *jsonrpc.Request:
+		m.Params = report.CleanJSON(m.Params)
+	}
 }
 
 // recordingTransport is a Transport decorator that records every message
@@ -113,6 +161,7 @@ func (c *recordingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
 	if err == nil {
 		c.t.record("recv", msg)
+		clean(msg)
 	}
 	return msg, err
 }

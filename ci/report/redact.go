@@ -67,6 +67,10 @@ func redactValue(v reflect.Value, ps []Placeholder) {
 	}
 }
 
+// RedactJSON replaces the placeholders' values in JSON text (or in the
+// bytes of a frame that is not UTF-8): as RawMessage fields are.
+func RedactJSON(s string, ps []Placeholder) string { return redactRaw(s, prepare(ps)) }
+
 // RedactString replaces the placeholders' values in s.
 func RedactString(s string, ps []Placeholder) string { return redactString(s, prepare(ps)) }
 

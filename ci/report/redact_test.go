@@ -45,3 +45,19 @@ func TestRedactReplacesValuesByRoles(t *testing.T) {
 		t.Errorf("not JSON after redaction:\n%s", buf.Bytes())
 	}
 }
+
+// TestRedactMatchesAnyCase: the scan finds a value in any ASCII case (a
+// DNS name is lower-cased), so the report shows none: exact matches keep
+// their encoding's role, others take the first role in length order.
+func TestRedactMatchesAnyCase(t *testing.T) {
+	ps := []report.Placeholder{
+		{Value: "core-ledger-api", Role: "<project>", Word: true},
+		{Value: "AKIAABCDEFGHIJKLMNOP", Role: "<aws-access-key-id>"},
+		{Value: "414b4941", Role: "<x:hex>"},
+		{Value: "414B4941", Role: "<x:HEX>"},
+	}
+	got := report.RedactString("akiaabcdefghijklmnop.evil.example CORE-Ledger-API 414B4941 414b4941 414B4941q ok\xff", ps)
+	if want := "<aws-access-key-id>.evil.example <project> <x:HEX> <x:hex> <x:HEX>q ok\xff"; got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}

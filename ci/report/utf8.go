@@ -45,8 +45,19 @@ func EscapeInvalid(s string) string {
 // the text \udXXX. Other literals, and everything outside strings, stay
 // byte for byte, so that a schema as sent stays as sent. Text that is not
 // JSON is returned as a JSON string of itself, escaped the same way.
-func CleanJSON(raw []byte) []byte {
+func CleanJSON(raw []byte) []byte { return cleanJSON(raw, false) }
+
+// DecodeEscapes is CleanJSON that keeps invalid bytes as they are: the
+// same literals are written again, their escapes decoded (so that no
+// escape hides a value from a search of the bytes), unpaired surrogates
+// as the text \udXXX. The result is JSON only if raw was valid UTF-8.
+func DecodeEscapes(raw []byte) []byte { return cleanJSON(raw, true) }
+
+func cleanJSON(raw []byte, keepInvalid bool) []byte {
 	if !json.Valid(raw) {
+		if keepInvalid {
+			return raw
+		}
 		if len(raw) == 0 {
 			return raw
 		}
@@ -65,7 +76,7 @@ func CleanJSON(raw []byte) []byte {
 				out = make([]byte, 0, len(raw)+16)
 			}
 			out = append(out, raw[last:i]...)
-			out = appendString(out, decodeString(raw[i+1:end]))
+			out = appendString(out, decodeString(raw[i+1:end], keepInvalid))
 			last = end + 1
 		}
 		i = end
@@ -120,15 +131,15 @@ func scanString(raw []byte, i int) (end int, dirty bool) {
 }
 
 // decodeString decodes the body of a JSON string literal into text with
-// invalid bytes as \xNN and unpaired surrogates as \udXXX.
-func decodeString(body []byte) string {
+// invalid bytes as \xNN (or kept) and unpaired surrogates as \udXXX.
+func decodeString(body []byte, keepInvalid bool) string {
 	var b strings.Builder
 	for i := 0; i < len(body); i++ {
 		c := body[i]
 		if c != '\\' || i+1 >= len(body) {
 			if c >= utf8.RuneSelf {
 				r, n := utf8.DecodeRune(body[i:])
-				if r == utf8.RuneError && n == 1 {
+				if r == utf8.RuneError && n == 1 && !keepInvalid {
 					fmt.Fprintf(&b, `\x%02x`, c)
 				} else {
 					b.Write(body[i : i+n])

@@ -13,9 +13,9 @@ import (
 
 func TestEscapeInvalidWritesBytesAsHex(t *testing.T) {
 	for in, want := range map[string]string{
-		"plain \\x41 café\n":  "plain \\x41 café\n",
-		"bad\xffname":         `bad\xffname`,
-		"cut \xe2\x82":        `cut \xe2\x82`,
+		"plain \\x41 café\n": "plain \\x41 café\n",
+		"bad\xffname":        `bad\xffname`,
+		"cut \xe2\x82":       `cut \xe2\x82`,
 		"\xc0\xafslash ok ✓": `\xc0\xafslash ok ✓`,
 	} {
 		if got := report.EscapeInvalid(in); got != want {
@@ -30,13 +30,13 @@ func TestEscapeInvalidWritesBytesAsHex(t *testing.T) {
 func TestCleanJSON(t *testing.T) {
 	for in, want := range map[string]string{
 		`{"name":"fixture","d":"a \u003cb\u003e \"q\" \\ \n é \u00e9 😀 \ud83d\ude00"}`: `{"name":"fixture","d":"a \u003cb\u003e \"q\" \\ \n é \u00e9 😀 \ud83d\ude00"}`,
-		"{\"name\":\"bad\xff\xfe\",\"ok\":\"x\"}":                                    `{"name":"bad\\xff\\xfe","ok":"x"}`,
-		`{"n":"lone \ud800 and \udc00 end"}`:                                        `{"n":"lone \\ud800 and \\udc00 end"}`,
-		`{"k":"\u0041KIA\/x\u002b","\u0061":1}`:                                     `{"k":"AKIA/x+","a":1}`,
-		"[\"\xffkey\",{\"\xff\":\"\\u0000\"}]":                                      `["\\xffkey",{"\\xff":"\u0000"}]`,
-		"not json \xff":                                                             `"not json \\xff"`,
-		``:                                                                          ``,
-		`null`:                                                                      `null`,
+		"{\"name\":\"bad\xff\xfe\",\"ok\":\"x\"}":                                      `{"name":"bad\\xff\\xfe","ok":"x"}`,
+		`{"n":"lone \ud800 and \udc00 end"}`:                                           `{"n":"lone \\ud800 and \\udc00 end"}`,
+		`{"k":"\u0041KIA\/x\u002b","\u0061":1}`:                                        `{"k":"AKIA/x+","a":1}`,
+		"[\"\xffkey\",{\"\xff\":\"\\u0000\"}]":                                         `["\\xffkey",{"\\xff":"\u0000"}]`,
+		"not json \xff":                                                                `"not json \\xff"`,
+		``:                                                                             ``,
+		`null`:                                                                         `null`,
 	} {
 		got := report.CleanJSON([]byte(in))
 		if string(got) != want {
