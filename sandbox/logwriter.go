@@ -7,7 +7,8 @@ import (
 )
 
 // logWriter passes progress lines on with the run's bait replaced by its
-// roles and invalid UTF-8 escaped (\xNN), as in the report. Each Write is
+// roles (as in raw JSON: lines quote serverInfo and arguments) and invalid
+// UTF-8 escaped (\xNN), as in the report. Each Write is
 // one whole line (logf), so that no value is split between two writes.
 type logWriter struct {
 	w  io.Writer
@@ -15,7 +16,7 @@ type logWriter struct {
 }
 
 func (l *logWriter) Write(p []byte) (int, error) {
-	if _, err := io.WriteString(l.w, report.EscapeInvalid(report.RedactString(string(p), l.ps))); err != nil {
+	if _, err := io.WriteString(l.w, report.EscapeInvalid(report.RedactJSON(string(p), l.ps))); err != nil {
 		return 0, err
 	}
 	return len(p), nil

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strconv"
 	"sync"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
 )
 
 // noiseFilter passes on the lines of a server's stdout that are JSON and
@@ -18,6 +20,9 @@ type noiseFilter struct {
 	count   int
 	sample  []string
 	maxKeep int
+	// raw, if set, receives each JSON line that report.CleanJSON changed,
+	// as it was.
+	raw func(line []byte)
 }
 
 // filter copies the JSON lines of r to w until r ends, then closes w with
@@ -31,6 +36,15 @@ func (n *noiseFilter) filter(r io.Reader, w *io.PipeWriter, maxLine int) {
 			switch {
 			case len(trimmed) == 0:
 			case (trimmed[0] == '{' || trimmed[0] == '[') && json.Valid(trimmed):
+				if clean := report.CleanJSON(trimmed); !bytes.Equal(clean, trimmed) {
+					// What the client reads is clean (every string it takes
+					// is valid UTF-8, \xNN for other bytes); the transcript
+					// keeps the line as it was.
+					if n.raw != nil {
+						n.raw(trimmed)
+					}
+					trimmed = clean
+				}
 				if _, werr := w.Write(append(trimmed, '\n')); werr != nil {
 					// The session is gone; keep reading, so that the stream
 					// behind (stderr, the agent's events) does not stall.

@@ -153,7 +153,8 @@ func newSession(cli Engine, opts SessionOptions) *Session {
 	rep.Sandbox = report.Sandbox{Network: opts.Network.String(), Agent: opts.Agent != "", User: opts.User,
 		Isolation: IsolationSession.String(), PidsLimit: opts.Limits.Pids, MemoryMB: opts.Limits.MemoryMB,
 		CPUs: opts.Limits.CPUs, Workspace: "empty", HashBudget: opts.FileLimits.HashBudget}
-	return &Session{opts: opts, cli: cli, rep: rep, transcript: NewTranscript(32 << 20), noise: &noiseFilter{maxKeep: 5}, image: opts.Image}
+	transcript := NewTranscript(32 << 20)
+	return &Session{opts: opts, cli: cli, rep: rep, transcript: transcript, noise: &noiseFilter{maxKeep: 5, raw: transcript.recordRaw}, image: opts.Image}
 }
 
 func (s *Session) logf(format string, args ...any) {

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,15 +18,16 @@ type Frame struct {
 	Seq  int       `json:"seq"`
 	Dir  string    `json:"dir"` // "send" (to the server) or "recv"
 	Time time.Time `json:"time"`
-	// Message is the message as JSON every reader accepts
-	// (report.CleanJSON: invalid bytes as the text \xNN).
-	Message json.RawMessage `json:"message"`
-	// Raw, set only when Message differs from what was received (invalid
-	// UTF-8, an unpaired surrogate, an escape that could hide a value),
-	// holds the bytes received, in base64: exactly as received with
-	// --transcript-unredacted; by default with their string escapes
-	// decoded (report.DecodeEscapes) and the run's bait replaced, so that
-	// only the bytes that are not UTF-8 are kept as they were.
+	// Message is the message as read, JSON every reader accepts.
+	Message json.RawMessage `json:"message,omitempty"`
+	// Raw is set on a frame of its own (Dir "raw") for each line the
+	// server sent that was not clean JSON (invalid UTF-8, an unpaired
+	// surrogate, an escape that could hide a value: see
+	// report.CleanJSON), just before the message the client read from
+	// it, cleaned. It holds the line in base64: exactly as received with
+	// --transcript-unredacted; by default with its string escapes decoded
+	// (report.DecodeEscapes) and the run's bait replaced, so that the
+	// bytes that are not UTF-8 are kept as they were.
 	Raw []byte `json:"raw,omitempty"`
 }
 
@@ -89,21 +89,30 @@ func (t *Transcript) record(dir string, msg jsonrpc.Message) {
 			if method, ok := t.methods[idKey(m.ID)]; ok && m.Error == nil {
 				// Results are kept whole whatever the byte bound: the report's
 				// tool list is built from them.
-				// Clean, as the client reads them (see clean).
-				t.results[method] = append(t.results[method], append(json.RawMessage(nil), report.CleanJSON(m.Result)...))
+				t.results[method] = append(t.results[method], append(json.RawMessage(nil), m.Result...))
 			}
 		}
 	}
-	if t.bytes+len(data) > t.maxBytes {
+	t.add(Frame{Dir: dir, Message: data}, len(data))
+}
+
+// add keeps fr, numbered and timed, within the byte bound.
+func (t *Transcript) add(fr Frame, size int) {
+	if t.bytes+size > t.maxBytes {
 		t.dropped++
 		return
 	}
-	t.bytes += len(data)
-	fr := Frame{Seq: len(t.frames) + t.dropped + 1, Dir: dir, Time: time.Now(), Message: report.CleanJSON(data)}
-	if !bytes.Equal(fr.Message, data) {
-		fr.Raw = data
-	}
+	t.bytes += size
+	fr.Seq, fr.Time = len(t.frames)+t.dropped+1, time.Now()
 	t.frames = append(t.frames, fr)
+}
+
+// recordRaw keeps a line the server sent that was not clean JSON, as it
+// was (the client reads it cleaned).
+func (t *Transcript) recordRaw(line []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.add(Frame{Dir: "raw", Raw: append([]byte(nil), line...)}, len(line)*4/3)
 }
 
 // Redacted returns the frame with the placeholders' values replaced by
@@ -114,27 +123,6 @@ func (f Frame) Redacted(ps []report.Placeholder) Frame {
 		f.Raw = []byte(report.RedactJSON(string(report.DecodeEscapes(f.Raw)), ps))
 	}
 	return f
-}
-
-// clean makes what the server sent clean before the client reads it
-// (report.CleanJSON), so that every string the report takes from it (tool
-// names, descriptions, results, serverInfo) is valid UTF-8 with invalid
-// bytes as \xNN; the transcript keeps the bytes as received.
-func clean(msg jsonrpc.Message) {
-	switch m := msg.(type) {
-	case *jsonrpc.Response:
-		m.Result = report.CleanJSON(m.Result)
-		if m.Error != nil {
-			if e, ok := m.Error.(*jsonrpc.Error); ok {
-				e.Message = report.EscapeInvalid(e.Message)
-				if e.Data != nil {
-					e.Data = report.CleanJSON(e.Data)
-				}
-			}
-		}
-	case *jsonrpc.Request:
-		m.Params = report.CleanJSON(m.Params)
-	}
 }
 
 // recordingTransport is a Transport decorator that records every message
@@ -161,7 +149,6 @@ func (c *recordingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
 	if err == nil {
 		c.t.record("recv", msg)
-		clean(msg)
 	}
 	return msg, err
 }

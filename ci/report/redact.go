@@ -16,7 +16,7 @@ type Placeholder struct {
 	Value string
 	Role  string // shown as is, e.g. "<project>"
 	// Word replaces the value only where it stands as a word of its own
-	// (not next to a letter, digit, '_' or '-'): for names drawn from a
+	// (not next to a letter or digit): for names drawn from a
 	// vocabulary, which ordinary text could contain inside a longer word.
 	// Random values are replaced wherever they occur.
 	Word bool
@@ -154,8 +154,11 @@ func escaped(s string) bool {
 	return n%2 == 1
 }
 
+// wordByte says whether c would make a name part of a longer word: a
+// letter or a digit. "-" and "_" join names ("leak-core-ledger-api.txt")
+// without making them another word.
 func wordByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 func nonEmpty(ps []Placeholder) []Placeholder {
