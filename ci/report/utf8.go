@@ -218,6 +218,10 @@ func appendString(out []byte, s string) []byte {
 // Redact, so that no escape hides a planted value from it.
 func (r *Report) Sanitize() { sanitizeValue(reflect.ValueOf(r).Elem()) }
 
+// Sanitize is Report.Sanitize for effects seen outside a report (a
+// replay's), so that their keys compare with the report's.
+func (e *Effects) Sanitize() { sanitizeValue(reflect.ValueOf(e).Elem()) }
+
 func sanitizeValue(v reflect.Value) {
 	switch v.Kind() {
 	case reflect.Pointer, reflect.Interface:
