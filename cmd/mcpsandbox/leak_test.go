@@ -170,5 +170,3 @@ func strictXML(b []byte) error {
 		}
 	}
 }
-
-
