@@ -92,9 +92,14 @@ func redactRaw(s string, ps []Placeholder) string { return redactAll(s, ps, true
 // the scan finds a value whatever its case (a DNS name is lower-cased on
 // the way), so the report must not show it in any.
 func redactAll(s string, ps []Placeholder, raw bool) string {
-	for _, fold := range []bool{false, true} {
-		for _, p := range ps {
-			s = replace(s, p, raw, fold)
+	for _, p := range ps {
+		s = replace(s, p, raw, false)
+	}
+	lower := asciiLower(s) // once, not once per placeholder
+	for _, p := range ps {
+		if strings.Contains(lower, asciiLower(p.Value)) {
+			s = replace(s, p, raw, true)
+			lower = asciiLower(s)
 		}
 	}
 	return s
