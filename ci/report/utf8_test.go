@@ -105,3 +105,19 @@ func TestSanitizeMakesEveryStringValid(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCleanJSON measures cleaning a 128 KiB line, clean and dirty.
+func BenchmarkCleanJSON(b *testing.B) {
+	text := strings.Repeat("abcdefghij", 1<<17/10)
+	for name, line := range map[string]string{
+		"clean": `{"result":{"content":[{"type":"text","text":"` + text + `"}]}}`,
+		"dirty": "{\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"" + text + "\xff\"}]}}",
+	} {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(line)))
+			for i := 0; i < b.N; i++ {
+				report.CleanJSON([]byte(line))
+			}
+		})
+	}
+}
