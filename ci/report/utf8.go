@@ -134,7 +134,18 @@ func scanString(raw []byte, i int) (end int, dirty bool) {
 // invalid bytes as \xNN (or kept) and unpaired surrogates as \udXXX.
 func decodeString(body []byte, keepInvalid bool) string {
 	var b strings.Builder
+	b.Grow(len(body))
 	for i := 0; i < len(body); i++ {
+		// Plain ASCII goes in runs.
+		j := i
+		for j < len(body) && body[j] != '\\' && body[j] < utf8.RuneSelf {
+			j++
+		}
+		if j > i {
+			b.Write(body[i:j])
+			i = j - 1
+			continue
+		}
 		c := body[i]
 		if c != '\\' || i+1 >= len(body) {
 			if c >= utf8.RuneSelf {
