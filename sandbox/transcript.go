@@ -16,7 +16,7 @@ import (
 // Frame is one JSON-RPC message, as it crossed the wire.
 type Frame struct {
 	Seq  int       `json:"seq"`
-	Dir  string    `json:"dir"` // "send" (to the server) or "recv"
+	Dir  string    `json:"dir"` // "send" (to the server), "recv" or "raw" (see Raw)
 	Time time.Time `json:"time"`
 	// Message is the message as read, JSON every reader accepts.
 	Message json.RawMessage `json:"message,omitempty"`
