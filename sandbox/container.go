@@ -221,7 +221,7 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 		// frames, or raw without an agent) goes to the bounded tail.
 		agent.Decode(er, func(e agent.Event) {
 			if e.Kind == agent.KindStderr {
-				c.stderr.Write([]byte(e.Data))
+				c.stderr.Write(append([]byte(e.Data), e.Payload...))
 				return
 			}
 			c.events.add(e)

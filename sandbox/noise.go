@@ -7,6 +7,8 @@ import (
 	"io"
 	"strconv"
 	"sync"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
 )
 
 // noiseFilter passes on the lines of a server's stdout that are JSON and
@@ -18,6 +20,9 @@ type noiseFilter struct {
 	count   int
 	sample  []string
 	maxKeep int
+	// raw, if set, receives each JSON line that report.CleanJSON changed,
+	// as it was.
+	raw func(line []byte)
 }
 
 // filter copies the JSON lines of r to w until r ends, then closes w with
@@ -75,7 +80,26 @@ func (n *noiseFilter) filter(r io.Reader, w *io.PipeWriter, gate *frameGate) {
 				return
 			}
 		case framed && json.Valid(trimmed):
+			clean := report.CleanJSON(trimmed)
+			if len(clean) > maxLine {
+				// Escaping grows a line (\xNN for one byte): the bound holds
+				// for what the client would read.
+				scan.n = int64(len(clean))
+				if out := gate.refuse(&scan, BoundMessageSize); out != nil && !send(append(out, '\n')) {
+					return
+				}
+				break
+			}
 			gate.passed(&scan)
+			if !bytes.Equal(clean, trimmed) {
+				// What the client reads is clean (every string it takes is
+				// valid UTF-8, \xNN for other bytes); the transcript keeps
+				// the line as it was.
+				if n.raw != nil {
+					n.raw(trimmed)
+				}
+				trimmed = clean
+			}
 			if !send(append(trimmed, '\n')) {
 				return
 			}

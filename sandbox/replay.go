@@ -181,8 +181,12 @@ func (sc *scanner) replayOnce(prefix []probes.Call, target *probes.Call, window 
 		sleepCtx(sc.ctx, sc.opts.Linger)
 	}
 	effs = append(effs, s.Mark(sc.ctx, false, len(prefix)+1))
-	// Compared with the report's keys, which show the bait as placeholders.
+	// Compared with the report's keys, which are sanitized and show the
+	// bait as placeholders.
 	ps := sc.bait.Placeholders()
+	for i := range effs {
+		effs[i].Sanitize()
+	}
 	keys = map[string]bool{}
 	for _, k := range effectKeys(effs...) {
 		keys[report.RedactString(k, ps)] = true

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -110,6 +111,10 @@ type Result struct {
 	Report      *report.Report
 	Transcript  *Transcript
 	ContainerID string // set when Keep left a container behind
+	// Placeholders are the run's bait and the roles the report shows
+	// instead (nil with NoSeed): for what is written besides the report,
+	// the transcript above all, which holds the frames as sent.
+	Placeholders []report.Placeholder
 }
 
 // ProtocolVersion is the MCP version the scan asks for; servers may answer
@@ -140,6 +145,9 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (Result, error) {
 		res, err = sc.scanPerCall()
 	}
 	rep := res.Report
+	if !sc.opts.NoSeed {
+		res.Placeholders = sc.bait.Placeholders()
+	}
 	rep.Sandbox.LingerMs = max(sc.opts.Linger, 0).Milliseconds()
 	rep.Sandbox.Replay = "not-run" // the scan did not run every step
 	if err == nil {
@@ -209,6 +217,15 @@ func newScanner(ctx context.Context, cli Engine, opts ScanOptions) (*scanner, er
 		}
 		sc.bait = probes.NewBait(seed)
 	}
+	if opts.Log != nil {
+		// The progress lines name arguments, tools and serverInfo: they
+		// show the bait as the report does, and only valid UTF-8.
+		lw := &logWriter{w: opts.Log}
+		if !opts.NoSeed {
+			lw.ps = sc.bait.Placeholders()
+		}
+		sc.opts.Log = lw
+	}
 	if removed, err := Reap(sc.ctx, cli); err != nil {
 		sc.reaped = append(sc.reaped, report.Problem{Kind: "reap", Message: err.Error()})
 	} else if len(removed) > 0 {
@@ -262,6 +279,7 @@ func (sc *scanner) open() (*Session, error) {
 func (sc *scanner) close(s *Session, err *error) {
 	sc.stopWatch(s)
 	*err = errors.Join(*err, s.Close(sc.ctx))
+	s.rep.Sanitize()
 	if !sc.opts.NoSeed {
 		s.rep.Redact(sc.bait.Placeholders())
 	}
@@ -505,7 +523,11 @@ func resultText(res *mcp.CallToolResult, limit int) string {
 	}
 	s := b.String()
 	if len(s) > limit {
-		s = s[:limit] + "…"
+		cut := limit
+		for cut > max(limit-4, 0) && !utf8.RuneStart(s[cut]) {
+			cut-- // not inside a character
+		}
+		s = s[:cut] + "…"
 	}
-	return strings.ToValidUTF8(s, "\uFFFD")
+	return report.EscapeInvalid(s)
 }

@@ -163,7 +163,8 @@ func newSession(cli Engine, opts SessionOptions) *Session {
 	rep.Sandbox = report.Sandbox{Network: opts.Network.String(), Agent: opts.Agent != "", User: opts.User,
 		Isolation: IsolationSession.String(), PidsLimit: opts.Limits.Pids, MemoryMB: opts.Limits.MemoryMB,
 		CPUs: opts.Limits.CPUs, Workspace: "empty", HashBudget: opts.FileLimits.HashBudget}
-	return &Session{opts: opts, cli: cli, rep: rep, transcript: NewTranscript(opts.Bounds.MaxTranscript), noise: &noiseFilter{maxKeep: 5},
+	transcript := NewTranscript(opts.Bounds.MaxTranscript)
+	return &Session{opts: opts, cli: cli, rep: rep, transcript: transcript, noise: &noiseFilter{maxKeep: 5, raw: transcript.recordRaw},
 		gate: newFrameGate(opts.Bounds), image: opts.Image}
 }
 

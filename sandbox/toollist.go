@@ -371,7 +371,6 @@ func (sc *scanner) finishToolLists(rep *report.Report) {
 	rep.Timing.ToolListChanged = int(tl.notifications)
 }
 
-
 // diffTool lists what changed between two definitions of one tool, field
 // by field; annotations key by key when both are objects (or absent).
 func diffTool(a, b report.Tool) []report.ToolChange {

@@ -11,14 +11,26 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
 )
 
 // Frame is one JSON-RPC message, as it crossed the wire.
 type Frame struct {
-	Seq     int             `json:"seq"`
-	Dir     string          `json:"dir"` // "send" (to the server) or "recv"
-	Time    time.Time       `json:"time"`
-	Message json.RawMessage `json:"message"`
+	Seq  int       `json:"seq"`
+	Dir  string    `json:"dir"` // "send" (to the server), "recv" or "raw" (see Raw)
+	Time time.Time `json:"time"`
+	// Message is the message as read, JSON every reader accepts.
+	Message json.RawMessage `json:"message,omitempty"`
+	// Raw is set on a frame of its own (Dir "raw") for each line the
+	// server sent that was not clean JSON (invalid UTF-8, an unpaired
+	// surrogate, an escape that could hide a value: see
+	// report.CleanJSON), just before the message the client read from
+	// it, cleaned. It holds the line in base64: exactly as received with
+	// --transcript-unredacted; by default with its string escapes decoded
+	// (report.DecodeEscapes) and the run's bait replaced, so that the
+	// bytes that are not UTF-8 are kept as they were.
+	Raw []byte `json:"raw,omitempty"`
 }
 
 // Transcript records every JSON-RPC frame both ways with a timestamp, up to
@@ -101,12 +113,36 @@ func (t *Transcript) record(dir string, msg jsonrpc.Message) {
 			delete(t.methods, key)
 		}
 	}
-	if t.bytes+len(data) > t.maxBytes {
+	t.add(Frame{Dir: dir, Message: data}, len(data))
+}
+
+// add keeps fr, numbered and timed, within the byte bound.
+func (t *Transcript) add(fr Frame, size int) {
+	if t.bytes+size > t.maxBytes {
 		t.dropped++
 		return
 	}
-	t.bytes += len(data)
-	t.frames = append(t.frames, Frame{Seq: len(t.frames) + t.dropped + 1, Dir: dir, Time: time.Now(), Message: data})
+	t.bytes += size
+	fr.Seq, fr.Time = len(t.frames)+t.dropped+1, time.Now()
+	t.frames = append(t.frames, fr)
+}
+
+// recordRaw keeps a line the server sent that was not clean JSON, as it
+// was (the client reads it cleaned).
+func (t *Transcript) recordRaw(line []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.add(Frame{Dir: "raw", Raw: append([]byte(nil), line...)}, len(line)*4/3)
+}
+
+// Redacted returns the frame with the placeholders' values replaced by
+// their roles, in Message and in Raw.
+func (f Frame) Redacted(ps []report.Placeholder) Frame {
+	f.Message = json.RawMessage(report.RedactJSON(string(f.Message), ps))
+	if f.Raw != nil {
+		f.Raw = []byte(report.RedactJSON(string(report.DecodeEscapes(f.Raw)), ps))
+	}
+	return f
 }
 
 // recordingTransport is a Transport decorator that records every message

@@ -36,6 +36,10 @@ type Options struct {
 	// JSON-RPC frames, the published tools and the findings as a baseline
 	// ("" for none).
 	Transcript, ContractOut, WriteBaseline string
+	// TranscriptUnredacted keeps the run's planted names and honeytoken
+	// values in the transcript (by default they show as their roles, as
+	// in the report).
+	TranscriptUnredacted bool
 	// NoReplay leaves the calls unreplayed: every effect is the call's
 	// during which it was seen (the report says replay "off").
 	NoReplay bool
@@ -60,7 +64,9 @@ func Run(ctx context.Context, cli sandbox.Engine, opts Options) (*report.Report,
 	res, scanErr := sandbox.Scan(ctx, cli, opts.Scan)
 	rep := res.Report
 	if scanErr != nil && !errors.Is(scanErr, sandbox.ErrIncomplete) {
-		rep.Problems = append(rep.Problems, report.Problem{Kind: "infra", Message: report.OneLine(scanErr.Error())})
+		// The error can quote the server (its stderr): shown as the report is.
+		msg := report.EscapeInvalid(report.RedactString(report.OneLine(scanErr.Error()), res.Placeholders))
+		rep.Problems = append(rep.Problems, report.Problem{Kind: "infra", Message: msg})
 	}
 	verdict.Finish(rep, opts.Verdict)
 
@@ -72,7 +78,11 @@ func Run(ctx context.Context, cli sandbox.Engine, opts Options) (*report.Report,
 		werr = errors.Join(werr, writeReport(rep, o, opts.Stdout, opts.Version))
 	}
 	if opts.Transcript != "" {
-		werr = errors.Join(werr, writeTranscript(res.Transcript, opts.Transcript))
+		ps := res.Placeholders
+		if opts.TranscriptUnredacted {
+			ps = nil
+		}
+		werr = errors.Join(werr, writeTranscript(res.Transcript, opts.Transcript, ps))
 	}
 	if opts.ContractOut != "" && len(rep.Tools) > 0 {
 		werr = errors.Join(werr, contract.Write(opts.ContractOut, contract.FromReport(rep)))
@@ -107,7 +117,9 @@ func writeReport(rep *report.Report, o Output, stdout io.Writer, version string)
 	return formats.Write(w, o.Format, rep, version)
 }
 
-func writeTranscript(t *sandbox.Transcript, path string) (err error) {
+// writeTranscript writes the frames as JSON Lines, the placeholders'
+// values replaced by their roles.
+func writeTranscript(t *sandbox.Transcript, path string, ps []report.Placeholder) (err error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("writing transcript: %w", err)
@@ -115,7 +127,11 @@ func writeTranscript(t *sandbox.Transcript, path string) (err error) {
 	defer func() { err = errors.Join(err, f.Close()) }()
 	frames, dropped := t.Frames()
 	enc := json.NewEncoder(f)
+	enc.SetEscapeHTML(false)
 	for _, fr := range frames {
+		if len(ps) > 0 {
+			fr = fr.Redacted(ps)
+		}
 		if err := enc.Encode(fr); err != nil {
 			return fmt.Errorf("writing transcript: %w", err)
 		}

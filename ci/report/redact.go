@@ -16,7 +16,7 @@ type Placeholder struct {
 	Value string
 	Role  string // shown as is, e.g. "<project>"
 	// Word replaces the value only where it stands as a word of its own
-	// (not next to a letter, digit, '_' or '-'): for names drawn from a
+	// (not next to a letter or digit): for names drawn from a
 	// vocabulary, which ordinary text could contain inside a longer word.
 	// Random values are replaced wherever they occur.
 	Word bool
@@ -67,6 +67,10 @@ func redactValue(v reflect.Value, ps []Placeholder) {
 	}
 }
 
+// RedactJSON replaces the placeholders' values in JSON text (or in the
+// bytes of a frame that is not UTF-8): as RawMessage fields are.
+func RedactJSON(s string, ps []Placeholder) string { return redactRaw(s, prepare(ps)) }
+
 // RedactString replaces the placeholders' values in s.
 func RedactString(s string, ps []Placeholder) string { return redactString(s, prepare(ps)) }
 
@@ -77,47 +81,72 @@ func prepare(ps []Placeholder) []Placeholder {
 	return ps
 }
 
-func redactString(s string, ps []Placeholder) string {
-	for _, p := range ps {
-		s = replace(s, p, false)
-	}
-	return s
-}
+func redactString(s string, ps []Placeholder) string { return redactAll(s, ps, false) }
 
 // redactRaw is RedactString over JSON text: a word may follow an escape
 // such as \n.
-func redactRaw(s string, ps []Placeholder) string {
+func redactRaw(s string, ps []Placeholder) string { return redactAll(s, ps, true) }
+
+// redactAll replaces the values as they are first, so that each encoding
+// keeps its role ("<x:HEX>" for upper-case hex), then in any ASCII case:
+// the scan finds a value whatever its case (a DNS name is lower-cased on
+// the way), so the report must not show it in any.
+func redactAll(s string, ps []Placeholder, raw bool) string {
 	for _, p := range ps {
-		s = replace(s, p, true)
+		s = replace(s, p, raw, false)
+	}
+	lower := asciiLower(s) // once, not once per placeholder
+	for _, p := range ps {
+		if strings.Contains(lower, asciiLower(p.Value)) {
+			s = replace(s, p, raw, true)
+			lower = asciiLower(s)
+		}
 	}
 	return s
 }
 
-func replace(s string, p Placeholder, raw bool) string {
-	if p.Value == "" || !strings.Contains(s, p.Value) {
+func replace(s string, p Placeholder, raw, fold bool) string {
+	if p.Value == "" {
 		return s
 	}
-	if !p.Word {
-		return strings.ReplaceAll(s, p.Value, p.Role)
+	value, hay := p.Value, s
+	if fold {
+		value, hay = asciiLower(value), asciiLower(s)
+	}
+	if !strings.Contains(hay, value) {
+		return s
 	}
 	var b strings.Builder
 	for {
-		i := strings.Index(s, p.Value)
+		// hay is s, or s lower-cased byte for byte: indices are the same.
+		i := strings.Index(hay, value)
 		if i < 0 {
 			b.WriteString(s)
 			return b.String()
 		}
-		end := i + len(p.Value)
+		end := i + len(value)
 		before := i == 0 || !wordByte(s[i-1]) || (raw && i >= 2 && s[i-2] == '\\' && !escaped(s[:i-2]))
 		after := end == len(s) || !wordByte(s[end])
 		b.WriteString(s[:i])
-		if before && after {
+		if !p.Word || (before && after) {
 			b.WriteString(p.Role)
 		} else {
-			b.WriteString(p.Value)
+			b.WriteString(s[i:end])
 		}
-		s = s[end:]
+		s, hay = s[end:], hay[end:]
 	}
+}
+
+// asciiLower lower-cases ASCII letters only, byte for byte (invalid
+// UTF-8 included), so that offsets stay.
+func asciiLower(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // escaped says whether s ends in an odd run of backslashes (the next byte
@@ -130,8 +159,11 @@ func escaped(s string) bool {
 	return n%2 == 1
 }
 
+// wordByte says whether c would make a name part of a longer word: a
+// letter or a digit. "-" and "_" join names ("leak-core-ledger-api.txt")
+// without making them another word.
 func wordByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 func nonEmpty(ps []Placeholder) []Placeholder {

@@ -61,7 +61,7 @@ func slicesContains(s []string, v string) bool {
 // (different project names, users, tokens, file hashes) give
 // byte-identical reports outside timing, which names each seed, and carry
 // none of the drawn names or values; the same seed again plants the same
-// names (the raw transcript, which is not redacted, lists them).
+// names (the transcript, unredacted on demand, lists them).
 func TestBaitSeedGivesTheSameReport(t *testing.T) {
 	const seedA, seedB = 1, 2
 	a, b := probes.NewBait(seedA), probes.NewBait(seedB)
@@ -78,7 +78,7 @@ func TestBaitSeedGivesTheSameReport(t *testing.T) {
 		// A probe naming the drawn project, as a user who knew it would.
 		p := writeFile(t, dir, name+".json", `[{"tool":"read_file","arguments":{"path":"`+bait.Project+`/README.md"}},{"tool":"add_note","arguments":{"text":"x"}},{"tool":"list_workspace"},{"tool":"summarize_workspace"},{"tool":"lying_read"}]`)
 		tr := filepath.Join(dir, name+".jsonl")
-		_, out, stderr := scanFixture(t, []string{"--probes", p, "--bait-seed", strconv.FormatUint(seed, 10), "--transcript", tr}, "honest", "liar", "wary")
+		_, out, stderr := scanFixture(t, []string{"--probes", p, "--bait-seed", strconv.FormatUint(seed, 10), "--transcript", tr, "--transcript-unredacted"}, "honest", "liar", "wary")
 		r := decode(t, out)
 		if r.Timing == nil || r.Timing.BaitSeed == nil || *r.Timing.BaitSeed != seed {
 			t.Fatalf("timing %+v, want bait seed %d; %s", r.Timing, seed, stderr)

@@ -50,7 +50,8 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	contractOut := fs.String("contract-out", "", "write the published tools (names, descriptions, schemas, annotations as sent) as a contract")
 	failOn := fs.String("fail-on", "error", "exit 1 on findings at or above: critical, error, warning, note; never to only report")
 	out := fs.String("out", "", "write the report to this file instead of stdout")
-	transcript := fs.String("transcript", "", "write every JSON-RPC frame, with timestamps, to this file (JSON Lines)")
+	transcript := fs.String("transcript", "", "write every JSON-RPC frame, with timestamps, to this file (JSON Lines; the bait shows as its roles, as in the report)")
+	transcriptUnredacted := fs.Bool("transcript-unredacted", false, "keep the planted names and honeytoken values in the --transcript, and the bytes exactly as received (it then holds this run's secrets: do not publish it)")
 	fs.Var(&opts.Changes, "changes", "how file effects are read: auto, upperdir (the overlay upper dir, needs a local engine and root) or api (the Engine API)")
 	agentPath := fs.String("agent", "", "a static build of mcpsandbox to run as the in-container agent (default: this binary)")
 	noAgent := fs.Bool("no-agent", false, "run without the agent: processes and network attempts are not recorded")
@@ -210,7 +211,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer cli.Close()
 	_, err = gate.Run(ctx, cli, gate.Options{Scan: opts, Verdict: verdict.Config{Policy: policy, Contract: pinned, Baseline: base},
-		FailOn: failGate, Outputs: outputs, Transcript: *transcript, ContractOut: *contractOut, WriteBaseline: *writeBaseline,
+		FailOn: failGate, Outputs: outputs, Transcript: *transcript, TranscriptUnredacted: *transcriptUnredacted, ContractOut: *contractOut, WriteBaseline: *writeBaseline,
 		NoReplay: *noReplay, Version: version(), Stdout: stdout, Notice: stderr})
 	return err
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 )
@@ -172,7 +173,13 @@ func trace(argv []string, mode string, out *writer) int {
 		for {
 			n, err := pr.Read(buf)
 			if n > 0 {
-				out.emit(&Event{Kind: KindStderr, Data: string(buf[:n])})
+				e := &Event{Kind: KindStderr, Data: string(buf[:n])}
+				if !utf8.Valid(buf[:n]) {
+					// JSON would turn the bytes into U+FFFD (a character
+					// cut between two reads too): sent as they are.
+					e.Data, e.Payload = "", append([]byte(nil), buf[:n]...)
+				}
+				out.emit(e)
 			}
 			if err != nil {
 				return

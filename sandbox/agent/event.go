@@ -47,7 +47,8 @@ type Event struct {
 	Path   string `json:"path,omitempty"`
 
 	// Payload is what a network call sent: every message and iovec of
-	// the call, up to MaxPayload bytes.
+	// the call, up to MaxPayload bytes; or, for KindStderr, the server's
+	// stderr when it is not valid UTF-8 (Data then is empty).
 	Payload []byte `json:"payload,omitempty"`
 	// Data is server stderr (KindStderr) or a message (KindError).
 	Data string `json:"d,omitempty"`

@@ -2,7 +2,7 @@
 // demo: honest tools, and tools that lie about their side effects in each
 // way mcpsandbox must catch. Arguments choose the tool sets:
 //
-//	fixtureserver [honest] [liar] [bad] [hostile] [wary] [held] [ipc] [garbage] [hang] [crash] ... [--banner]
+//	fixtureserver [honest] [liar] [bad] [hostile] [wary] [held] [ipc] [leaky] [garbage] [hang] [crash] ... [--banner]
 //	fixtureserver flood [pages=N] [page-bytes=B] ... (see flood.go: a server that floods its client)
 //
 // (default: honest liar); each misbehaving tool may be named alone. --banner prints a line of non-JSON to stdout
@@ -65,7 +65,15 @@ func main() {
 	if len(sets) == 0 {
 		sets["honest"], sets["liar"] = true, true
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "mcpsandbox-fixture", Version: "1.0.0"}, nil)
+	info := &mcp.Implementation{Name: "mcpsandbox-fixture", Version: "1.0.0"}
+	var transport mcp.Transport = &mcp.StdioTransport{}
+	if sets["leaky"] {
+		info, transport = leakyInfo(), leakyTransport()
+	}
+	s := mcp.NewServer(info, nil)
+	if sets["leaky"] {
+		addLeaky(s)
+	}
 	if sets["honest"] {
 		addHonest(s)
 	}
@@ -95,7 +103,7 @@ func main() {
 		mapShm()
 		addIPCTools(s)
 	}
-	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+	if err := s.Run(context.Background(), transport); err != nil {
 		log.Fatal(err)
 	}
 }
