@@ -89,6 +89,7 @@ func All() []Rule {
 		{ID: BaselineStale, Severity: report.SeverityError, Rationale: "A baseline entry no longer occurs: the problem is fixed, so the exception must go."},
 		serverRunsAsRootRule(),
 		hashBudgetRule(),
+		diskRule(),
 	}
 	return append(all, phaseRules()...)
 }
@@ -147,6 +148,7 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 	}
 	e.out = append(e.out, runsAsRoot(r)...)
 	e.out = append(e.out, hashBudget(r)...)
+	e.out = append(e.out, disk(r)...)
 	if n := r.Sandbox.EventsTruncated; n > 0 {
 		rl, _ := ByID(CaptureTruncated)
 		e.out = append(e.out, report.Finding{Rule: rl.ID, Severity: rl.Severity, Message: fmt.Sprintf("%d agent events were cut at a bound; %s", n, rl.Rationale),
