@@ -54,6 +54,7 @@ func (s *Session) finishDisk() {
 	r := s.disk.finish()
 	s.disk = nil
 	s.diskStopped = s.diskStopped || r.Exceeded
+	s.logf("disk: %d measurement(s), the longest %s; the most used %d bytes (bound %d)", r.Polls, r.Cost, r.Peak, s.opts.Disk)
 	if s.rep.Timing == nil {
 		s.rep.Timing = &report.Timing{}
 	}
