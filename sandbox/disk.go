@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"time"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
@@ -29,11 +28,11 @@ func (s *Session) watchDisk(ctx context.Context, id string, pid int, targets []s
 		s.problem("disk", 0, "the disk bound (--disk) is not watched: the container's layer directory is not readable here (--changes api, or a remote engine)")
 		return
 	}
-	dirs := []string{s.layer}
-	if in, err := s.cli.ContainerInspect(ctx, id); err == nil && in.ContainerJSONBase != nil && in.HostsPath != "" {
-		dirs = append(dirs, filepath.Dir(in.HostsPath)) // hosts, hostname, resolv.conf
+	var files []string
+	if in, err := s.cli.ContainerInspect(ctx, id); err == nil && in.ContainerJSONBase != nil {
+		files = []string{in.HostsPath, in.HostnamePath, in.ResolvConfPath}
 	}
-	w, err := newDiskWatch(pid, s.opts.Disk, s.opts.DiskInterval, dirs, append([]string{"/"}, targets...))
+	w, err := newDiskWatch(pid, s.opts.Disk, s.opts.DiskInterval, []string{s.layer}, files, append([]string{"/"}, targets...))
 	if err != nil {
 		s.problem("disk", 0, "the disk bound (--disk) is not watched: %s", report.OneLine(err.Error()))
 		return

@@ -22,8 +22,9 @@ import (
 //   - the container's overlay2 layer directory (its upper and work dirs,
 //     and the workspace's and package's state dirs, which live in it),
 //     not crossing into another file system (its merged mount);
-//   - the engine's own directory for the container (hosts, hostname,
-//     resolv.conf: writable by a server run as root);
+//   - the engine's files for the container that it can write (hosts,
+//     hostname, resolv.conf, bind-mounted: writable by a server run as
+//     root; not the engine's own state, which it rewrites as it likes);
 //   - files deleted while a process of the container still holds them
 //     open or mapped (their blocks stay in use, and no walk sees them);
 //   - what its /dev/shm tmpfs holds (its size is the bound too).
@@ -34,6 +35,7 @@ type diskWatch struct {
 	bound    int64
 	interval time.Duration
 	dirs     []string        // walked, without crossing file systems
+	files    []string        // stat'ed
 	devs     map[uint64]bool // where a deleted, held file counts
 	procs    *heldFiles      // the container's processes
 	shm      int             // O_PATH descriptor of the container's /dev/shm, or -1
@@ -52,11 +54,11 @@ type diskWatch struct {
 }
 
 // newDiskWatch prepares the watch of the container whose init is pid (on
-// the host): dirs are the layer directory and the engine's directory for
-// it, mounts the container paths whose file systems hold its changes. The
-// use measured now is the base the bound counts from.
-func newDiskWatch(pid int, bound int64, interval time.Duration, dirs []string, mounts []string) (_ *diskWatch, err error) {
-	w := &diskWatch{bound: bound, interval: interval, dirs: dirs, devs: map[uint64]bool{}, shm: -1, pidfd: -1}
+// the host): dirs are its layer directory, files the engine's files it
+// can write, mounts the container paths whose file systems hold its
+// changes. The use measured now is the base the bound counts from.
+func newDiskWatch(pid int, bound int64, interval time.Duration, dirs, files, mounts []string) (_ *diskWatch, err error) {
+	w := &diskWatch{bound: bound, interval: interval, dirs: dirs, files: files, devs: map[uint64]bool{}, shm: -1, pidfd: -1}
 	defer func() {
 		if err != nil {
 			w.close()
@@ -224,6 +226,12 @@ func (w *diskWatch) measure() (int64, error) {
 	for _, d := range w.dirs {
 		if err := u.walk(d); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	for _, f := range w.files {
+		var st unix.Stat_t
+		if unix.Lstat(f, &st) == nil {
+			u.add(&st)
 		}
 	}
 	if w.procs != nil {

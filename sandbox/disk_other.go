@@ -18,7 +18,7 @@ type diskResult struct {
 	Err      error
 }
 
-func newDiskWatch(pid int, bound int64, interval time.Duration, dirs []string, mounts []string) (*diskWatch, error) {
+func newDiskWatch(pid int, bound int64, interval time.Duration, dirs, files, mounts []string) (*diskWatch, error) {
 	return nil, errors.New("watching the disk needs Linux")
 }
 

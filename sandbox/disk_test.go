@@ -38,15 +38,15 @@ func TestDiskBound(t *testing.T) {
 		name, probes string
 		workspace    bool
 		exceeded     bool
-		during       bool // stopped during the call (not found only at the end)
+		call         int // the call it is stopped during
 	}{
-		{"file", `{"fill":{}}`, false, true, true},
-		{"deleted-held", `{"fill":{"unlink":true}}`, false, true, true},
-		{"workspace", `{"fill":{"path":"/workspace/fill"}}`, true, true, true},
+		{"file", `{"fill":{}}`, false, true, 1},
+		{"deleted-held", `{"fill":{"unlink":true}}`, false, true, 1},
+		{"workspace", `{"fill":{"path":"/workspace/fill"}}`, true, true, 1},
 		// /dev/shm is as large as the bound: the writer gets ENOSPC there,
-		// and the rest of what it wrote takes the total past the bound.
-		{"shm", `{"fill":{"path":"/dev/shm/fill"}}`, false, true, false},
-		{"sparse-and-links", `[{"tool":"fill","arguments":{"sparse":100000}},{"tool":"fill","arguments":{"path":"/tmp/linked","mib":4,"links":8}}]`, false, false, false},
+		// and what it writes next takes the total past the bound.
+		{"shm", `[{"tool":"fill","arguments":{"path":"/dev/shm/fill"}},{"tool":"fill","arguments":{}}]`, false, true, 2},
+		{"sparse-and-links", `[{"tool":"fill","arguments":{"sparse":100000}},{"tool":"fill","arguments":{"path":"/tmp/linked","mib":4,"links":8}}]`, false, false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := fixtureOpts(t, "disk")
@@ -76,8 +76,8 @@ func TestDiskBound(t *testing.T) {
 				t.Errorf("disk problems within the bound: %+v", disk)
 			case tc.exceeded && len(disk) != 1:
 				t.Errorf("disk problems = %+v, want one", disk)
-			case tc.during && (disk[0].Call != 1 || r.Complete):
-				t.Errorf("not stopped during call 1: %+v, complete %v", disk[0], r.Complete)
+			case tc.exceeded && (disk[0].Call != tc.call || r.Complete):
+				t.Errorf("not stopped during call %d: %+v, complete %v", tc.call, disk[0], r.Complete)
 			}
 			if tc.exceeded && (r.Timing == nil || r.Timing.DiskPeakBytes <= testDisk) {
 				t.Errorf("timing.diskPeakBytes %+v, want past the bound", r.Timing)
