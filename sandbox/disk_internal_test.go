@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -93,5 +94,37 @@ func closeFD(fd *int) {
 	if *fd >= 0 {
 		os.NewFile(uintptr(*fd), "").Close()
 		*fd = -1
+	}
+}
+
+// BenchmarkDiskMeasure: one full measurement of an upper dir of n files
+// (100 directories), the cost that sets how often the watch measures.
+func BenchmarkDiskMeasure(b *testing.B) {
+	for _, n := range []int{100, 10_000, 100_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			dir := b.TempDir()
+			for i := 0; i < n; i++ {
+				sub := filepath.Join(dir, fmt.Sprint(i%100))
+				if i < 100 {
+					if err := os.Mkdir(sub, 0o755); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := os.WriteFile(filepath.Join(sub, fmt.Sprint(i)), []byte("x"), 0o644); err != nil {
+					b.Fatal(err)
+				}
+			}
+			w, err := newDiskWatch(os.Getpid(), 1<<30, time.Hour, []string{dir}, nil, []string{"/"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer w.close()
+			b.ResetTimer()
+			for range b.N {
+				if _, err := w.measure(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -39,19 +39,24 @@ func TestDiskBound(t *testing.T) {
 		workspace    bool
 		exceeded     bool
 		call         int // the call it is stopped during
+		perCall      bool
 	}{
-		{"file", `{"fill":{}}`, false, true, 1},
-		{"deleted-held", `{"fill":{"unlink":true}}`, false, true, 1},
-		{"workspace", `{"fill":{"path":"/workspace/fill"}}`, true, true, 1},
+		{"file", `{"fill":{}}`, false, true, 1, false},
+		{"file-per-call", `{"fill":{}}`, false, true, 1, true},
+		{"deleted-held", `{"fill":{"unlink":true}}`, false, true, 1, false},
+		{"workspace", `{"fill":{"path":"/workspace/fill"}}`, true, true, 1, false},
 		// /dev/shm is as large as the bound: the writer gets ENOSPC there,
 		// and what it writes next takes the total past the bound.
-		{"shm", `[{"tool":"fill","arguments":{"path":"/dev/shm/fill"}},{"tool":"fill","arguments":{}}]`, false, true, 2},
-		{"sparse-and-links", `[{"tool":"fill","arguments":{"sparse":100000}},{"tool":"fill","arguments":{"path":"/tmp/linked","mib":4,"links":8}}]`, false, false, 0},
+		{"shm", `[{"tool":"fill","arguments":{"path":"/dev/shm/fill"}},{"tool":"fill","arguments":{}}]`, false, true, 2, false},
+		{"sparse-and-links", `[{"tool":"fill","arguments":{"sparse":100000}},{"tool":"fill","arguments":{"path":"/tmp/linked","mib":4,"links":8}}]`, false, false, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			opts := fixtureOpts(t, "disk")
 			opts.Probes = steps(t, tc.probes)
 			opts.Disk, opts.DiskInterval = testDisk, 20*time.Millisecond
+			if tc.perCall {
+				opts.Isolation = sandbox.IsolationCall
+			}
 			var before map[string]string
 			if tc.workspace {
 				opts.Workspace = hostWorkspace(t)
