@@ -20,6 +20,10 @@ const DefaultDisk = 1 << 30
 // measurement (see README "Hostile inputs and bounds").
 const DefaultDiskInterval = 100 * time.Millisecond
 
+// diskTick is how often the cheap signal between measurements is read
+// (two statfs), and the shortest interval.
+const diskTick = 2 * time.Millisecond
+
 // watchDisk starts measuring the container's disk use (its init is pid on
 // the host), from now, before the server starts; a container it cannot
 // watch is a disk problem, and the scan goes on.

@@ -112,7 +112,7 @@ func (w *diskWatch) start() {
 	w.stop, w.done = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(w.done)
-		tick := min(w.interval, diskTick)
+		tick := diskTick
 		last, gap := time.Now(), w.interval // when the last measurement began; the least wait after it
 		signal, room := w.signal(), w.bound
 		for {
@@ -138,9 +138,6 @@ func (w *diskWatch) start() {
 		}
 	}()
 }
-
-// diskTick is how often the cheap signal is read.
-const diskTick = 2 * time.Millisecond
 
 // signal is the used bytes of the layer's file system and of /dev/shm: a
 // figure that grows at least as fast as the container's use, unless

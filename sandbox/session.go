@@ -141,6 +141,7 @@ func newSession(cli Engine, opts SessionOptions) *Session {
 	setDefault(&opts.StartTimeout, 60*time.Second)
 	setDefault(&opts.CallTimeout, 30*time.Second)
 	setDefault(&opts.DiskInterval, DefaultDiskInterval)
+	opts.DiskInterval = max(opts.DiskInterval, diskTick)
 	if opts.Disk <= 0 {
 		opts.Disk = DefaultDisk
 	}
