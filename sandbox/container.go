@@ -84,6 +84,9 @@ type ContainerOptions struct {
 	Agent bool
 	// MaxEvents bounds the agent events held before they are taken.
 	MaxEvents int
+	// ShmSize is the size of the container's /dev/shm (default the
+	// engine's, 64 MiB).
+	ShmSize int64
 	// BeforeStart, if set, runs once the container exists and before it
 	// starts: to seed files, and to snapshot its state before the server.
 	BeforeStart func(ctx context.Context, id string) error
@@ -175,6 +178,11 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 		SecurityOpt:    []string{"no-new-privileges", "seccomp=" + profile},
 		Init:           nil,
 		ReadonlyRootfs: false,
+		ShmSize:        opts.ShmSize,
+		// The server's stdout and stderr are read through the attach
+		// stream; a log would be a file on the host it could grow
+		// without bound.
+		LogConfig: container.LogConfig{Type: "none"},
 		Resources: container.Resources{
 			PidsLimit:  &pids,
 			Memory:     opts.Limits.MemoryMB << 20,

@@ -139,10 +139,12 @@ func mergeCall(rep, sub *report.Report, first int) {
 	rep.Sandbox.EventsDropped += sub.Sandbox.EventsDropped
 	rep.Sandbox.EventsTruncated += sub.Sandbox.EventsTruncated
 	rep.Sandbox.FilesUnhashed += sub.Sandbox.FilesUnhashed
+	rep.Sandbox.DiskExceeded = rep.Sandbox.DiskExceeded || sub.Sandbox.DiskExceeded
 	if rep.Timing == nil {
 		rep.Timing = &report.Timing{}
 	}
 	if sub.Timing != nil {
 		rep.Timing.Calls = append(rep.Timing.Calls, sub.Timing.Calls...)
+		rep.Timing.DiskPeakBytes = max(rep.Timing.DiskPeakBytes, sub.Timing.DiskPeakBytes)
 	}
 }

@@ -92,6 +92,12 @@ type ScanOptions struct {
 	// Bounds limit what is read and kept of what the server sends (zero
 	// fields: DefaultBounds).
 	Bounds Bounds
+	// Disk bounds the space the server's writes may hold (default
+	// DefaultDisk), measured every DiskInterval (default
+	// DefaultDiskInterval); past it the server is stopped, and the report
+	// has a disk problem and a disk-bound-exceeded finding.
+	Disk         int64
+	DiskInterval time.Duration
 	// Isolation is IsolationSession (default: one container, calls in
 	// order) or IsolationCall (a fresh container from the same starting
 	// state for each call, so that one tool's deletions cannot hide
@@ -150,7 +156,8 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (Result, error) {
 	}
 	rep.Sandbox.LingerMs = max(sc.opts.Linger, 0).Milliseconds()
 	rep.Sandbox.Replay = "not-run" // the scan did not run every step
-	if err == nil {
+	err = diskVerdict(rep, err)
+	if err == nil && !rep.Sandbox.DiskExceeded {
 		sc.replay(rep)
 	}
 	// Last, after teardown: the deterministic form, with what differs
@@ -255,7 +262,8 @@ func (sc *scanner) open() (*Session, error) {
 		Package: o.Package, PackageTarget: o.PackageTarget,
 		Limits: o.Limits, RunID: o.RunID, User: o.User, Keep: o.Keep, Log: o.Log, Changes: o.Changes, FileLimits: o.FileLimits,
 		MaxListed: o.MaxListed, Agent: o.Agent, Network: o.Network, MaxEvents: o.MaxEvents,
-		StartTimeout: o.StartTimeout, CallTimeout: o.CallTimeout, ClientInfo: o.ClientInfo, Bounds: o.Bounds}
+		StartTimeout: o.StartTimeout, CallTimeout: o.CallTimeout, ClientInfo: o.ClientInfo, Bounds: o.Bounds,
+		Disk: o.Disk, DiskInterval: o.DiskInterval}
 	if !o.NoSeed {
 		so.Env = append(sc.bait.Env(), so.Env...)
 		so.Seeds = sc.bait.Seeds()
@@ -417,6 +425,9 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 				return fmt.Errorf("%w: %s", ErrIncomplete, msg)
 			}
 		case "transport":
+			if s.DiskStopped() {
+				return sc.diskStop(s, seq, plan[i+1:])
+			}
 			// The connection is gone: the server died or closed stdout.
 			msg, kind := fmt.Sprintf("the server closed the connection during call %d", seq), "crash"
 			if why, ok := s.ClientClosed(); ok {

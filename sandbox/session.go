@@ -76,6 +76,11 @@ type SessionOptions struct {
 	// Bounds limit what is read and kept of what the server sends (zero
 	// fields: DefaultBounds).
 	Bounds Bounds
+	// Disk bounds the space the server's writes may hold (default
+	// DefaultDisk), measured every DiskInterval (default
+	// DefaultDiskInterval); past it the server is stopped.
+	Disk         int64
+	DiskInterval time.Duration
 }
 
 // Session is one MCP server running in one sandbox, seen from a client:
@@ -101,6 +106,12 @@ type Session struct {
 	image      string // the image the container runs (the workspace image, when there is one)
 	mounts     []*overlayMount
 	wsSince    time.Time // host edits to the mounted directories after this are someone else's
+
+	// The disk bound: the container's overlay2 layer directory ("" through
+	// the API), the watch while the server runs, whether it stopped it.
+	layer       string
+	disk        *diskWatch
+	diskStopped bool
 
 	bounds struct{ walk, listed bool } // snapshot bounds already reported
 
@@ -138,6 +149,11 @@ func newSession(cli Engine, opts SessionOptions) *Session {
 	}
 	setDefault(&opts.StartTimeout, 60*time.Second)
 	setDefault(&opts.CallTimeout, 30*time.Second)
+	setDefault(&opts.DiskInterval, DefaultDiskInterval)
+	opts.DiskInterval = max(opts.DiskInterval, diskTick)
+	if opts.Disk <= 0 {
+		opts.Disk = DefaultDisk
+	}
 	if opts.Network == 0 {
 		opts.Network = NetworkNone
 	}
@@ -162,7 +178,7 @@ func newSession(cli Engine, opts SessionOptions) *Session {
 	}
 	rep.Sandbox = report.Sandbox{Network: opts.Network.String(), Agent: opts.Agent != "", User: opts.User,
 		Isolation: IsolationSession.String(), PidsLimit: opts.Limits.Pids, MemoryMB: opts.Limits.MemoryMB,
-		CPUs: opts.Limits.CPUs, Workspace: "empty", HashBudget: opts.FileLimits.HashBudget}
+		CPUs: opts.Limits.CPUs, Workspace: "empty", HashBudget: opts.FileLimits.HashBudget, DiskLimit: opts.Disk}
 	transcript := NewTranscript(opts.Bounds.MaxTranscript)
 	return &Session{opts: opts, cli: cli, rep: rep, transcript: transcript, noise: &noiseFilter{maxKeep: 5, raw: transcript.recordRaw},
 		gate: newFrameGate(opts.Bounds), image: opts.Image}
@@ -352,6 +368,7 @@ func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Contai
 			return asInfra(err, "reading the container's changes")
 		}
 		s.rec.src, s.rep.Sandbox.Changes = src, how.String()
+		s.layer = layerDir(src)
 		if len(mount) > 0 {
 			dir := layerDir(src)
 			if dir == "" {
@@ -407,12 +424,13 @@ func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Contai
 			}
 		}
 		s.watchHeld(pid, targets)
+		s.watchDisk(ctx, id, pid, targets)
 		return nil
 	}
 	s.logf("starting %s in %s", strings.Join(o.Argv, " "), s.image)
 	ctr, err := Start(startCtx, s.cli, ContainerOptions{Image: s.image, Argv: o.Argv, Env: o.Env, User: o.User,
 		Mounts: o.Mounts, Limits: o.Limits, RunID: o.RunID, keep: o.Keep,
-		Agent: o.Agent != "", Network: o.Network, MaxEvents: o.MaxEvents, BeforeStart: beforeStart, AfterStart: afterStart})
+		Agent: o.Agent != "", Network: o.Network, MaxEvents: o.MaxEvents, ShmSize: o.Disk, BeforeStart: beforeStart, AfterStart: afterStart})
 	if err != nil {
 		if s.rec.src != nil {
 			err = errors.Join(err, s.rec.src.Close(context.WithoutCancel(ctx)))
@@ -825,6 +843,7 @@ func (s *Session) teardown(ctx context.Context) error {
 		if s.cs != nil {
 			closeSession(s.cs)
 		}
+		s.finishDisk()
 		if s.rec != nil && s.rec.src != nil {
 			errs = append(errs, s.rec.src.Close(ctx))
 		}
@@ -859,6 +878,7 @@ func (s *Session) teardown(ctx context.Context) error {
 		}
 	}
 	errs = append(errs, ctr.Stop(ctx))
+	s.finishDisk()
 	// What the server (or what it left running) did since the last mark,
 	// read before the container and its upper dir go away.
 	eff, unhashed, err := s.rec.mark(ctx, false, time.Time{})

@@ -66,6 +66,9 @@ type Timing struct {
 	// the report shows as role placeholders ("<project>"); --bait-seed
 	// repeats them. Absent when nothing was planted (--no-seed).
 	BaitSeed *uint64 `json:"baitSeed,omitempty"`
+	// DiskPeakBytes is the most disk use measured over the start, in
+	// bytes (it varies with the timing of the polls against the writes).
+	DiskPeakBytes int64 `json:"diskPeakBytes,omitempty"`
 }
 
 // CallTiming is how long one call took.
@@ -173,6 +176,13 @@ type Sandbox struct {
 	// the hash budget (or the run's deadline) did not cover: they were not
 	// compared by content, and the gate fails.
 	FilesUnhashed int `json:"filesUnhashed,omitempty"`
+	// DiskLimit is the space, in bytes, the server's writes may hold
+	// (--disk): the upper layer, the workspace's and package's changes,
+	// /dev/shm, files deleted while held open.
+	DiskLimit int64 `json:"diskLimit,omitempty"`
+	// DiskExceeded is true when the writes passed DiskLimit: the server
+	// was stopped there, and the gate fails.
+	DiskExceeded bool `json:"diskExceeded,omitempty"`
 }
 
 // Tool is one tool as the server listed it.

@@ -90,6 +90,7 @@ func All() []Rule {
 		serverRunsAsRootRule(),
 		hashBudgetRule(),
 		toolListRule(),
+		diskRule(),
 	}
 	return append(append(all, phaseRules()...), toolListRules()...)
 }
@@ -150,6 +151,7 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 	e.out = append(e.out, hashBudget(r)...)
 	e.out = append(e.out, toolList(r)...)
 	e.out = append(e.out, toolListCut(r)...)
+	e.out = append(e.out, disk(r)...)
 	if n := r.Sandbox.EventsTruncated; n > 0 {
 		rl, _ := ByID(CaptureTruncated)
 		e.out = append(e.out, report.Finding{Rule: rl.ID, Severity: rl.Severity, Message: fmt.Sprintf("%d agent events were cut at a bound; %s", n, rl.Rationale),

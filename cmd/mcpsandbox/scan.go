@@ -41,6 +41,9 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Int64Var(&limits.MemoryMB, "memory", limits.MemoryMB, "memory limit in MiB")
 	fs.Float64Var(&limits.CPUs, "cpus", limits.CPUs, "CPU limit")
 	hashBudget := fs.Int64("hash-budget", overlay.DefaultHashBudget>>20, "MiB each snapshot may read to compare files by content; files past it are left unhashed, a finding that fails the gate")
+	disk := byteSize(sandbox.DefaultDisk)
+	fs.Var(&disk, "disk", "bound on the space the server's writes may hold (upper layer, workspace and package changes, /dev/shm): past it the server is stopped, a finding that fails the gate")
+	fs.DurationVar(&opts.DiskInterval, "disk-interval", sandbox.DefaultDiskInterval, "how often the disk use is measured (what a writer gets past --disk grows with it)")
 	format := fs.String("format", "", "report format on stdout or --out: text, json, markdown, sarif or junit (default: text on a terminal, else json)")
 	reports := fs.StringArray("report", nil, "also write FORMAT=PATH (json, text, markdown, sarif, junit; repeatable)")
 	policyFile := fs.String("policy", "", "policy file (YAML or JSON): rule severities, ignores, allowed hosts")
@@ -100,6 +103,10 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return usageError{fmt.Sprintf("--hash-budget %d: want MiB, more than 0", *hashBudget)}
 	}
 	opts.FileLimits.HashBudget = *hashBudget << 20
+	opts.Disk = int64(disk)
+	if opts.DiskInterval <= 0 {
+		return usageError{fmt.Sprintf("--disk-interval %s: want more than 0", opts.DiskInterval)}
+	}
 	if !validUser(opts.User) {
 		return usageError{fmt.Sprintf("--user %q: want UID[:GID], numbers", opts.User)}
 	}

@@ -96,6 +96,9 @@ func main() {
 	addPhaseTools(s, sets)
 	addLateTools(s, func(tool string) bool { return sets[lateHostile] || sets[tool] })
 	addWary(s, sets["wary"])
+	if sets["disk"] {
+		addDiskTools(s)
+	}
 	if sets["held"] {
 		addHeldTools(s, holdFiles())
 	}

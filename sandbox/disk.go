@@ -1,0 +1,111 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/probes"
+)
+
+// DefaultDisk bounds the space the server's writes may hold: the
+// container's upper layer, the workspace's and package's changes,
+// /dev/shm and the engine's files for the container.
+const DefaultDisk = 1 << 30
+
+// DefaultDiskInterval is how often the disk use is measured; a writer
+// gets past the bound by what it writes in one interval and one
+// measurement (see README "Hostile inputs and bounds").
+const DefaultDiskInterval = 100 * time.Millisecond
+
+// diskTick is how often the cheap signal between measurements is read
+// (two statfs), and the shortest interval.
+const diskTick = 2 * time.Millisecond
+
+// watchDisk starts measuring the container's disk use (its init is pid on
+// the host), from now, before the server starts; a container it cannot
+// watch is a disk problem, and the scan goes on.
+func (s *Session) watchDisk(ctx context.Context, id string, pid int, targets []string) {
+	if s.layer == "" || pid == 0 {
+		s.problem("disk", 0, "the disk bound (--disk) is not watched: the container's layer directory is not readable here (--changes api, or a remote engine)")
+		return
+	}
+	var files []string
+	if in, err := s.cli.ContainerInspect(ctx, id); err == nil && in.ContainerJSONBase != nil {
+		files = []string{in.HostsPath, in.HostnamePath, in.ResolvConfPath}
+	}
+	w, err := newDiskWatch(pid, s.opts.Disk, s.opts.DiskInterval, []string{s.layer}, files, append([]string{"/"}, targets...))
+	if err != nil {
+		s.problem("disk", 0, "the disk bound (--disk) is not watched: %s", report.OneLine(err.Error()))
+		return
+	}
+	s.disk = w
+	w.start()
+}
+
+// DiskStopped says whether the runner stopped the server at the disk bound.
+func (s *Session) DiskStopped() bool { return s.diskStopped || (s.disk != nil && s.disk.stopped()) }
+
+// finishDisk takes the last measurement, once the server is stopped, and
+// records what the watch saw.
+func (s *Session) finishDisk() {
+	if s.disk == nil {
+		return
+	}
+	r := s.disk.finish()
+	s.disk = nil
+	s.diskStopped = s.diskStopped || r.Exceeded
+	s.logf("disk: %d measurement(s), the longest %s; the most used %d bytes (bound %d)", r.Polls, r.Cost, r.Peak, s.opts.Disk)
+	if s.rep.Timing == nil {
+		s.rep.Timing = &report.Timing{}
+	}
+	s.rep.Timing.DiskPeakBytes = max(s.rep.Timing.DiskPeakBytes, r.Peak)
+	if r.Err != nil {
+		s.problem("disk", 0, "measuring the disk use: %s", report.OneLine(r.Err.Error()))
+	}
+	if !r.Exceeded {
+		return
+	}
+	s.rep.Sandbox.DiskExceeded = true
+	for _, p := range s.rep.Problems {
+		if p.Kind == "disk" && p.Call > 0 {
+			return // said where it happened
+		}
+	}
+	s.problem("disk", 0, "%s", diskMessage(s.opts.Disk))
+}
+
+// diskMessage says that the bound was passed (the measured figures vary
+// from run to run: they are under timing).
+func diskMessage(bound int64) string {
+	return fmt.Sprintf("the server's writes passed the disk bound of %d bytes (--disk): it was stopped, and what it did after was not seen", bound)
+}
+
+// errDiskStopped ends a session's calls: the runner stopped the server at
+// the disk bound.
+var errDiskStopped = errors.New("the server was stopped at the disk bound")
+
+// diskStop records that the server was stopped at the disk bound during
+// call seq, and that the rest of the plan was not reached.
+func (sc *scanner) diskStop(s *Session, seq int, rest []probes.Call) error {
+	s.problem("disk", seq, "call %d: %s", seq, diskMessage(s.opts.Disk))
+	for _, c := range rest {
+		s.rep.NotCalled = append(s.rep.NotCalled, report.NotCalled{Tool: c.Tool, Reason: "not reached: the server was stopped at the disk bound"})
+	}
+	return fmt.Errorf("%w: %w", ErrIncomplete, errDiskStopped)
+}
+
+// diskVerdict: a scan stopped at the disk bound ran as far as the server
+// let it; its verdict is the bound's finding (exit 1, not 2), and the
+// report says it is partial (complete: false). Whatever stopped the scan
+// once the server was killed (a call cut off, a listing that failed) is a
+// consequence of the stop.
+func diskVerdict(rep *report.Report, err error) error {
+	if rep.Sandbox.DiskExceeded && errors.Is(err, ErrIncomplete) {
+		rep.Complete = false
+		return nil
+	}
+	return err
+}
