@@ -1,0 +1,9 @@
+//go:build !unix
+
+package sandbox
+
+import "context"
+
+// lockCache is a no-op where there is no flock: a hold alone protects a
+// pinned image there, but for the engine's own race.
+func lockCache(ctx context.Context, exclusive bool) (func(), error) { return func() {}, nil }
