@@ -12,6 +12,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 )
@@ -37,6 +38,9 @@ const noneTag = "<none>:<none>"
 
 // cacheKinds are the kinds eviction may remove.
 var cacheKinds = []string{KindWorkspace, KindPackage, KindAgent}
+
+// cacheReaders is how many images ListCache reads at once.
+const cacheReaders = 8
 
 // maxPinAttempts bounds how often an image that another run evicted
 // between our look and our hold is made again.
@@ -107,24 +111,47 @@ func ListCache(ctx context.Context, cli CacheEngine, run string) ([]CachedImage,
 			sort.Strings(tags)
 			im.Ref = tags[0]
 		}
-		ins, err := cli.ImageInspect(ctx, s.ID)
-		if cerrdefs.IsNotFound(err) {
-			continue // evicted meanwhile
-		} else if err != nil {
-			return nil, fmt.Errorf("inspecting image %s: %w", im.Ref, err)
-		}
-		im.LastUsed = ins.Metadata.LastTagTime
-		hist, err := cli.ImageHistory(ctx, s.ID)
-		if cerrdefs.IsNotFound(err) {
-			continue
-		} else if err != nil {
-			return nil, fmt.Errorf("reading the history of image %s: %w", im.Ref, err)
-		}
-		if len(hist) > 0 { // newest first
-			im.Own = hist[0].Size
-		}
 		out = append(out, im)
 	}
+	// Two calls an image, a few images at a time: a cache of 200 images
+	// is read in a fraction of a second.
+	gone := make([]bool, len(out))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(cacheReaders)
+	for i := range out {
+		im := &out[i]
+		g.Go(func() error {
+			ins, err := cli.ImageInspect(gctx, im.ID)
+			if cerrdefs.IsNotFound(err) {
+				gone[i] = true // evicted meanwhile
+				return nil
+			} else if err != nil {
+				return fmt.Errorf("inspecting image %s: %w", im.Ref, err)
+			}
+			im.LastUsed = ins.Metadata.LastTagTime
+			hist, err := cli.ImageHistory(gctx, im.ID)
+			if cerrdefs.IsNotFound(err) {
+				gone[i] = true
+				return nil
+			} else if err != nil {
+				return fmt.Errorf("reading the history of image %s: %w", im.Ref, err)
+			}
+			if len(hist) > 0 { // newest first
+				im.Own = hist[0].Size
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	kept := out[:0]
+	for i, im := range out {
+		if !gone[i] {
+			kept = append(kept, im)
+		}
+	}
+	out = kept
 	sort.Slice(out, func(i, j int) bool {
 		if !out[i].LastUsed.Equal(out[j].LastUsed) {
 			return out[i].LastUsed.Before(out[j].LastUsed)
