@@ -219,7 +219,7 @@ func Evict(ctx context.Context, cli CacheEngine, opts EvictOptions) (EvictResult
 		// No force: with force the engine would untag an image a stopped
 		// container uses. PruneChildren removes the untagged parents
 		// that a committed workspace image leaves.
-		unlock, err := lockCache(ctx, true)
+		unlock, err := lockCache(ctx, cacheLockPath(), true)
 		if err != nil {
 			errs = append(errs, err)
 			break
@@ -290,7 +290,7 @@ func (p pin) release(ctx context.Context, cli Engine) error {
 func pinned(ctx context.Context, cli Engine, ref, runID string, build func() error) (pin, error) {
 	// Shared with other pins, exclusive of evictions' removals: a removal
 	// that began before the hold could still take the image.
-	unlock, err := lockCache(ctx, false)
+	unlock, err := lockCache(ctx, cacheLockPath(), false)
 	if err != nil {
 		return pin{}, err
 	}

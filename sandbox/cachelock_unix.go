@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"syscall"
 	"time"
@@ -24,13 +25,11 @@ const cacheLockPoll = 20 * time.Millisecond
 
 // lockCache takes the cache lock, shared (pins) or exclusive (an
 // eviction's removal), waiting until ctx ends. It returns the unlock.
-func lockCache(ctx context.Context, exclusive bool) (func(), error) {
-	f, err := os.OpenFile(cacheLockPath(), os.O_RDONLY|os.O_CREATE, 0o666)
+func lockCache(ctx context.Context, path string, exclusive bool) (func(), error) {
+	f, err := openCacheLock(path)
 	if err != nil {
 		return nil, fmt.Errorf("opening the cache lock: %w", err)
 	}
-	// Others' umask may leave it unwritable; read-only is enough for flock.
-	f.Chmod(0o666)
 	how := syscall.LOCK_SH
 	if exclusive {
 		how = syscall.LOCK_EX
@@ -50,5 +49,23 @@ func lockCache(ctx context.Context, exclusive bool) (func(), error) {
 			return nil, fmt.Errorf("waiting for the cache lock %s: %w", f.Name(), context.Cause(ctx))
 		case <-time.After(cacheLockPoll):
 		}
+	}
+}
+
+// openCacheLock opens the lock file read-only (enough for flock), making
+// it when missing. It never opens an existing file with O_CREAT: in a
+// sticky directory such as /tmp, fs.protected_regular refuses that for
+// another user's file.
+func openCacheLock(path string) (*os.File, error) {
+	for {
+		f, err := os.Open(path)
+		if !errors.Is(err, fs.ErrNotExist) {
+			return f, err
+		}
+		f, err = os.OpenFile(path, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			continue // made by another process meanwhile
+		}
+		return f, err
 	}
 }
