@@ -185,13 +185,15 @@ func (s *Session) open(ctx context.Context) error {
 	// The agent's layer, then the workspace's on top of it. Each is held
 	// until the container exists, so that no eviction removes it first.
 	var holds []pin
-	defer func() {
+	release := func() {
 		for _, p := range holds {
 			if err := p.release(context.WithoutCancel(ctx), s.cli); err != nil {
 				s.logf("%v", err)
 			}
 		}
-	}()
+		holds = nil
+	}
+	defer release()
 	if o.Agent != "" {
 		s.logf("adding the agent to %s", s.image)
 		p, err := agentImage(ctx, s.cli, s.image, o.Agent, o.RunID)
@@ -250,6 +252,7 @@ func (s *Session) open(ctx context.Context) error {
 		}
 	}
 	s.ctr = ctr
+	release() // the container pins its image now
 	if o.Agent != "" {
 		s.rec.pn = newProcNet(ctr.events, o.Network.Confined())
 		s.rec.pn.secrets = o.Secrets
