@@ -42,66 +42,74 @@ const agentFileMode = 0o755
 // merged /usr), the file goes where the link leads, with the directory's
 // owner, mode and time as the image has them; when the image has no /sbin,
 // the layer makes it. Images are cached by the base's id and the binary's
-// hash, labelled as mcpsandbox's (kind agent).
+// hash, labelled as mcpsandbox's (kind agent); each use is recorded for
+// the cache's eviction (see Evict).
 func AgentImage(ctx context.Context, cli Engine, base, bin, runID string) (ref string, err error) {
+	p, err := agentImage(ctx, cli, base, bin, runID)
+	if err != nil {
+		return "", err
+	}
+	return p.Ref, p.release(context.WithoutCancel(ctx), cli)
+}
+
+// agentImage is AgentImage, with the image pinned by a hold that the
+// caller releases once its container exists.
+func agentImage(ctx context.Context, cli Engine, base, bin, runID string) (pin, error) {
 	img, err := cli.ImageInspect(ctx, base)
 	if err != nil {
-		return "", imageError(base, err)
+		return pin{}, imageError(base, err)
 	}
 	f, err := os.Open(bin)
 	if err != nil {
-		return "", fmt.Errorf("reading the agent: %w", err)
+		return pin{}, fmt.Errorf("reading the agent: %w", err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return "", fmt.Errorf("reading the agent: %w", err)
+		return pin{}, fmt.Errorf("reading the agent: %w", err)
 	}
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("hashing the agent %s: %w", bin, err)
+		return pin{}, fmt.Errorf("hashing the agent %s: %w", bin, err)
 	}
 	key := sha256.Sum256([]byte(agentLayout + "\n" + img.ID + "\n" + hex.EncodeToString(h.Sum(nil))))
-	ref = AgentRepo + ":" + hex.EncodeToString(key[:])[:12]
-	if _, err := cli.ImageInspect(ctx, ref); err == nil {
-		return ref, nil
-	} else if !cerrdefs.IsNotFound(err) {
-		return "", fmt.Errorf("inspecting image %s: %w", ref, err)
-	}
+	ref := AgentRepo + ":" + hex.EncodeToString(key[:])[:12]
+	return pinned(ctx, cli, ref, runID, func() error { return buildAgentImage(ctx, cli, img, f, fi.Size(), ref, runID) })
+}
 
+// buildAgentImage makes the agent image ref: img plus the agent (the
+// size bytes of f) in the image's own directory.
+func buildAgentImage(ctx context.Context, cli Engine, img image.InspectResponse, f *os.File, size int64, ref, runID string) (err error) {
 	entry, dir, err := agentDir(ctx, cli, img, runID)
 	if err != nil {
-		return "", err
+		return err
 	}
 	tmp, err := os.CreateTemp("", "mcpsandbox-agent-*.tar")
 	if err != nil {
-		return "", fmt.Errorf("creating the agent layer: %w", err)
+		return fmt.Errorf("creating the agent layer: %w", err)
 	}
 	defer func() { err = errors.Join(err, tmp.Close(), os.Remove(tmp.Name())) }()
 	tw := tar.NewWriter(tmp)
 	if err := tw.WriteHeader(entry); err != nil {
-		return "", fmt.Errorf("writing the agent layer: %w", err)
+		return fmt.Errorf("writing the agent layer: %w", err)
 	}
 	// The file's time is its directory's: what adding it to the directory
 	// would have left.
 	file := &tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(path.Join(dir, path.Base(agent.Path)), "/"), Mode: agentFileMode,
-		Size: fi.Size(), ModTime: entry.ModTime, Format: tar.FormatPAX}
+		Size: size, ModTime: entry.ModTime, Format: tar.FormatPAX}
 	if err := tw.WriteHeader(file); err != nil {
-		return "", fmt.Errorf("writing the agent layer: %w", err)
+		return fmt.Errorf("writing the agent layer: %w", err)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return "", fmt.Errorf("reading the agent: %w", err)
+		return fmt.Errorf("reading the agent: %w", err)
 	}
-	if _, err := io.CopyN(tw, f, fi.Size()); err != nil {
-		return "", fmt.Errorf("writing the agent layer: %w", err)
+	if _, err := io.CopyN(tw, f, size); err != nil {
+		return fmt.Errorf("writing the agent layer: %w", err)
 	}
 	if err := tw.Close(); err != nil {
-		return "", fmt.Errorf("writing the agent layer: %w", err)
+		return fmt.Errorf("writing the agent layer: %w", err)
 	}
-	if err := loadLayerImage(ctx, cli, img, tmp, ref, label.Set(runID, map[string]string{label.Kind: "agent"}), "mcpsandbox agent"); err != nil {
-		return "", err
-	}
-	return ref, nil
+	return loadLayerImage(ctx, cli, img, tmp, ref, label.Set(runID, map[string]string{label.Kind: KindAgent}), "mcpsandbox agent")
 }
 
 // agentDir finds where agent.Path really is in image img: the directory

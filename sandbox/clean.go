@@ -24,8 +24,9 @@ type Reaper interface {
 
 // Reap removes the containers of runs whose owning process has died: a
 // runner killed with SIGKILL cannot clean up after itself, so the next one
-// does. Containers of live runs, and anything not labelled as ours, are left
-// alone. It returns the ids removed.
+// does. Containers of live runs, containers a user asked to keep
+// (label.Keep), and anything not labelled as ours, are left alone. It
+// returns the ids removed.
 func Reap(ctx context.Context, cli Reaper) ([]string, error) {
 	list, err := cli.ContainerList(ctx, container.ListOptions{All: true,
 		Filters: filters.NewArgs(filters.Arg("label", label.ManagedFilter))})
@@ -36,7 +37,7 @@ func Reap(ctx context.Context, cli Reaper) ([]string, error) {
 	var errs []error
 	for _, c := range list {
 		owner, ok := c.Labels[label.Owner]
-		if !ok || label.OwnerAlive(owner) {
+		if !ok || c.Labels[label.Keep] == "true" || label.OwnerAlive(owner) {
 			continue
 		}
 		if err := removeContainer(ctx, cli, c.ID); err != nil {

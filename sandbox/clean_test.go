@@ -16,8 +16,9 @@ import (
 )
 
 // TestReapRemovesOnlyOrphans makes a container owned by a process that has
-// exited, one owned by this test and one with no owner (kept with --keep):
-// only the first is reaped.
+// exited, one owned by this test, one with no owner (kept with --keep) and
+// one owned by the exited process but labelled to keep: only the first is
+// reaped.
 func TestReapRemovesOnlyOrphans(t *testing.T) {
 	cli := sandboxtest.Docker(t)
 	img := sandboxtest.NodeImage(t, cli)
@@ -29,10 +30,13 @@ func TestReapRemovesOnlyOrphans(t *testing.T) {
 	host, _ := os.Hostname()
 	runID := label.NewRunID()
 	sandboxtest.NoLeftovers(t, cli, runID)
-	mk := func(owner string) string {
+	mk := func(owner string, keep bool) string {
 		labels := label.Set(runID, nil)
 		if owner != "" {
 			labels[label.Owner] = owner
+		}
+		if keep {
+			labels[label.Keep] = "true"
 		}
 		c, err := cli.ContainerCreate(ctx, &container.Config{Image: img, Cmd: []string{"true"}, Labels: labels},
 			&container.HostConfig{NetworkMode: "none"}, nil, nil, "")
@@ -42,14 +46,16 @@ func TestReapRemovesOnlyOrphans(t *testing.T) {
 		t.Cleanup(func() { cli.ContainerRemove(ctx, c.ID, container.RemoveOptions{Force: true}) })
 		return c.ID
 	}
-	orphan := mk(fmt.Sprintf("%s:%d:1", host, dead.Process.Pid))
-	live := mk(label.SelfOwner())
-	kept := mk("")
+	deadOwner := fmt.Sprintf("%s:%d:1", host, dead.Process.Pid)
+	orphan := mk(deadOwner, false)
+	live := mk(label.SelfOwner(), false)
+	kept := mk("", true)
+	keptOrphan := mk(deadOwner, true)
 	removed, err := sandbox.Reap(ctx, cli)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(removed, orphan) || slices.Contains(removed, live) || slices.Contains(removed, kept) {
-		t.Errorf("reaped %v; want the orphan %.12s only (not live %.12s, kept %.12s)", removed, orphan, live, kept)
+	if !slices.Contains(removed, orphan) || slices.Contains(removed, live) || slices.Contains(removed, kept) || slices.Contains(removed, keptOrphan) {
+		t.Errorf("reaped %v; want the orphan %.12s only (not live %.12s, kept %.12s, kept orphan %.12s)", removed, orphan, live, kept, keptOrphan)
 	}
 }

@@ -96,8 +96,9 @@ type ContainerOptions struct {
 	// container sees, in its namespaces. pid is its PID 1 on the host
 	// (ContainerInspect's State.Pid; 0 if it has already ended).
 	AfterStart func(ctx context.Context, id string, pid int) error
-	// keep leaves out the owner label, so that the reaper spares a container
-	// kept for debugging (clean removes it).
+	// keep leaves out the owner label and sets label.Keep, so that neither
+	// the reaper nor cache eviction removes a container kept for debugging,
+	// nor its image (clean removes them).
 	keep bool
 }
 
@@ -169,7 +170,9 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 		StdinOnce:    true,
 		Labels:       label.Set(opts.RunID, map[string]string{label.Kind: "sandbox"}),
 	}
-	if !opts.keep {
+	if opts.keep {
+		cfg.Labels[label.Keep] = "true"
+	} else {
 		cfg.Labels[label.Owner] = label.SelfOwner()
 	}
 	host := &container.HostConfig{

@@ -210,14 +210,26 @@ func (s *Session) open(ctx context.Context) error {
 	if o.Network == NetworkSinkhole && o.Agent == "" {
 		return &InfraError{Cause: "--network sinkhole needs the agent", Fix: "leave out --no-agent"}
 	}
-	// The agent's layer, then the workspace's on top of it.
+	// The agent's layer, then the workspace's on top of it. Each is held
+	// until the container exists, so that no eviction removes it first.
+	var holds []pin
+	release := func() {
+		for _, p := range holds {
+			if err := p.release(context.WithoutCancel(ctx), s.cli); err != nil {
+				s.logf("%v", err)
+			}
+		}
+		holds = nil
+	}
+	defer release()
 	if o.Agent != "" {
 		s.logf("adding the agent to %s", s.image)
-		ref, err := AgentImage(ctx, s.cli, s.image, o.Agent, o.RunID)
+		p, err := agentImage(ctx, s.cli, s.image, o.Agent, o.RunID)
 		if err != nil {
 			return asInfra(err, "adding the agent to the image")
 		}
-		s.image = ref
+		s.image = p.ID
+		holds = append(holds, p)
 	}
 	startCtx, cancel := context.WithTimeout(ctx, o.StartTimeout)
 	defer cancel()
@@ -249,14 +261,15 @@ func (s *Session) open(ctx context.Context) error {
 		if ctr == nil {
 			for _, d := range dirs {
 				s.logf("preparing an image layer from %s at %s", d.host, d.target)
-				ref, skipped, err := WorkspaceImage(ctx, s.cli, s.image, d.host, d.target, o.RunID)
+				p, skipped, err := workspaceImage(ctx, s.cli, s.image, d.host, d.target, o.RunID)
 				for _, sk := range skipped {
 					s.problem("workspace", 0, "special file not copied into %s: %s", d.target, sk)
 				}
 				if err != nil {
 					return asInfra(err, "preparing "+d.target)
 				}
-				s.image = ref
+				s.image = p.ID
+				holds = append(holds, p)
 			}
 			s.rep.Sandbox.WorkspaceBy = "copy"
 		}
@@ -267,6 +280,7 @@ func (s *Session) open(ctx context.Context) error {
 		}
 	}
 	s.ctr = ctr
+	release() // the container pins its image now
 	if o.Agent != "" {
 		s.rec.pn = newProcNet(ctr.events, o.Network.Confined())
 		s.rec.pn.secrets = o.Secrets
@@ -293,7 +307,7 @@ func (s *Session) open(ctx context.Context) error {
 		// 127 (126: not executable), not a start error from the engine.
 		if st, serr := ctr.State(context.WithoutCancel(ctx)); serr == nil && !st.Running && o.Agent != "" && (st.ExitCode == 127 || st.ExitCode == 126) {
 			tail, _, _ := ctr.Stderr()
-			return &InfraError{Cause: fmt.Sprintf("the server command %q is not found or not executable in image %s (%s)", o.Argv[0], s.image, report.OneLine(lastLine(tail))),
+			return &InfraError{Cause: fmt.Sprintf("the server command %q is not found or not executable in image %s (%s)", o.Argv[0], o.Image, report.OneLine(lastLine(tail))),
 				Fix: "check the command, or mount it with --mount", Err: err}
 		}
 		switch {

@@ -13,7 +13,7 @@ import (
 )
 
 // SchemaVersion names the shape of the report.
-const SchemaVersion = "mcpsandbox.report/v1.2"
+const SchemaVersion = "mcpsandbox.report/v1.3"
 
 // Report is everything one scan learned about one server.
 type Report struct {

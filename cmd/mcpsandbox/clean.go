@@ -10,7 +10,7 @@ import (
 
 func runClean(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("clean", "clean [--images]", stderr)
-	withImages := fs.Bool("images", false, "also remove the runtime and workspace images")
+	withImages := fs.Bool("images", false, "also remove the images: the runtime images and the cache (workspace, package and agent layers)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}

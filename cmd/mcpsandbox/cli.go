@@ -20,8 +20,9 @@ tools and reports every side effect.
 Usage:
   mcpsandbox scan [flags] -- COMMAND [ARG...]   scan a stdio MCP server
   mcpsandbox images build [node|python|base]    build runtime images from the host
-  mcpsandbox images ls                          list the images mcpsandbox made
-  mcpsandbox clean                              remove every container and image mcpsandbox made
+  mcpsandbox images ls                          list the images mcpsandbox made, with the cache's sizes
+  mcpsandbox images prune [--cache-size SIZE]   evict cached images, least recently used first
+  mcpsandbox clean [--images]                   remove every container (and image) mcpsandbox made
   mcpsandbox version                            print the version
 
 Run 'mcpsandbox COMMAND --help' for a command's flags.

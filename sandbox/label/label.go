@@ -27,6 +27,10 @@ const (
 	ContentHash = "dev.mcpsandbox.content-hash"
 	// Kind tells what an object is for (runtime, workspace, sandbox).
 	Kind = "dev.mcpsandbox.kind"
+	// Keep is set to "true" on what a user asked to keep (a container left
+	// with --keep): neither the orphan reaper nor cache eviction removes
+	// it; only clean does.
+	Keep = "dev.mcpsandbox.keep"
 )
 
 // ManagedFilter is the label filter that selects every mcpsandbox object.
