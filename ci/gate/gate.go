@@ -43,6 +43,10 @@ type Options struct {
 	// NoReplay leaves the calls unreplayed: every effect is the call's
 	// during which it was seen (the report says replay "off").
 	NoReplay bool
+	// Rounds is how many times to scan (0 or 1: once), each round in
+	// fresh containers; the report merges their findings (see
+	// verdict.FinishRounds). The transcript is the first round's.
+	Rounds int
 	// Version names mcpsandbox in the reports.
 	Version string
 	Stdout  io.Writer
@@ -61,17 +65,14 @@ func Run(ctx context.Context, cli sandbox.Engine, opts Options) (*report.Report,
 	if !opts.NoReplay && opts.Scan.Suspects == nil {
 		opts.Scan.Suspects = func(r *report.Report) []int { return verdict.Suspects(r, opts.Verdict) }
 	}
-	res, scanErr := sandbox.Scan(ctx, cli, opts.Scan)
-	rep := res.Report
-	if scanErr != nil && !errors.Is(scanErr, sandbox.ErrIncomplete) {
-		// The error can quote the server (its stderr): shown as the report is.
-		msg := report.EscapeInvalid(report.RedactString(report.OneLine(scanErr.Error()), res.Placeholders))
-		rep.Problems = append(rep.Problems, report.Problem{Kind: "infra", Message: msg})
-	}
-	verdict.Finish(rep, opts.Verdict)
+	results, reps, scanErr := scanRounds(ctx, cli, opts)
+	res := results[0]
+	rep := verdict.FinishRounds(reps, opts.Verdict)
 
-	if res.ContainerID != "" && opts.Notice != nil {
-		fmt.Fprintf(opts.Notice, "mcpsandbox: kept container %s (remove it with `docker rm %.12s` or `mcpsandbox clean`)\n", res.ContainerID, res.ContainerID)
+	for _, r := range results {
+		if r.ContainerID != "" && opts.Notice != nil {
+			fmt.Fprintf(opts.Notice, "mcpsandbox: kept container %s (remove it with `docker rm %.12s` or `mcpsandbox clean`)\n", r.ContainerID, r.ContainerID)
+		}
 	}
 	var werr error
 	for _, o := range opts.Outputs {

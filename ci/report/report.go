@@ -8,6 +8,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -44,6 +45,9 @@ type Report struct {
 	// silently.
 	Ignored []Ignored `json:"ignored"`
 	Summary Summary   `json:"summary"`
+	// Rounds is set when the scan ran more than one round (--rounds N):
+	// everything but the findings and problems is the first round's.
+	Rounds *Rounds `json:"rounds,omitempty"`
 	// Timing holds everything that differs between two runs of the same
 	// scenario (durations, real pids, the start time). Everything outside
 	// it is deterministic: sorted, with no host paths or run ids.
@@ -508,6 +512,22 @@ type Finding struct {
 	Baselined bool `json:"baselined,omitempty"`
 	// Isolation is the mode that produced the evidence: session or call.
 	Isolation string `json:"isolation,omitempty"`
+	// Rounds lists, with --rounds N (N > 1), the rounds that saw the
+	// finding, ascending; its call, message and evidence are those of the
+	// first of them. Absent for a single round.
+	Rounds []int `json:"rounds,omitempty"`
+}
+
+// Rounds says how a report of several rounds (--rounds N) was made: N
+// scans in fresh containers, the first round's report as the base, the
+// findings merged over all rounds by fingerprint.
+type Rounds struct {
+	// Run counts the rounds scanned.
+	Run int `json:"run"`
+	// Unstable are the fingerprints of the findings that not every round
+	// saw, sorted: a server that behaves differently from run to run, or
+	// a scan that does not see the same thing each time.
+	Unstable []string `json:"unstable"`
 }
 
 // Problem is a failure of the run or the server.
@@ -515,6 +535,9 @@ type Problem struct {
 	Kind    string `json:"kind"` // timeout, crash, stdout-noise, protocol, interrupted, run-timeout, probe, teardown, agent
 	Call    int    `json:"call,omitempty"`
 	Message string `json:"message"`
+	// Round is the round that met the problem, with --rounds N (N > 1);
+	// its call is one of that round's.
+	Round int `json:"round,omitempty"`
 }
 
 // Summary counts what the report holds.
@@ -528,6 +551,9 @@ type Summary struct {
 	Baselined int `json:"baselined"`
 	// BySeverity counts findings per severity, baselined ones left out.
 	BySeverity map[string]int `json:"bySeverity"`
+	// Unstable counts the findings that not every round saw (--rounds N,
+	// N > 1; see Rounds).
+	Unstable int `json:"unstable,omitempty"`
 }
 
 // New returns an empty report with every array present.
@@ -562,6 +588,21 @@ func (r *Report) Finish() {
 			continue
 		}
 		s.BySeverity[f.Severity.String()]++
+	}
+	if r.Rounds != nil {
+		r.Rounds.Unstable = []string{}
+		seen := map[string]bool{}
+		for _, f := range r.Findings {
+			if len(f.Rounds) >= r.Rounds.Run {
+				continue
+			}
+			s.Unstable++
+			if !seen[f.Fingerprint] {
+				seen[f.Fingerprint] = true
+				r.Rounds.Unstable = append(r.Rounds.Unstable, f.Fingerprint)
+			}
+		}
+		sort.Strings(r.Rounds.Unstable)
 	}
 	r.Summary = s
 }

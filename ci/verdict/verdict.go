@@ -51,16 +51,32 @@ func Suspects(rep *report.Report, cfg Config) []int {
 // findings it wrote before. Process ids are left as the sandbox
 // normalized them.
 func Finish(rep *report.Report, cfg Config) {
+	rep.Rounds = nil
+	conclude(rep, observe(rep, cfg), cfg)
+}
+
+// observe is steps 1 and 2 of Finish: the findings rep's observations
+// give, before the baseline and the policy.
+func observe(rep *report.Report, cfg Config) []report.Finding {
 	found := rules.Evaluate(rep, rules.Options{AllowedHosts: cfg.Policy.AllowedHosts})
 	if cfg.Contract != nil && len(rep.Tools) > 0 {
 		found = append(found, contract.Compare(*cfg.Contract, rep)...)
 	}
+	return found
+}
+
+// conclude is steps 3 to 5 of Finish over found, written to rep; with
+// rep.Rounds set, the findings' rounds are merged too (see FinishRounds).
+func conclude(rep *report.Report, found []report.Finding, cfg Config) {
 	if cfg.Baseline != nil {
 		found = append(found, baseline.Apply(found, *cfg.Baseline, baselineKeys(cfg.Policy))...)
 	}
 	rep.Findings, rep.Ignored = cfg.Policy.Apply(found)
 	for i := range rep.Findings {
 		rep.Findings[i].Fingerprint = report.Fingerprint(rep.Findings[i])
+	}
+	if rep.Rounds != nil {
+		unionRounds(rep.Findings, rep.Rounds.Run)
 	}
 	report.SortFindings(rep.Findings)
 	report.SortIgnored(rep.Ignored)

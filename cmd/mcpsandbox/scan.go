@@ -66,6 +66,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.BoolVar(&opts.Negatives, "negatives", false, "also call each tool with inputs that break its input schema, one rule at a time; accepting one is a finding")
 	fs.IntVar(&opts.FileLimits.MaxEntries, "max-files", 0, "entries walked per file snapshot (default 200,000; 20,000 with --changes api); past it the snapshot is truncated, a problem and a finding")
 	fs.IntVar(&opts.MaxLateTools, "max-late-tools", 0, "tools that appear during the scan and are called (default 50); past it they are named, not called, a problem and a finding")
+	rounds := fs.Int("rounds", 1, "scan this many times, each round in fresh containers with the same bait seed, and report the findings of all rounds, each with the rounds that saw it; the gate acts on a finding any round saw")
 	fs.BoolVar(&opts.NoSeed, "no-seed", false, "do not seed the canary workspace and honeytokens")
 	baitSeed := fs.Uint64("bait-seed", 0, "draw the canary's names and the honeytokens' values from this seed (0 to 2^53-1; default: a random seed, reported under timing)")
 	client := sandbox.DefaultClientInfo()
@@ -96,6 +97,9 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return usageError{fmt.Sprintf("--bait-seed %d: want 0 to %d", *baitSeed, uint64(probes.MaxSeed))}
 		}
 		opts.BaitSeed = baitSeed
+	}
+	if *rounds < 1 || *rounds > maxRounds {
+		return usageError{fmt.Sprintf("--rounds %d: want 1 to %d", *rounds, maxRounds)}
 	}
 	if client.Name == "" {
 		return usageError{"--client-name: want a name"}
@@ -220,10 +224,13 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer cli.Close()
 	_, err = gate.Run(ctx, cli, gate.Options{Scan: opts, Verdict: verdict.Config{Policy: policy, Contract: pinned, Baseline: base},
 		FailOn: failGate, Outputs: outputs, Transcript: *transcript, TranscriptUnredacted: *transcriptUnredacted, ContractOut: *contractOut, WriteBaseline: *writeBaseline,
-		NoReplay: *noReplay, Version: version(), Stdout: stdout, Notice: stderr})
+		NoReplay: *noReplay, Rounds: *rounds, Version: version(), Stdout: stdout, Notice: stderr})
 	evictAfterScan(ctx, cli, int64(*cacheSize), opts.Log, stderr)
 	return err
 }
+
+// maxRounds bounds --rounds: each round is a whole scan.
+const maxRounds = 100
 
 // validUser says whether s is what --user takes, UID[:GID] in numbers:
 // with names, whether it is root would depend on the image's /etc/passwd.
