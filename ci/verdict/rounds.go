@@ -71,23 +71,35 @@ func FinishRounds(reps []*report.Report, cfg Config) *report.Report {
 
 // unionRounds gives each finding the union of the rounds of every finding
 // with its fingerprint; a finding with none (baseline-stale, made from the
-// union of all rounds) gets all n.
-func unionRounds(fs []report.Finding, n int) {
+// union of all rounds) gets all n. Of findings the policy made one
+// fingerprint, those of the earliest round are kept, as before it. It
+// returns the findings kept.
+func unionRounds(fs []report.Finding, n int) []report.Finding {
 	all := make([]int, n)
 	for i := range all {
 		all[i] = i + 1
 	}
 	byFP := map[string][]int{}
+	shown := map[string]int{} // the round whose findings show a fingerprint
 	for i := range fs {
-		rs := fs[i].Rounds
-		if len(rs) == 0 {
-			rs = all
+		if len(fs[i].Rounds) == 0 {
+			fs[i].Rounds = all
 		}
-		byFP[fs[i].Fingerprint] = append(byFP[fs[i].Fingerprint], rs...)
+		fp := fs[i].Fingerprint
+		byFP[fp] = append(byFP[fp], fs[i].Rounds...)
+		if r, ok := shown[fp]; !ok || fs[i].Rounds[0] < r {
+			shown[fp] = fs[i].Rounds[0]
+		}
 	}
-	for i := range fs {
-		rs := slices.Clone(byFP[fs[i].Fingerprint])
+	kept := fs[:0]
+	for _, f := range fs {
+		if f.Rounds[0] != shown[f.Fingerprint] {
+			continue
+		}
+		rs := slices.Clone(byFP[f.Fingerprint])
 		slices.Sort(rs)
-		fs[i].Rounds = slices.Compact(rs)
+		f.Rounds = slices.Compact(rs)
+		kept = append(kept, f)
 	}
+	return kept
 }

@@ -76,7 +76,7 @@ func conclude(rep *report.Report, found []report.Finding, cfg Config) {
 		rep.Findings[i].Fingerprint = report.Fingerprint(rep.Findings[i])
 	}
 	if rep.Rounds != nil {
-		unionRounds(rep.Findings, rep.Rounds.Run)
+		rep.Findings = unionRounds(rep.Findings, rep.Rounds.Run)
 	}
 	report.SortFindings(rep.Findings)
 	report.SortIgnored(rep.Ignored)
