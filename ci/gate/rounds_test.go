@@ -69,7 +69,7 @@ func TestRoundsFlakyServer(t *testing.T) {
 		Scan: sandbox.ScanOptions{Image: img, Argv: []string{fx.Target, "flaky", "honest"}, Mounts: []sandbox.Mount{fx},
 			Agent: sandboxtest.Agent(t), Linger: sandboxtest.Linger},
 		NoReplay: true, Rounds: 3,
-		Outputs:  []gate.Output{{Format: "json"}}, Stdout: &out,
+		Outputs: []gate.Output{{Format: "json"}}, Stdout: &out,
 	}
 	rep, err := gate.Run(context.Background(), sandbox.Engine(eng), opts)
 	if !errors.Is(err, gate.ErrFindings) {
