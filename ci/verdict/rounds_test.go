@@ -71,9 +71,13 @@ func TestFinishRoundsMerges(t *testing.T) {
 	r1.Problems = []report.Problem{{Kind: "timeout", Call: 3, Message: "call 3 timed out"}}
 	r3.Problems = []report.Problem{{Kind: "run-timeout", Message: "the run timed out"}}
 	r3.Complete = false
+	before := mustJSON(t, r2)
 	rep := verdict.FinishRounds([]*report.Report{r1, r2, r3}, verdict.Config{})
 	if rep != r1 {
 		t.Fatal("the merged report is not the first round's")
+	}
+	if after := mustJSON(t, r2); !bytes.Equal(before, after) {
+		t.Error("the merge changed round 2's report")
 	}
 	want := []string{
 		"readonly-writes save 1 [1,2,3]",
