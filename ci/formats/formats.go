@@ -80,7 +80,7 @@ func WriteMarkdown(w io.Writer, r *report.Report) error {
 			if f.Baselined {
 				base = " (baselined)"
 			}
-			fmt.Fprintf(&b, "- **%s** `%s` on `%s`%s%s: %s\n", f.Severity, f.Rule, md(f.Tool), callRef(f.Call), base, md(f.Message))
+			fmt.Fprintf(&b, "- **%s** `%s` on `%s`%s%s%s: %s\n", f.Severity, f.Rule, md(f.Tool), callRef(f.Call), report.RoundsNote(r, f), base, md(f.Message))
 			for _, e := range f.Evidence {
 				fmt.Fprintf(&b, "  - `%s`\n", md(e))
 			}
@@ -95,7 +95,7 @@ func WriteMarkdown(w io.Writer, r *report.Report) error {
 	if len(r.Problems) > 0 {
 		b.WriteString("\n### Problems\n\n")
 		for _, p := range r.Problems {
-			fmt.Fprintf(&b, "- %s%s: %s\n", p.Kind, callRef(p.Call), md(p.Message))
+			fmt.Fprintf(&b, "- %s%s%s: %s\n", p.Kind, callRef(p.Call), roundRef(p.Round), md(p.Message))
 		}
 	}
 	if len(r.Ignored) > 0 {
@@ -103,6 +103,14 @@ func WriteMarkdown(w io.Writer, r *report.Report) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// roundRef names a problem's round with --rounds N: " (round 2)".
+func roundRef(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (round %d)", n)
 }
 
 func callRef(seq int) string {

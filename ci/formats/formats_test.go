@@ -225,3 +225,22 @@ func TestOneFingerprintEverywhere(t *testing.T) {
 		t.Errorf("baseline fingerprints %v, want %v", entries, want)
 	}
 }
+
+// TestMarkdownNamesRounds: with --rounds N, a finding not every round saw
+// says which did, and a problem its round.
+func TestMarkdownNamesRounds(t *testing.T) {
+	r := report.New()
+	r.Rounds = &report.Rounds{Run: 2}
+	r.Findings = []report.Finding{{Rule: "readonly-writes", Severity: report.SeverityError, Tool: "b", Call: 2, Message: "m", Evidence: []string{"created /tmp/b"}, Rounds: []int{2}}}
+	r.Problems = []report.Problem{{Kind: "timeout", Call: 2, Message: "late", Round: 2}}
+	r.Finish()
+	var b bytes.Buffer
+	if err := WriteMarkdown(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"on `b` (call 2) (round 2 of 2): m", "- timeout (call 2) (round 2): late"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, b.String())
+		}
+	}
+}

@@ -83,7 +83,7 @@ func WriteText(w io.Writer, r *Report) error {
 	if len(r.Findings) > 0 {
 		b.WriteString("\nfindings:\n")
 		for _, f := range r.Findings {
-			fmt.Fprintf(&b, "  %-8s %s  %s (call %d): %s\n", f.Severity, f.Rule, f.Tool, f.Call, f.Message)
+			fmt.Fprintf(&b, "  %-8s %s  %s (call %d)%s: %s\n", f.Severity, f.Rule, f.Tool, f.Call, RoundsNote(r, f), f.Message)
 			for _, e := range f.Evidence {
 				fmt.Fprintf(&b, "             %s\n", e)
 			}
@@ -96,7 +96,7 @@ func WriteText(w io.Writer, r *Report) error {
 			if p.Call > 0 {
 				at = fmt.Sprintf(" (call %d)", p.Call)
 			}
-			fmt.Fprintf(&b, "  %s%s: %s\n", p.Kind, at, p.Message)
+			fmt.Fprintf(&b, "  %s%s%s: %s\n", p.Kind, at, roundRef(p), p.Message)
 		}
 	}
 	if r.Server.StderrTail != "" && !r.Complete {
@@ -108,6 +108,9 @@ func WriteText(w io.Writer, r *Report) error {
 	s := r.Summary
 	fmt.Fprintf(&b, "\n%d tools, %d calls, %d not called, %d findings, %d problems\n",
 		s.Tools, s.Calls, s.NotCalled, s.Findings, s.Problems)
+	if r.Rounds != nil {
+		fmt.Fprintf(&b, "%d rounds: %d finding(s) not seen in every round\n", r.Rounds.Run, s.Unstable)
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
