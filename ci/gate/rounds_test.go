@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -35,7 +36,8 @@ type roundEnv struct {
 	lies map[int]bool // rounds, from 1, whose server gets flakyEnv
 
 	mu   sync.Mutex
-	runs []string // run ids of the server containers, in order
+	runs []string   // run ids of the server containers, in order
+	envs [][]string // each round's first server environment, as the scan made it
 }
 
 func (e *roundEnv) ContainerCreate(ctx context.Context, cfg *container.Config, host *container.HostConfig, nw *network.NetworkingConfig, p *ocispec.Platform, name string) (container.CreateResponse, error) {
@@ -44,6 +46,7 @@ func (e *roundEnv) ContainerCreate(ctx context.Context, cfg *container.Config, h
 		run := cfg.Labels[label.Run]
 		if !slices.Contains(e.runs, run) {
 			e.runs = append(e.runs, run)
+			e.envs = append(e.envs, slices.Clone(cfg.Env))
 		}
 		round := slices.Index(e.runs, run) + 1
 		e.mu.Unlock()
@@ -76,7 +79,14 @@ func TestRoundsFlakyServer(t *testing.T) {
 		t.Fatalf("gate: %v, want %v; problems %+v", err, gate.ErrFindings, rep.Problems)
 	}
 	if len(eng.runs) != 3 {
-		t.Errorf("%d rounds' server containers, want 3", len(eng.runs))
+		t.Fatalf("%d rounds' server containers, want 3", len(eng.runs))
+	}
+	// The honeytokens are in the environment: one seed for all rounds.
+	if !slices.Equal(eng.envs[0], eng.envs[1]) || !slices.Equal(eng.envs[0], eng.envs[2]) {
+		t.Errorf("the rounds' environments differ (not one bait seed): %q", eng.envs)
+	}
+	if !slices.ContainsFunc(eng.envs[0], func(e string) bool { return strings.HasPrefix(e, "GITHUB_TOKEN=") }) {
+		t.Errorf("no honeytoken in the environment %q", eng.envs[0])
 	}
 	var got []string
 	for _, f := range rep.Findings {
