@@ -23,7 +23,9 @@ import (
 // finding that any round saw.
 //
 // With one report, FinishRounds is Finish. The result is the first
-// report, changed; the others are left as they were.
+// report, changed (its problems become every round's, so unlike Finish it
+// is not to be called twice on the same reports); the others are left as
+// they were.
 func FinishRounds(reps []*report.Report, cfg Config) *report.Report {
 	base := reps[0]
 	if len(reps) == 1 {
