@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -41,7 +42,7 @@ func inFreshIPCNamespace(t *testing.T, fn func()) {
 func sysvSnap(t *testing.T, lim overlay.Limits, budget int64) overlay.Snapshot {
 	t.Helper()
 	snap := overlay.Snapshot{Entries: map[string]overlay.Entry{}}
-	if err := readSysv(&snap, lim.WithDefaults(), budget); err != nil {
+	if err := readSysv(&snap, lim.WithDefaults(), budget, time.Time{}); err != nil {
 		t.Errorf("readSysv: %v", err)
 	}
 	return snap

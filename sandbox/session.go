@@ -844,14 +844,18 @@ func (s *Session) Exited(ctx context.Context) (State, bool) {
 // container (unless kept). It is idempotent and safe on a session that
 // never started.
 func (s *Session) Close(ctx context.Context) error {
-	s.closeOnce.Do(func() { s.closeErr = s.teardown(context.WithoutCancel(ctx)) })
+	// Teardown runs to its end whatever ctx says (the container must go),
+	// but its snapshot hashes nothing past ctx's deadline: the run's
+	// --timeout bounds hashing at teardown too.
+	deadline, _ := ctx.Deadline()
+	s.closeOnce.Do(func() { s.closeErr = s.teardown(context.WithoutCancel(ctx), deadline) })
 	return s.closeErr
 }
 
 // Kept is the id of the container Keep left behind, after Close.
 func (s *Session) Kept() string { return s.kept }
 
-func (s *Session) teardown(ctx context.Context) error {
+func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 	var errs []error
 	if s.ctr == nil {
 		if s.cs != nil {
@@ -895,11 +899,11 @@ func (s *Session) teardown(ctx context.Context) error {
 	s.finishDisk()
 	// What the server (or what it left running) did since the last mark,
 	// read before the container and its upper dir go away.
-	eff, unhashed, err := s.rec.mark(ctx, false, time.Time{})
+	eff, unhashed, err := s.rec.mark(ctx, false, deadline)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("reading file effects at teardown: %w", err))
 	}
-	s.unhashed(0, unhashed, time.Time{})
+	s.unhashed(0, unhashed, deadline)
 	s.rep.Phases = append(s.rep.Phases, report.Phase{Name: "teardown", Effects: eff})
 	if s.rec.src != nil {
 		errs = append(errs, s.rec.src.Close(ctx))
