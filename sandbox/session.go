@@ -775,6 +775,7 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 	case err == nil:
 		call.IsError = res.IsError
 		call.Result = resultText(res, s.opts.Bounds.MaxResultText)
+		call.WholeBytes, call.WholeSha256 = whole.Bytes, whole.Sha256
 		if whole.Bytes > int64(s.opts.Bounds.MaxResultText) {
 			// Not kept whole: what it was is counted and hashed.
 			call.ResultBytes, call.ResultSha256 = whole.Bytes, whole.Sha256
