@@ -853,6 +853,10 @@ func (s *Session) Close(ctx context.Context) error {
 	return s.closeErr
 }
 
+// exitGrace is how long teardown lets the server exit on its own once
+// its stdin is closed.
+const exitGrace = 2 * time.Second
+
 // Kept is the id of the container Keep left behind, after Close.
 func (s *Session) Kept() string { return s.kept }
 
@@ -891,7 +895,13 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 	defer func() { s.rep.Problems = append(s.rep.Problems, <-edits...) }()
 	// The session is closed (stdin at EOF): give the server a moment to
 	// exit on its own, so its exit status is its own, not our kill's.
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	// Not past the run's deadline, though: a scan that timed out is
+	// incomplete, and its teardown is bounded too.
+	grace := time.Now().Add(exitGrace)
+	if !deadline.IsZero() && deadline.Before(grace) {
+		grace = deadline
+	}
+	for ; time.Now().Before(grace); time.Sleep(20 * time.Millisecond) {
 		if st, err := ctr.State(ctx); err != nil || !st.Running {
 			break
 		}
