@@ -55,6 +55,7 @@ func ServerOwned(r *report.Report) []string {
 	tools := map[string]map[string]bool{}
 	called := map[string]bool{}
 	ran := 0
+	ok := map[string]bool{} // ownable, per path: its globs cost
 	for _, c := range r.Calls {
 		if c.ErrorKind != "" {
 			continue
@@ -64,7 +65,12 @@ func ServerOwned(r *report.Report) []string {
 		seen := map[string]bool{}
 		for _, ef := range append([]report.Effects{c.Effects}, after[c.Seq]...) {
 			for _, f := range ef.Files {
-				if ownable(f) && !seen[f.Path] {
+				o, known := ok[f.Path]
+				if !known {
+					o = ownable(f)
+					ok[f.Path] = o
+				}
+				if o && !seen[f.Path] {
 					seen[f.Path] = true
 					count[f.Path]++
 					if tools[f.Path] == nil {
