@@ -127,7 +127,7 @@ func TestOwnershipThresholds(t *testing.T) {
 		// 4 of 5, but only 2 tools.
 		"2 tools of 5": {scenario(bookkeeping(ro1, true), bookkeeping(ro2, false), bookkeeping(ro1, false), bookkeeping(ro2, false), plain(free)), false},
 		// Only two tools called: every call.
-		"two tools, every call":   {scenario(bookkeeping(ro1, true), bookkeeping(ro2, false), bookkeeping(ro1, false)), true},
+		"two tools, every call":    {scenario(bookkeeping(ro1, true), bookkeeping(ro2, false), bookkeeping(ro1, false)), true},
 		"two tools, not every one": {scenario(bookkeeping(ro1, true), bookkeeping(ro2, false), plain(ro1)), false},
 		// One tool: the server and the tool cannot be told apart.
 		"one tool": {scenario(bookkeeping(ro1, true), bookkeeping(ro1, false), bookkeeping(ro1, false)), false},
