@@ -28,10 +28,22 @@ const DefaultLineBound = 1 << 20
 // rewrite of it is judged as any rewrite: the stricter way.
 const DefaultMaxLines = 4 << 20
 
+// lineSet holds the hashes of a text file's lines, in order. A pointer,
+// so that an Entry stays comparable.
+type lineSet struct{ h []uint64 }
+
+// n counts the lines (0 for none known).
+func (l *lineSet) n() int {
+	if l == nil {
+		return 0
+	}
+	return len(l.h)
+}
+
 // lineHashes returns the hashes of the lines of b (split at '\n', a final
 // '\r' dropped, the last line with or without its '\n'), or nil when b is
 // not text: not UTF-8, or holding a NUL.
-func lineHashes(seed maphash.Seed, b []byte) []uint64 {
+func lineHashes(seed maphash.Seed, b []byte) *lineSet {
 	if !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0 {
 		return nil
 	}
@@ -45,20 +57,20 @@ func lineHashes(seed maphash.Seed, b []byte) []uint64 {
 		}
 		out = append(out, maphash.Bytes(seed, bytes.TrimSuffix(line, []byte{'\r'})))
 	}
-	return out
+	return &lineSet{out}
 }
 
 // keepsLines reports whether every line of old is in cur, in order (old
 // is a subsequence of cur). Unknown lines (nil) keep nothing.
-func keepsLines(old, cur []uint64) bool {
+func keepsLines(old, cur *lineSet) bool {
 	if old == nil || cur == nil {
 		return false
 	}
 	j := 0
-	for _, h := range cur {
-		if j < len(old) && old[j] == h {
+	for _, h := range cur.h {
+		if j < len(old.h) && old.h[j] == h {
 			j++
 		}
 	}
-	return j == len(old)
+	return j == len(old.h)
 }

@@ -87,7 +87,7 @@ type Entry struct {
 	Opaque bool
 	// lines are the hashes of a text file's lines (nil: not text, over
 	// the line bound, or not read; see keepsLines).
-	lines []uint64
+	lines *lineSet
 }
 
 // same reports whether two entries show the same state; a directory's

@@ -523,7 +523,7 @@ func TestRewriteKeepingEveryLineIsToldFromOverwrite(t *testing.T) {
 
 func TestKeepsLines(t *testing.T) {
 	seed := maphash.MakeSeed()
-	l := func(s string) []uint64 { return lineHashes(seed, []byte(s)) }
+	l := func(s string) *lineSet { return lineHashes(seed, []byte(s)) }
 	for _, tc := range []struct {
 		old, cur string
 		want     bool

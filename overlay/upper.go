@@ -29,7 +29,7 @@ type hashed struct {
 	prefix                  string // hash of the first prefixLen bytes
 	prefixLen               int64
 	digest                  string // a held file over the size bound
-	lines                   []uint64
+	lines                   *lineSet
 }
 
 // Snapshot walks the upper dir once.
@@ -235,10 +235,10 @@ func (u *UpperDir) hash(e *Entry, rel string, st unix.Stat_t, lim Limits, force 
 // kept stay within lim.MaxLines; it returns what it kept.
 func (u *UpperDir) remember(rel string, h hashed, lim Limits) hashed {
 	u.forget(rel)
-	if u.lineCount+len(h.lines) > lim.MaxLines {
+	if u.lineCount+h.lines.n() > lim.MaxLines {
 		h.lines = nil
 	}
-	u.lineCount += len(h.lines)
+	u.lineCount += h.lines.n()
 	u.hashes[rel] = h
 	return h
 }
@@ -246,7 +246,7 @@ func (u *UpperDir) remember(rel string, h hashed, lim Limits) hashed {
 // forget drops rel's hashes.
 func (u *UpperDir) forget(rel string) {
 	if h, ok := u.hashes[rel]; ok {
-		u.lineCount -= len(h.lines)
+		u.lineCount -= h.lines.n()
 		delete(u.hashes, rel)
 	}
 }
@@ -259,10 +259,10 @@ func (u *UpperDir) lookupLower(p string, lim Limits) *Entry {
 	}
 	e := lookupLayers(u.Lowers, p, lim, u.seed)
 	if e != nil && e.lines != nil {
-		if u.lineCount+len(e.lines) > lim.MaxLines {
+		if u.lineCount+e.lines.n() > lim.MaxLines {
 			e.lines = nil
 		}
-		u.lineCount += len(e.lines)
+		u.lineCount += e.lines.n()
 	}
 	u.lower[p] = e
 	return e
@@ -327,7 +327,7 @@ func hashBeneath(root, rel string, max, prefixLen int64) (string, string, error)
 // hashLines is hashBeneath that also returns, for a text file of at most
 // lineBound bytes (0: none), the hashes of its lines keyed by seed (see
 // lineHashes); nil otherwise.
-func hashLines(root, rel string, max, prefixLen, lineBound int64, seed maphash.Seed) (string, string, []uint64, error) {
+func hashLines(root, rel string, max, prefixLen, lineBound int64, seed maphash.Seed) (string, string, *lineSet, error) {
 	rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", "", nil, fmt.Errorf("opening %s: %w", root, err)
@@ -382,7 +382,7 @@ func hashLines(root, rel string, max, prefixLen, lineBound int64, seed maphash.S
 		return "", "", nil, err
 	}
 	read += n
-	var lines []uint64
+	var lines *lineSet
 	if head != nil && int64(len(head)) <= lineBound && read == int64(len(head)) {
 		// The whole file was the head: it did not grow while read.
 		lines = lineHashes(seed, head)
