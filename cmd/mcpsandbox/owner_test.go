@@ -116,3 +116,28 @@ func TestEffectsGoToTheirOwner(t *testing.T) {
 		}
 	}
 }
+
+// TestBackgroundOutlivesTheSettle: a read-only tool's child that is still
+// alive at the end of --settle is readonly-background; the same child
+// ending within a longer settle is not (its write is the call's all the
+// same).
+func TestBackgroundOutlivesTheSettle(t *testing.T) {
+	dir := t.TempDir()
+	probes := writeFile(t, dir, "p.json", `[{"tool":"background"}]`)
+	for settle, want := range map[string]bool{"200ms": true, "3s": false} {
+		t.Run(settle, func(t *testing.T) {
+			_, b, stderr := scanFixture(t, []string{"--settle", settle, "--probes", probes}, "liar")
+			r := decode(t, b)
+			got := map[string]bool{}
+			for _, f := range r.Findings {
+				got[f.Rule+" "+f.Tool] = true
+			}
+			if got["readonly-background background"] != want {
+				t.Errorf("readonly-background %v, want %v; findings %+v; %s", !want, want, r.Findings, stderr)
+			}
+			if !want && !got["readonly-writes background"] {
+				t.Errorf("the child's write is not the call's: %+v", r.Findings)
+			}
+		})
+	}
+}
