@@ -83,7 +83,7 @@ func TestEachRuleFiresExactlyWhereItShould(t *testing.T) {
 		// background's child writes a second later and ends within
 		// --settle: its write is the call's, and it ran in no background
 		// (TestBackgroundOutlivesTheSettle has one that does).
-		"readonly-writes": {"background", "lying_read", "run_tests"},
+		"readonly-writes":          {"background", "lying_read", "run_tests"},
 		"nondestructive-deletes":   {"tidy"},
 		"idempotent-repeats":       {"counter"},
 		"closed-world-network":     {"exfiltrate", "lookup", "upload"},
