@@ -1,6 +1,9 @@
 package overlay
 
-import "time"
+import (
+	"hash/maphash"
+	"time"
+)
 
 // Limits bound the work and memory of a snapshot.
 type Limits struct {
@@ -15,6 +18,12 @@ type Limits struct {
 	// (default DefaultHashBudget): a server that keeps many large files
 	// open for writing makes each of them hashed at every snapshot.
 	HashBudget int64
+	// LineBound is the largest text file whose line hashes are kept, to
+	// tell a rewrite that keeps every old line (default
+	// DefaultLineBound); MaxLines bounds the line hashes kept at once
+	// (default DefaultMaxLines).
+	LineBound int64
+	MaxLines  int
 }
 
 // DefaultFirst are the places a hostile server most wants unseen: the
@@ -38,6 +47,12 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.HashBudget <= 0 {
 		l.HashBudget = DefaultHashBudget
+	}
+	if l.LineBound <= 0 {
+		l.LineBound = DefaultLineBound
+	}
+	if l.MaxLines <= 0 {
+		l.MaxLines = DefaultMaxLines
 	}
 	return l
 }
@@ -119,4 +134,7 @@ type UpperDir struct {
 
 	hashes map[string]hashed // content hashes of upper files, by path
 	lower  map[string]*Entry // lower lookups, by path (nil: not there)
+	// seed keys the line hashes; lineCount counts those kept.
+	seed      maphash.Seed
+	lineCount int
 }

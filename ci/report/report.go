@@ -344,6 +344,10 @@ type FileChange struct {
 	// Appended is set on a modified file that only grew: its earlier bytes
 	// are unchanged (upperdir only).
 	Appended bool `json:"appended,omitempty"`
+	// LinesKept is set on a modified text file, old and new within the
+	// line bound (1 MiB), whose new content keeps every old line, in
+	// order: an append-only store rewritten whole (upperdir only).
+	LinesKept bool `json:"linesKept,omitempty"`
 }
 
 // Process is one program a process ran (an execve).
@@ -367,7 +371,9 @@ type Process struct {
 	ExecError string `json:"execError,omitempty"`
 	// ExitCode is set once the process ended (128+n for signal n).
 	ExitCode *int `json:"exitCode,omitempty"`
-	// Background is set when the process outlived the call that started it.
+	// Background is set when the process outlived the call that started
+	// it and, when the runner settled after the call, was still alive at
+	// the end of --settle: one that ended within the window is not.
 	Background bool `json:"background,omitempty"`
 }
 
@@ -518,6 +524,10 @@ type Finding struct {
 	Baselined bool `json:"baselined,omitempty"`
 	// Isolation is the mode that produced the evidence: session or call.
 	Isolation string `json:"isolation,omitempty"`
+	// Calls, on a server-level finding of effects the server makes
+	// whatever the tool (see rules.ServerOwned), lists the calls it spans,
+	// in order. Not in the fingerprint.
+	Calls []int `json:"calls,omitempty"`
 }
 
 // Problem is a failure of the run or the server.
