@@ -91,6 +91,7 @@ func All() []Rule {
 		hashBudgetRule(),
 		toolListRule(),
 		diskRule(),
+		coverageRule(),
 	}
 	return append(append(all, phaseRules()...), toolListRules()...)
 }
@@ -117,6 +118,9 @@ type Options struct {
 	// AllowedHosts are names or addresses (globs) a closed-world tool may
 	// reach without a finding: they are not outward, so not evidence.
 	AllowedHosts []string
+	// MinCoverage, above 0, is the share of listed tools (0 to 1) that must
+	// be exercised: below it, a coverage-low finding.
+	MinCoverage float64
 }
 
 // Evaluate returns what the rules find in r's calls and sandbox, at each
@@ -152,6 +156,7 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 	e.out = append(e.out, toolList(r)...)
 	e.out = append(e.out, toolListCut(r)...)
 	e.out = append(e.out, disk(r)...)
+	e.out = append(e.out, coverage(r, opts.MinCoverage)...)
 	if n := r.Sandbox.EventsTruncated; n > 0 {
 		rl, _ := ByID(CaptureTruncated)
 		e.out = append(e.out, report.Finding{Rule: rl.ID, Severity: rl.Severity, Message: fmt.Sprintf("%d agent events were cut at a bound; %s", n, rl.Rationale),
