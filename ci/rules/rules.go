@@ -411,3 +411,20 @@ func isFalse(b *bool) bool { return b != nil && !*b }
 func argv(p report.Process) string { return strings.Join(p.Argv, " ") }
 
 func quote(s string) string { return fmt.Sprintf("%q", s) }
+
+// Brief is f's message without the rule's rationale at its end, for the
+// formats that quote the rationale once per rule rather than once per
+// finding; the message as it is when it does not end with it.
+func Brief(f report.Finding) string {
+	rl, ok := ByID(f.Rule)
+	if !ok || rl.Rationale == "" || !strings.HasSuffix(f.Message, rl.Rationale) || len(f.Message) == len(rl.Rationale) {
+		return f.Message
+	}
+	m := strings.TrimSuffix(f.Message, rl.Rationale)
+	for _, sep := range []string{"; the specification: ", "; ", ". "} {
+		if strings.HasSuffix(m, sep) {
+			return strings.TrimSuffix(m, sep)
+		}
+	}
+	return f.Message
+}
