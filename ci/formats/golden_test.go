@@ -142,9 +142,9 @@ func TestSARIFAndJUnitCarryCoverage(t *testing.T) {
 		Runs []struct {
 			Properties struct {
 				Coverage struct {
-					Summary                               string
+					Summary                              string
 					Tools, Exercised, Errored, NotCalled int
-					ByTool                                []report.ToolCoverage
+					ByTool                               []report.ToolCoverage
 				} `json:"mcpsandbox/coverage"`
 			} `json:"properties"`
 		} `json:"runs"`
