@@ -33,6 +33,9 @@ var legend = []string{
 func coverageLine(r *report.Report) string {
 	ex, er, nc := report.CoverageCounts(r.Coverage)
 	n := len(r.Coverage)
+	if n == 0 {
+		return "no tools listed: nothing was exercised"
+	}
 	return fmt.Sprintf("exercised %d of %d tools (%s): %d errored, %d not called", ex, n, rules.Percent(ex, n), er, nc)
 }
 
@@ -153,29 +156,11 @@ func WriteText(w io.Writer, r *report.Report) error {
 	b.WriteString("\n")
 
 	cov := coverageOf(r)
-	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TOOL\tRO\tDESTR\tIDEMP\tOPEN\tCALLS\tSTATUS\tFILES\tPROCS\tNET")
-	for _, t := range r.Tools {
-		calls, files, procs, nets := 0, 0, 0, 0
-		for _, c := range r.Calls {
-			if c.Tool != t.Name {
-				continue
-			}
-			calls++
-			files += len(c.Effects.Files)
-			procs += len(c.Effects.Processes)
-			nets += len(c.Effects.Network)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%d\t%d\n", esc(t.Name),
-			report.Hint(t.Hints.ReadOnly), report.Hint(t.Hints.Destructive), report.Hint(t.Hints.Idempotent), report.Hint(t.Hints.OpenWorld),
-			calls, statusText(cov[t.Name].Status), files, procs, nets)
+	if len(r.Tools) == 0 {
+		b.WriteString("no tools listed\n")
+	} else {
+		writeToolTable(&b, r, cov)
 	}
-	tw.Flush()
-	b.WriteString("\nlegend:\n")
-	for _, l := range legend {
-		fmt.Fprintf(&b, "  %s\n", l)
-	}
-
 	var unexercised []report.ToolCoverage
 	for _, c := range r.Coverage {
 		if c.Status != report.CoverageExercised {
@@ -184,7 +169,7 @@ func WriteText(w io.Writer, r *report.Report) error {
 	}
 	if len(unexercised) > 0 {
 		fmt.Fprintf(&b, "\nnot exercised (%d): %s.\n", len(unexercised), notEvidence)
-		tw = tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 		for _, c := range unexercised {
 			fmt.Fprintf(tw, "  %s\t%s\n", esc(c.Tool), esc(whyNot(c)))
 		}
@@ -233,6 +218,33 @@ func WriteText(w io.Writer, r *report.Report) error {
 	// leaves this function.
 	_, err := io.WriteString(w, report.PrintableLines(b.String()))
 	return err
+}
+
+// writeToolTable writes the tools' table and its legend.
+func writeToolTable(b *strings.Builder, r *report.Report, cov map[string]report.ToolCoverage) {
+	tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOOL\tRO\tDESTR\tIDEMP\tOPEN\tCALLS\tSTATUS\tFILES\tPROCS\tNET")
+	for _, t := range r.Tools {
+		calls, files, procs, nets := 0, 0, 0, 0
+		for _, c := range r.Calls {
+			if c.Tool != t.Name {
+				continue
+			}
+			calls++
+			files += len(c.Effects.Files)
+			procs += len(c.Effects.Processes)
+			nets += len(c.Effects.Network)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%d\t%d\n", esc(t.Name),
+			report.Hint(t.Hints.ReadOnly), report.Hint(t.Hints.Destructive), report.Hint(t.Hints.Idempotent), report.Hint(t.Hints.OpenWorld),
+			calls, statusText(cov[t.Name].Status), files, procs, nets)
+	}
+	tw.Flush()
+	b.WriteString("\nlegend:\n")
+	for _, l := range legend {
+		fmt.Fprintf(b, "  %s\n", l)
+	}
+
 }
 
 // writeTextGroup writes one group of findings: the tools (with their
