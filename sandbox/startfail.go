@@ -68,7 +68,7 @@ func (s *Session) exitBeforeInitialize(ctx context.Context, ctr *Container, err 
 // errorLine matches a line that says something failed: "Error: Cannot
 // find module", "ModuleNotFoundError: ...", "npm ERR!", "sh: foo: not
 // found", "panic: ...", "fatal: ...". Words, so that "throw err;" is not.
-var errorLine = regexp.MustCompile(`(?i)(error|exception)\b|\b(ERR!|fatal|panic|cannot|can't|could not|couldn't|unable to|failed|denied|not found|no such|missing|invalid|unknown|required)\b`)
+var errorLine = regexp.MustCompile(`(?i)(error|exception)\b|\bERR!|\b(fatal|panic|cannot|can't|could not|couldn't|unable to|failed|denied|not found|no such|missing|invalid|unknown|required)\b`)
 
 // whyLine picks, from the start of a server's stderr, the line that says
 // why it failed: the first that looks like an error, else the first that
