@@ -268,6 +268,7 @@ func (sc *scanner) open() (*Session, error) {
 		so.Env = append(sc.bait.Env(), so.Env...)
 		so.Seeds = sc.bait.Seeds()
 		so.Secrets = sc.bait.Find
+		so.Placeholders = sc.bait.Placeholders()
 	}
 	s, err := Open(sc.ctx, sc.cli, so)
 	sc.mu.Lock()

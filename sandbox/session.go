@@ -68,6 +68,10 @@ type SessionOptions struct {
 	Seeds []probes.SeedFile
 	// Secrets names the planted values found in data (nil: none planted).
 	Secrets func(data string) []string
+	// Placeholders are the planted values and their roles, for what the
+	// session quotes from the server before the report is redacted (the
+	// line that says why it did not start, which is cut after redaction).
+	Placeholders []report.Placeholder
 	// StartTimeout bounds the start and initialize (default 60s);
 	// CallTimeout each request after it (default 30s).
 	StartTimeout, CallTimeout time.Duration
@@ -318,6 +322,10 @@ func (s *Session) open(ctx context.Context) error {
 		default:
 			if _, r := s.gate.take("initialize"); r != nil {
 				s.problem(ProblemProtocolBound, 0, "the answer to initialize: %s", r)
+			} else if exit := s.exitBeforeInitialize(ctx, ctr, err); exit != nil {
+				// What the server said as it went says why, not the EOF.
+				s.problem("crash", 0, "%s", exit)
+				return fmt.Errorf("%w: %w", ErrServerStart, exit)
 			} else {
 				s.problem("protocol", 0, "initialize failed: %s", report.OneLine(s.clip(err.Error())))
 			}
@@ -934,6 +942,11 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 		}
 	}
 	s.rep.Server.StderrTail, s.rep.Server.StderrBytes, s.rep.Server.StderrTruncated = ctr.Stderr()
+	if s.rep.Server.StderrTruncated {
+		// The tail no longer reaches back to the start, where a server
+		// says why it failed.
+		s.rep.Server.StderrHead = ctr.StderrHead()
+	}
 	s.rep.Server.StdoutNoise, s.rep.Server.StdoutNoiseSample = s.noise.snapshot()
 	s.refusedElsewhere()
 	if s.rep.Server.StdoutNoise > 0 {

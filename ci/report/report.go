@@ -26,6 +26,11 @@ type Report struct {
 	Tools     []Tool      `json:"tools"`
 	Calls     []Call      `json:"calls"`
 	NotCalled []NotCalled `json:"notCalled"`
+	// Coverage says, for each listed tool in the order of Tools, whether
+	// it was exercised (a call returned a result that is not an error),
+	// errored or not called: what the verdict on a tool is worth. Finish
+	// computes it from Calls and NotCalled.
+	Coverage []ToolCoverage `json:"coverage"`
 	// Phases carries the effects of everything that is not a tool call:
 	// startup, initialize, tools/list, between calls, teardown.
 	Phases []Phase `json:"phases"`
@@ -103,8 +108,11 @@ type Server struct {
 	Capabilities json.RawMessage `json:"capabilities"`
 	Instructions string          `json:"instructions,omitempty"`
 	// StderrTail is the end of what the server wrote to stderr (bounded);
-	// StderrBytes counts all of it.
+	// StderrBytes counts all of it. StderrHead is its start (bounded),
+	// kept when the tail does not reach back to it: the lines that say why
+	// a server failed to start come first.
 	StderrTail      string `json:"stderrTail"`
+	StderrHead      string `json:"stderrHead,omitempty"`
 	StderrBytes     int64  `json:"stderrBytes"`
 	StderrTruncated bool   `json:"stderrTruncated"`
 	// StdoutNoise counts stdout lines that were not JSON-RPC (dropped from
@@ -546,6 +554,10 @@ type Summary struct {
 	Problems  int `json:"problems"`
 	Ignored   int `json:"ignored"`
 	Baselined int `json:"baselined"`
+	// Exercised and Errored count the tools Coverage says were exercised
+	// and errored; the rest of Tools were not called.
+	Exercised int `json:"exercised"`
+	Errored   int `json:"errored"`
 	// BySeverity counts findings per severity, baselined ones left out.
 	BySeverity map[string]int `json:"bySeverity"`
 }
@@ -558,6 +570,7 @@ func New() *Report {
 		Tools:         []Tool{},
 		Calls:         []Call{},
 		NotCalled:     []NotCalled{},
+		Coverage:      []ToolCoverage{},
 		Phases:        []Phase{},
 		ToolChanges:   []ToolChange{},
 		ToolListing:   ToolListing{Unchecked: []string{}},
@@ -572,8 +585,9 @@ func NewEffects() Effects {
 	return Effects{Files: []FileChange{}, Processes: []Process{}, Network: []NetEvent{}}
 }
 
-// Finish recomputes the summary.
+// Finish recomputes the coverage and the summary.
 func (r *Report) Finish() {
+	r.Coverage = Coverage(r)
 	s := Summary{Tools: len(r.Tools), Calls: len(r.Calls), NotCalled: len(r.NotCalled),
 		Findings: len(r.Findings), Problems: len(r.Problems), Ignored: len(r.Ignored), BySeverity: map[string]int{}}
 	for _, f := range r.Findings {
@@ -583,5 +597,6 @@ func (r *Report) Finish() {
 		}
 		s.BySeverity[f.Severity.String()]++
 	}
+	s.Exercised, s.Errored, _ = CoverageCounts(r.Coverage)
 	r.Summary = s
 }

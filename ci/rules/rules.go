@@ -92,6 +92,7 @@ func All() []Rule {
 		toolListRule(),
 		diskRule(),
 		reportBoundRule(),
+		coverageRule(),
 	}
 	return append(append(all, phaseRules()...), toolListRules()...)
 }
@@ -118,6 +119,9 @@ type Options struct {
 	// AllowedHosts are names or addresses (globs) a closed-world tool may
 	// reach without a finding: they are not outward, so not evidence.
 	AllowedHosts []string
+	// MinCoverage, above 0, is the share of listed tools (0 to 1) that must
+	// be exercised: below it, a coverage-low finding.
+	MinCoverage float64
 }
 
 // Evaluate returns what the rules find in r's calls and sandbox, at each
@@ -156,6 +160,7 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 	e.out = append(e.out, toolListCut(r)...)
 	e.out = append(e.out, disk(r)...)
 	e.out = append(e.out, reportBound(r)...)
+	e.out = append(e.out, coverage(r, opts.MinCoverage)...)
 	if n := r.Sandbox.EventsTruncated; n > 0 {
 		rl, _ := ByID(CaptureTruncated)
 		e.out = append(e.out, report.Finding{Rule: rl.ID, Severity: rl.Severity, Message: fmt.Sprintf("%d agent events were cut at a bound; %s", n, rl.Rationale),
@@ -428,3 +433,20 @@ func isFalse(b *bool) bool { return b != nil && !*b }
 func argv(p report.Process) string { return strings.Join(p.Argv, " ") }
 
 func quote(s string) string { return fmt.Sprintf("%q", s) }
+
+// Brief is f's message without the rule's rationale at its end, for the
+// formats that quote the rationale once per rule rather than once per
+// finding; the message as it is when it does not end with it.
+func Brief(f report.Finding) string {
+	rl, ok := ByID(f.Rule)
+	if !ok || rl.Rationale == "" || !strings.HasSuffix(f.Message, rl.Rationale) || len(f.Message) == len(rl.Rationale) {
+		return f.Message
+	}
+	m := strings.TrimSuffix(f.Message, rl.Rationale)
+	for _, sep := range []string{"; the specification: ", "; ", ". "} {
+		if strings.HasSuffix(m, sep) {
+			return strings.TrimSuffix(m, sep)
+		}
+	}
+	return f.Message
+}

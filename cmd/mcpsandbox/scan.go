@@ -51,6 +51,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	writeBaseline := fs.String("write-baseline", "", "write the findings of this scan as a baseline")
 	contractFile := fs.String("contract", "", "compare the tools with this contract; drift is reported as findings")
 	contractOut := fs.String("contract-out", "", "write the published tools (names, descriptions, schemas, annotations as sent) as a contract")
+	minCoverage := fs.Float64("min-coverage", 0, "share of the listed tools (0 to 1) that must be exercised, a call returning a result that is not an error; below it, a coverage-low finding (error). Overrides the policy's coverage.min; 0: no minimum")
 	failOn := fs.String("fail-on", "error", "exit 1 on findings at or above: critical, error, warning, note; never to only report")
 	out := fs.String("out", "", "write the report to this file instead of stdout")
 	transcript := fs.String("transcript", "", "write every JSON-RPC frame, with timestamps, to this file (JSON Lines; the bait shows as its roles, as in the report)")
@@ -185,6 +186,12 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return usageError{err.Error()}
 		}
 		policy = p
+	}
+	if fs.Changed("min-coverage") {
+		if err := rules.CheckMinCoverage(*minCoverage); err != nil {
+			return usageError{fmt.Sprintf("--min-coverage: %v", err)}
+		}
+		policy.Coverage.Min = *minCoverage
 	}
 	var base *baseline.File
 	if *baselineFile != "" {
