@@ -36,6 +36,9 @@ type Call struct {
 	// Setup marks the call of a setup tool (see IsSetup), whose state later
 	// calls may need: with --isolation call, their sessions replay it.
 	Setup bool
+	// Retries is the seq of the call this one retries (Source "retry"),
+	// set as the scan runs.
+	Retries int
 	// Offer says that the arguments take, at call time, the ids and names
 	// that earlier results returned (see State.Offer).
 	Offer bool

@@ -70,7 +70,8 @@ func (sc *scanner) replay(rep *report.Report) {
 			continue
 		}
 		sc.logf("replaying call %d (%s) after %d call(s) of its session", seq, c.Tool, len(cands)-1)
-		var prefix []probes.Call
+		// With --isolation call, the session replayed the setup calls first.
+		prefix := slices.Clone(sc.setupsOf[cands[0]])
 		for _, k := range cands[:len(cands)-1] {
 			p := rep.Calls[slices.IndexFunc(rep.Calls, func(x report.Call) bool { return x.Seq == k })]
 			prefix = append(prefix, probes.Call{Tool: p.Tool, Arguments: sc.sent(p), Source: p.Source, Negative: p.Negative})
