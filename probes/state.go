@@ -203,7 +203,9 @@ func score(pw []string, v Value) int {
 
 // Offer rewrites call arguments: each id-like property present in args
 // takes the best-fitting value earlier results returned (see score; the
-// latest of equals), where the schema still accepts it. It returns the
+// latest of equals), where the schema still accepts it; an optional one
+// not present is added when a value fits it by name (scoreNamed or
+// better). It returns the
 // arguments and the seqs of the calls whose values they took (none: args
 // unchanged). Paths are left alone: path properties keep the canaries.
 func (st *State) Offer(schema, args json.RawMessage) (json.RawMessage, []int) {
@@ -211,7 +213,7 @@ func (st *State) Offer(schema, args json.RawMessage) (json.RawMessage, []int) {
 		return args, nil
 	}
 	var m map[string]json.RawMessage
-	if json.Unmarshal(args, &m) != nil || len(m) == 0 {
+	if json.Unmarshal(args, &m) != nil || m == nil {
 		return args, nil
 	}
 	root, err := decodeSchema(schema)
@@ -223,9 +225,16 @@ func (st *State) Offer(schema, args json.RawMessage) (json.RawMessage, []int) {
 	if err != nil {
 		return args, nil
 	}
-	names := make([]string, 0, len(m))
+	// The properties present, and the optional ones a value fits well
+	// (sessionId, where a session's id was returned).
+	names := make([]string, 0, len(m)+len(props))
 	for k := range m {
 		names = append(names, k)
+	}
+	for k := range props {
+		if _, ok := m[k]; !ok {
+			names = append(names, k)
+		}
 	}
 	sort.Strings(names)
 	var from []int
@@ -240,7 +249,7 @@ func (st *State) Offer(schema, args json.RawMessage) (json.RawMessage, []int) {
 				best, bestScore = i, s
 			}
 		}
-		if best < 0 {
+		if _, present := m[name]; best < 0 || (!present && bestScore < scoreNamed) {
 			continue
 		}
 		val := st.values[best]
@@ -249,11 +258,15 @@ func (st *State) Offer(schema, args json.RawMessage) (json.RawMessage, []int) {
 		if !ok || bytes.Equal(enc, m[name]) {
 			continue
 		}
-		old := m[name]
+		old, present := m[name]
 		m[name] = enc
 		b, _ := json.Marshal(m)
 		if validate(v, b) != nil {
-			m[name] = old
+			if present {
+				m[name] = old
+			} else {
+				delete(m, name)
+			}
 			continue
 		}
 		if !slices.Contains(from, val.From) {

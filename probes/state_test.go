@@ -66,6 +66,11 @@ func TestHarvestAndOffer(t *testing.T) {
 	if got, from := st.Offer(strict, json.RawMessage(`{"sessionId":"1"}`)); string(got) != `{"sessionId":"1"}` || from != nil {
 		t.Errorf("offered %s from %v against the pattern", got, from)
 	}
+	// An optional property is added only for a value that fits it by name.
+	opt := json.RawMessage(`{"type":"object","properties":{"sessionId":{"type":"string"},"id":{"type":"string"}}}`)
+	if got, from := st.Offer(opt, json.RawMessage(`{}`)); string(got) != `{"sessionId":"s-42"}` || !reflect.DeepEqual(from, []int{1}) {
+		t.Errorf("optional: offered %s from %v", got, from)
+	}
 	// A UUID in text is an id; a session's id goes to a plain "id" too.
 	var st2 State
 	st2.Harvest(5, "connect", "connected as 3f2b8c1e-0000-4000-8000-00000000abcd", nil)
