@@ -321,14 +321,29 @@ var validation = regexp.MustCompile(`(?i)\b(invalid|expected|required|must be|mu
 const CodeInvalidParams = -32602
 
 // Refused says whether a call's outcome is a refusal of its arguments,
-// worth a retry with the next candidate: a JSON-RPC error -32602, or an
-// isError result whose text reads as a validation message.
+// worth a retry with the next candidate: a JSON-RPC error -32602; an
+// internal or server error (-32603, -32000 to -32099) or an isError
+// result whose text reads as a validation message. Pass rpcCode 0 for
+// a result.
 func Refused(rpcCode int, isError bool, text string) bool {
-	if rpcCode == CodeInvalidParams {
-		return true
-	}
 	if len(text) > maxResultScan {
 		text = text[:maxResultScan]
 	}
+	switch {
+	case rpcCode == CodeInvalidParams:
+		return true
+	case rpcCode == codeInternalError || (rpcCode <= codeServerErrorMax && rpcCode >= codeServerErrorMin):
+		// A handler that threw on its arguments.
+		return validation.MatchString(text)
+	case rpcCode != 0:
+		return false // method not found, a bad request: no argument fixes it
+	}
 	return isError && validation.MatchString(text)
 }
+
+// JSON-RPC's internal error and its range of server errors.
+const (
+	codeInternalError  = -32603
+	codeServerErrorMax = -32000
+	codeServerErrorMin = -32099
+)

@@ -103,6 +103,8 @@ func TestRefused(t *testing.T) {
 	}{
 		{CodeInvalidParams, false, "", true},
 		{-32603, false, "internal", false},
+		{-32603, false, "Invalid arguments", true},
+		{-32601, false, "Tool x requires task augmentation (taskSupport: 'required')", false},
 		{0, true, `Invalid arguments: "date": Expected string, received number`, true},
 		{0, true, "field required", true},
 		{0, true, "ENOENT: no such file", false},

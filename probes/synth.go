@@ -420,8 +420,11 @@ func (y *synth) array(s map[string]any, name string, depth int) (any, bool) {
 		}
 		n = int(math.Max(mi, 0))
 	}
-	if n == 0 && ClassifyPath(name, "", "") != PathNone {
-		n = 1 // a list of paths with nothing in it probes nothing
+	// An empty list probes nothing (no path read, no entity made): one
+	// item where the schema allows it and one can be made, else none.
+	optional := false
+	if mx, ok := num(s["maxItems"]); n == 0 && (!ok || mx >= 1) {
+		n, optional = 1, true
 	}
 	items, _ := s["items"].(map[string]any)
 	if items == nil {
@@ -431,6 +434,9 @@ func (y *synth) array(s map[string]any, name string, depth int) (any, bool) {
 	unique := s["uniqueItems"] == true
 	for i := 0; i < n; i++ {
 		v, ok := y.value(items, singular(name), depth+1)
+		if !ok && optional {
+			return out, true
+		}
 		if !ok {
 			return nil, false
 		}
