@@ -317,6 +317,9 @@ func encodeFor(ps map[string]any, v any) (json.RawMessage, bool) {
 // (zod, pydantic, ajv and hand-written messages).
 var validation = regexp.MustCompile(`(?i)\b(invalid|expected|required|must be|must have|must not|validation|not valid|not allowed|unrecognized|missing|unknown (?:argument|parameter|property|field)|too (?:small|big|long|short))\b`)
 
+// mcpError is how the TypeScript SDK words an error in an isError result.
+var mcpError = regexp.MustCompile(`^\s*MCP error (-3[0-9]{4}):`)
+
 // CodeInvalidParams is JSON-RPC's code for invalid method parameters.
 const CodeInvalidParams = -32602
 
@@ -328,6 +331,11 @@ const CodeInvalidParams = -32602
 func Refused(rpcCode int, isError bool, text string) bool {
 	if len(text) > maxResultScan {
 		text = text[:maxResultScan]
+	}
+	if m := mcpError.FindStringSubmatch(text); rpcCode == 0 && isError && m != nil {
+		// The TypeScript SDK turns what a handler throws into an isError
+		// result that names the JSON-RPC code: judged as that code.
+		rpcCode, _ = strconv.Atoi(m[1])
 	}
 	switch {
 	case rpcCode == CodeInvalidParams:

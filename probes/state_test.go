@@ -107,6 +107,8 @@ func TestRefused(t *testing.T) {
 		{-32601, false, "Tool x requires task augmentation (taskSupport: 'required')", false},
 		{0, true, `Invalid arguments: "date": Expected string, received number`, true},
 		{0, true, "field required", true},
+		{0, true, "MCP error -32601: Tool x requires task augmentation (taskSupport: 'required')", false},
+		{0, true, "MCP error -32602: Invalid arguments for tool x", true},
 		{0, true, "ENOENT: no such file", false},
 		{0, false, "Invalid", false},
 	} {
