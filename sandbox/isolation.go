@@ -116,6 +116,8 @@ func (sc *scanner) replaySetups(s *Session, first int) {
 		c := s.Call(sc.ctx, CallRequest{Seq: su.seq, Tool: su.call.Tool, Arguments: su.call.Arguments, Source: "setup"})
 		if c.ErrorKind == "" && !c.IsError {
 			sc.state.Harvest(su.seq, su.call.Tool, c.Result, s.Structured())
+		} else {
+			sc.logf("setup call %d failed when replayed: %s", su.seq, report.OneLine(c.Error+c.Result))
 		}
 		replayed = append(replayed, probes.Call{Tool: su.call.Tool, Arguments: su.call.Arguments, Source: su.call.Source})
 		if c.ErrorKind == "transport" || c.ErrorKind == "interrupted" {

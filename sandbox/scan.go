@@ -198,6 +198,8 @@ type scanner struct {
 	schemas map[string]json.RawMessage
 	state   *probes.State
 	setups  []setupCall
+	// setupsOver is set once a setup call is past maxSetups.
+	setupsOver bool
 	// setupsOf are the setup calls replayed in the session whose first
 	// call is the key, for a replay of its calls.
 	setupsOf map[int][]probes.Call
@@ -444,8 +446,13 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 		sc.args[seq] = step.Arguments
 		if call.ErrorKind == "" && !call.IsError {
 			sc.state.Harvest(seq, step.Tool, call.Result, s.Structured())
-			if step.Setup && len(sc.setups) < maxSetups {
-				sc.setups = append(sc.setups, setupCall{seq: seq, call: step})
+			if step.Setup && sc.opts.Isolation == IsolationCall {
+				if len(sc.setups) < maxSetups {
+					sc.setups = append(sc.setups, setupCall{seq: seq, call: step})
+				} else if !sc.setupsOver {
+					sc.setupsOver = true
+					s.problem("probe", seq, "more than %d setup calls: from call %d on, a setup call is not replayed before the calls after it", maxSetups, seq)
+				}
 			}
 		} else if r, ok := retryOf(step, call); ok {
 			follow(plan[i+1:], step.Tool, step.Arguments, r.Arguments)
