@@ -61,7 +61,7 @@ func NewBudget(bytes int64, deadline time.Time) *Budget {
 // Take reserves n bytes; false when they do not fit or the deadline has
 // passed.
 func (b *Budget) Take(n int64) bool {
-	if !b.deadline.IsZero() && !time.Now().Before(b.deadline) {
+	if Passed(b.deadline) {
 		return false
 	}
 	if n > b.left {
@@ -70,6 +70,21 @@ func (b *Budget) Take(n int64) bool {
 	b.left -= n
 	b.spent += n
 	return true
+}
+
+// Deadline is when the budget ends (zero: never), for the readers that
+// keep a byte budget of their own (a Tree, System V IPC) but stop at the
+// run's deadline all the same.
+func (b *Budget) Deadline() time.Time {
+	if b == nil {
+		return time.Time{}
+	}
+	return b.deadline
+}
+
+// Passed says whether deadline (zero: none) has passed.
+func Passed(deadline time.Time) bool {
+	return !deadline.IsZero() && !time.Now().Before(deadline)
 }
 
 // Spent is how many bytes were taken.

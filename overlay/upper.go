@@ -290,6 +290,40 @@ func lowerEntry(root, p string, info fs.FileInfo, lim Limits) *Entry {
 // symlinks at all, and only if it is a regular file. With prefixLen >= 0 it
 // also returns the hash of the first prefixLen bytes ("" if the file is
 // shorter).
+// openBeneath opens rel beneath the directory rfd as openat2 does with
+// how, a path longer than the kernel takes in one call (PATH_MAX) too: a
+// server can nest directories past it, and a file there must be hashed
+// like any other. The directories on the way are opened a stretch at a
+// time, each beneath the last, with how's resolve flags.
+func openBeneath(rfd int, rel string, how *unix.OpenHow) (int, error) {
+	rel = strings.TrimPrefix(rel, "/")
+	dir := rfd
+	defer func() {
+		if dir != rfd {
+			unix.Close(dir)
+		}
+	}()
+	for len(rel) > maxPathStretch {
+		cut := strings.LastIndexByte(rel[:maxPathStretch], '/')
+		if cut <= 0 {
+			return -1, fmt.Errorf("opening %.40s...: %w", rel, unix.ENAMETOOLONG)
+		}
+		next, err := unix.Openat2(dir, rel[:cut], &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: how.Resolve})
+		if err != nil {
+			return -1, err
+		}
+		if dir != rfd {
+			unix.Close(dir)
+		}
+		dir, rel = next, rel[cut+1:]
+	}
+	return unix.Openat2(dir, rel, how)
+}
+
+// maxPathStretch is the longest path openBeneath hands the kernel at
+// once: under PATH_MAX (4096), with room for a name (255) at the end.
+const maxPathStretch = 2048
+
 func hashBeneath(root, rel string, max, prefixLen int64) (string, string, error) {
 	rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -303,10 +337,10 @@ func hashBeneath(root, rel string, max, prefixLen int64) (string, string, error)
 		Flags:   unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC | unix.O_NOATIME,
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
 	}
-	fd, err := unix.Openat2(rfd, strings.TrimPrefix(rel, "/"), &how)
+	fd, err := openBeneath(rfd, rel, &how)
 	if errors.Is(err, unix.EPERM) {
 		how.Flags &^= unix.O_NOATIME
-		fd, err = unix.Openat2(rfd, strings.TrimPrefix(rel, "/"), &how)
+		fd, err = openBeneath(rfd, rel, &how)
 	}
 	if err != nil {
 		return "", "", fmt.Errorf("opening %s beneath %s: %w", rel, root, err)

@@ -146,7 +146,9 @@ func effectKeys(effs ...report.Effects) []string {
 func (sc *scanner) replayOnce(prefix []probes.Call, target *probes.Call, window time.Duration) (keys map[string]bool, err error) {
 	s, err := sc.open()
 	defer func() {
-		err = errors.Join(err, s.Close(context.WithoutCancel(sc.ctx)))
+		// Close runs teardown to its end, hashing nothing past the run's
+		// deadline.
+		err = errors.Join(err, s.Close(sc.ctx))
 	}()
 	if err != nil {
 		return nil, err

@@ -782,6 +782,7 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 	case err == nil:
 		call.IsError = res.IsError
 		call.Result = resultText(res, s.opts.Bounds.MaxResultText)
+		call.WholeBytes, call.WholeSha256 = whole.Bytes, whole.Sha256
 		if whole.Bytes > int64(s.opts.Bounds.MaxResultText) {
 			// Not kept whole: what it was is counted and hashed.
 			call.ResultBytes, call.ResultSha256 = whole.Bytes, whole.Sha256
@@ -854,14 +855,22 @@ func (s *Session) Exited(ctx context.Context) (State, bool) {
 // container (unless kept). It is idempotent and safe on a session that
 // never started.
 func (s *Session) Close(ctx context.Context) error {
-	s.closeOnce.Do(func() { s.closeErr = s.teardown(context.WithoutCancel(ctx)) })
+	// Teardown runs to its end whatever ctx says (the container must go),
+	// but its snapshot hashes nothing past ctx's deadline: the run's
+	// --timeout bounds hashing at teardown too.
+	deadline, _ := ctx.Deadline()
+	s.closeOnce.Do(func() { s.closeErr = s.teardown(context.WithoutCancel(ctx), deadline) })
 	return s.closeErr
 }
+
+// exitGrace is how long teardown lets the server exit on its own once
+// its stdin is closed.
+const exitGrace = 2 * time.Second
 
 // Kept is the id of the container Keep left behind, after Close.
 func (s *Session) Kept() string { return s.kept }
 
-func (s *Session) teardown(ctx context.Context) error {
+func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 	var errs []error
 	if s.ctr == nil {
 		if s.cs != nil {
@@ -896,7 +905,13 @@ func (s *Session) teardown(ctx context.Context) error {
 	defer func() { s.rep.Problems = append(s.rep.Problems, <-edits...) }()
 	// The session is closed (stdin at EOF): give the server a moment to
 	// exit on its own, so its exit status is its own, not our kill's.
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	// Not past the run's deadline, though: a scan that timed out is
+	// incomplete, and its teardown is bounded too.
+	grace := time.Now().Add(exitGrace)
+	if !deadline.IsZero() && deadline.Before(grace) {
+		grace = deadline
+	}
+	for ; time.Now().Before(grace); time.Sleep(20 * time.Millisecond) {
 		if st, err := ctr.State(ctx); err != nil || !st.Running {
 			break
 		}
@@ -905,11 +920,11 @@ func (s *Session) teardown(ctx context.Context) error {
 	s.finishDisk()
 	// What the server (or what it left running) did since the last mark,
 	// read before the container and its upper dir go away.
-	eff, unhashed, err := s.rec.mark(ctx, false, time.Time{})
+	eff, unhashed, err := s.rec.mark(ctx, false, deadline)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("reading file effects at teardown: %w", err))
 	}
-	s.unhashed(0, unhashed, time.Time{})
+	s.unhashed(0, unhashed, deadline)
 	s.rep.Phases = append(s.rep.Phases, report.Phase{Name: "teardown", Effects: eff})
 	if s.rec.src != nil {
 		errs = append(errs, s.rec.src.Close(ctx))

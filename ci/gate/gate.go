@@ -43,6 +43,10 @@ type Options struct {
 	// NoReplay leaves the calls unreplayed: every effect is the call's
 	// during which it was seen (the report says replay "off").
 	NoReplay bool
+	// MaxReport bounds the JSON report's bytes outside timing (0: the
+	// default, verdict.DefaultMaxReport); past it the report sheds (see
+	// verdict.FinishWithin) and the gate fails.
+	MaxReport int64
 	// Version names mcpsandbox in the reports.
 	Version string
 	Stdout  io.Writer
@@ -68,7 +72,15 @@ func Run(ctx context.Context, cli sandbox.Engine, opts Options) (*report.Report,
 		msg := report.EscapeInvalid(report.RedactString(report.OneLine(scanErr.Error()), res.Placeholders))
 		rep.Problems = append(rep.Problems, report.Problem{Kind: "infra", Message: msg})
 	}
-	verdict.Finish(rep, opts.Verdict)
+	// The published tools are written as the server listed them, before
+	// the report bound cuts their descriptions.
+	published := contract.FromReport(rep)
+	if opts.MaxReport <= 0 {
+		opts.MaxReport = verdict.DefaultMaxReport
+	}
+	if err := verdict.FinishWithin(rep, opts.Verdict, opts.MaxReport); err != nil {
+		return rep, fmt.Errorf("bounding the report: %w", err)
+	}
 
 	if res.ContainerID != "" && opts.Notice != nil {
 		fmt.Fprintf(opts.Notice, "mcpsandbox: kept container %s (remove it with `docker rm %.12s` or `mcpsandbox clean`)\n", res.ContainerID, res.ContainerID)
@@ -85,7 +97,7 @@ func Run(ctx context.Context, cli sandbox.Engine, opts Options) (*report.Report,
 		werr = errors.Join(werr, writeTranscript(res.Transcript, opts.Transcript, ps))
 	}
 	if opts.ContractOut != "" && len(rep.Tools) > 0 {
-		werr = errors.Join(werr, contract.Write(opts.ContractOut, contract.FromReport(rep)))
+		werr = errors.Join(werr, contract.Write(opts.ContractOut, published))
 	}
 	if opts.WriteBaseline != "" && scanErr == nil {
 		werr = errors.Join(werr, baseline.Write(opts.WriteBaseline, baseline.FromReport(rep)))

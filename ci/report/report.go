@@ -183,6 +183,11 @@ type Sandbox struct {
 	// DiskExceeded is true when the writes passed DiskLimit: the server
 	// was stopped there, and the gate fails.
 	DiskExceeded bool `json:"diskExceeded,omitempty"`
+	// MaxReport is the bound on the JSON report's bytes outside timing
+	// (--max-report), given when the report was over it; ReportShed is the
+	// bytes shed to come within it (see ShedStep), and the gate fails.
+	MaxReport  int64 `json:"maxReport,omitempty"`
+	ReportShed int64 `json:"reportShed,omitempty"`
 }
 
 // Tool is one tool as the server listed it.
@@ -251,10 +256,15 @@ type Call struct {
 	// the whole result as sent (the JSON value of the response's
 	// "result"), also when it was refused over a bound (ErrorKind
 	// "client"); absent when there was no result.
-	Result       string  `json:"result"`
-	ResultBytes  int64   `json:"resultBytes,omitempty"`
-	ResultSha256 string  `json:"resultSha256,omitempty"`
-	Effects      Effects `json:"effects"`
+	Result       string `json:"result"`
+	ResultBytes  int64  `json:"resultBytes,omitempty"`
+	ResultSha256 string `json:"resultSha256,omitempty"`
+	// WholeBytes and WholeSha256 are ResultBytes and ResultSha256 for every
+	// result, kept whole or not: what shedding the result text over the
+	// report bound leaves in its place (not written themselves).
+	WholeBytes  int64   `json:"-"`
+	WholeSha256 string  `json:"-"`
+	Effects     Effects `json:"effects"`
 	// Replay, when set, says how far the call's effects (with the
 	// "between" phase after it) were checked by replaying the call; only
 	// the effects it reproduced are the call's. Nil: not replayed, every

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -282,8 +283,31 @@ func sortedKeys(m map[string]int) []string {
 // glob matches s against a glob where "*" does not cross "/" and "**"
 // does; for hosts and tool names, which have no "/", "*" is any run.
 func glob(g, s string) bool {
-	re, err := globRegexp(g)
+	re, err := compiledGlob(g)
 	return err == nil && re.MatchString(s)
+}
+
+// globs memoizes compiled globs: a verdict matches every listed path
+// against each shell and credential glob (some 70 with the homes), and
+// compiling them for every path made the verdict of a report with
+// thousands of paths take seconds, each time the report bound asks for
+// a verdict again. The globs come from this package and the policy, so
+// the memo stays as small as they are; it is a cache, never state a
+// result depends on.
+var globs sync.Map // string -> globEntry
+
+type globEntry struct {
+	re  *regexp.Regexp
+	err error
+}
+
+func compiledGlob(g string) (*regexp.Regexp, error) {
+	if e, ok := globs.Load(g); ok {
+		return e.(globEntry).re, e.(globEntry).err
+	}
+	re, err := globRegexp(g)
+	globs.Store(g, globEntry{re, err})
+	return re, err
 }
 
 func globRegexp(g string) (*regexp.Regexp, error) {

@@ -91,6 +91,7 @@ func All() []Rule {
 		hashBudgetRule(),
 		toolListRule(),
 		diskRule(),
+		reportBoundRule(),
 	}
 	return append(append(all, phaseRules()...), toolListRules()...)
 }
@@ -152,6 +153,7 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 	e.out = append(e.out, toolList(r)...)
 	e.out = append(e.out, toolListCut(r)...)
 	e.out = append(e.out, disk(r)...)
+	e.out = append(e.out, reportBound(r)...)
 	if n := r.Sandbox.EventsTruncated; n > 0 {
 		rl, _ := ByID(CaptureTruncated)
 		e.out = append(e.out, report.Finding{Rule: rl.ID, Severity: rl.Severity, Message: fmt.Sprintf("%d agent events were cut at a bound; %s", n, rl.Rationale),

@@ -74,6 +74,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.BoolVar(&opts.Keep, "keep", false, "leave the container (stopped) for debugging and print its id")
 	verbose := fs.BoolP("verbose", "v", false, "print progress to stderr")
 	bounds := boundFlags(fs)
+	maxReport := reportBoundFlag(fs)
 	cacheSize := cacheSizeFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -220,7 +221,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer cli.Close()
 	_, err = gate.Run(ctx, cli, gate.Options{Scan: opts, Verdict: verdict.Config{Policy: policy, Contract: pinned, Baseline: base},
 		FailOn: failGate, Outputs: outputs, Transcript: *transcript, TranscriptUnredacted: *transcriptUnredacted, ContractOut: *contractOut, WriteBaseline: *writeBaseline,
-		NoReplay: *noReplay, Version: version(), Stdout: stdout, Notice: stderr})
+		NoReplay: *noReplay, MaxReport: maxReport(), Version: version(), Stdout: stdout, Notice: stderr})
 	evictAfterScan(ctx, cli, int64(*cacheSize), opts.Log, stderr)
 	return err
 }
