@@ -107,6 +107,9 @@ type Session struct {
 	transcript *Transcript
 	noise      *noiseFilter
 	gate       *frameGate
+	// structured is the last call's structuredContent (nil: none or no
+	// result), for the values later calls are offered (probes.State).
+	structured any
 	image      string // the image the container runs (the workspace image, when there is one)
 	mounts     []*overlayMount
 	wsSince    time.Time // host edits to the mounted directories after this are someone else's
@@ -772,6 +775,10 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 	res, err := s.cs.CallTool(cctx, &mcp.CallToolParams{Name: req.Tool, Arguments: req.Arguments})
 	call.DurationMs = time.Since(start).Milliseconds()
 	whole, refused := s.gate.take("tools/call")
+	s.structured = nil
+	if err == nil && refused == nil {
+		s.structured = res.StructuredContent
+	}
 	var rpcErr *jsonrpc.Error
 	switch {
 	case refused != nil:
@@ -807,6 +814,9 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 	}
 	return call
 }
+
+// Structured is the last call's structuredContent, nil when it had none.
+func (s *Session) Structured() any { return s.structured }
 
 // ClientClosed says why the client, not the server, ended the session, if
 // it did: the SDK could not read a message the server sent.

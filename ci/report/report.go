@@ -228,8 +228,21 @@ type Call struct {
 	// Source says where the arguments came from: "probe" (the probes file),
 	// "synth" (made from the input schema and validated against it),
 	// "empty" ({}: the schema requires nothing), "repeat" (the previous
-	// call again, to check idempotentHint), "negative" (see Negative).
+	// call again, to check idempotentHint), "negative" (see Negative),
+	// "retry" (the next candidate arguments after the server refused the
+	// call Retries names).
 	Source string `json:"source"`
+	// Retries is the seq of the attempt this call retries (source "retry"):
+	// that call was refused as invalid (JSON-RPC -32602, or an isError
+	// result that reads as a validation message).
+	Retries int `json:"retries,omitempty"`
+	// Setup is set on the calls of setup tools (names whose first word is
+	// set, init, open, connect, create, start, login, begin, new...),
+	// which run before the tools that read the state they make.
+	Setup bool `json:"setup,omitempty"`
+	// ValuesFrom are the seqs of the earlier calls whose results gave the
+	// arguments' ids or names (see Probes in the README).
+	ValuesFrom []int `json:"valuesFrom,omitempty"`
 	// Negative names the input-schema rule the arguments break, for the
 	// calls --negatives makes (source "negative"): the tool should refuse
 	// them and do nothing.
@@ -287,13 +300,13 @@ type Replay struct {
 
 // Candidates are the calls that could have caused what was seen during
 // the i-th call of r: the calls of its session up to it, in order. With
-// call isolation a session holds one call, the repeats after it and the
-// late calls (of tools that appeared in it) after those.
+// call isolation a session holds one call, the repeats and retries after
+// it and the late calls (of tools that appeared in it) after those.
 func Candidates(r *Report, i int) []int {
 	first := 0
 	if r.Sandbox.Isolation == "call" {
 		first = i
-		for first > 0 && (r.Calls[first].Source == "repeat" || r.Calls[first].Late) {
+		for first > 0 && (r.Calls[first].Source == "repeat" || r.Calls[first].Source == "retry" || r.Calls[first].Late) {
 			first--
 		}
 	}
