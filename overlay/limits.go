@@ -1,6 +1,9 @@
 package overlay
 
-import "time"
+import (
+	"hash/maphash"
+	"time"
+)
 
 // Limits bound the work and memory of a snapshot.
 type Limits struct {
@@ -15,6 +18,12 @@ type Limits struct {
 	// (default DefaultHashBudget): a server that keeps many large files
 	// open for writing makes each of them hashed at every snapshot.
 	HashBudget int64
+	// LineBound is the largest text file whose line hashes are kept, to
+	// tell a rewrite that keeps every old line (default
+	// DefaultLineBound); MaxLines bounds the line hashes kept at once
+	// (default DefaultMaxLines).
+	LineBound int64
+	MaxLines  int
 }
 
 // DefaultFirst are the places a hostile server most wants unseen: the
@@ -39,6 +48,12 @@ func (l Limits) withDefaults() Limits {
 	if l.HashBudget <= 0 {
 		l.HashBudget = DefaultHashBudget
 	}
+	if l.LineBound <= 0 {
+		l.LineBound = DefaultLineBound
+	}
+	if l.MaxLines <= 0 {
+		l.MaxLines = DefaultMaxLines
+	}
 	return l
 }
 
@@ -61,7 +76,7 @@ func NewBudget(bytes int64, deadline time.Time) *Budget {
 // Take reserves n bytes; false when they do not fit or the deadline has
 // passed.
 func (b *Budget) Take(n int64) bool {
-	if !b.deadline.IsZero() && !time.Now().Before(b.deadline) {
+	if Passed(b.deadline) {
 		return false
 	}
 	if n > b.left {
@@ -70,6 +85,21 @@ func (b *Budget) Take(n int64) bool {
 	b.left -= n
 	b.spent += n
 	return true
+}
+
+// Deadline is when the budget ends (zero: never), for the readers that
+// keep a byte budget of their own (a Tree, System V IPC) but stop at the
+// run's deadline all the same.
+func (b *Budget) Deadline() time.Time {
+	if b == nil {
+		return time.Time{}
+	}
+	return b.deadline
+}
+
+// Passed says whether deadline (zero: none) has passed.
+func Passed(deadline time.Time) bool {
+	return !deadline.IsZero() && !time.Now().Before(deadline)
 }
 
 // Spent is how many bytes were taken.
@@ -104,4 +134,7 @@ type UpperDir struct {
 
 	hashes map[string]hashed // content hashes of upper files, by path
 	lower  map[string]*Entry // lower lookups, by path (nil: not there)
+	// seed keys the line hashes; lineCount counts those kept.
+	seed      maphash.Seed
+	lineCount int
 }

@@ -85,6 +85,9 @@ type Entry struct {
 	// Opaque marks a directory whose image contents were all removed (the
 	// directory was deleted and made again).
 	Opaque bool
+	// lines are the hashes of a text file's lines (nil: not text, over
+	// the line bound, or not read; see keepsLines).
+	lines *lineSet
 }
 
 // same reports whether two entries show the same state; a directory's
@@ -143,6 +146,9 @@ type Change struct {
 	// Appended is set on a modified file whose earlier bytes are unchanged:
 	// it only grew.
 	Appended bool
+	// LinesKept is set on a modified text file, not Appended, whose new
+	// content holds every old line in order (see keepsLines).
+	LinesKept bool
 }
 
 // Workspace is the path the server sees its workspace at.
@@ -193,6 +199,14 @@ func Delta(prev, cur Snapshot) []Change {
 				ch.Appended = o.SHA256 != "" && e.PrefixSHA256 == o.SHA256
 			case !had && e.Before != nil:
 				ch.Appended = e.Before.SHA256 != "" && e.PrefixSHA256 == e.Before.SHA256
+			}
+		}
+		if c == report.ChangeModified && e.Type == File && !ch.Appended {
+			switch {
+			case had && o.Type == File:
+				ch.LinesKept = keepsLines(o.lines, e.lines)
+			case !had && e.Before != nil:
+				ch.LinesKept = keepsLines(e.Before.lines, e.lines)
 			}
 		}
 		out = append(out, ch)

@@ -5,6 +5,7 @@ package overlay
 import (
 	"context"
 	"fmt"
+	"hash/maphash"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -269,7 +270,7 @@ func TestNeverFollowsLinksOutOfTheLayers(t *testing.T) {
 	if _, _, err := hashBeneath(up, "workspace/hostdir/secret", 1<<20, -1); err == nil {
 		t.Error("hashBeneath followed a symlinked directory out of the layer")
 	}
-	if e := lookupLayers([]string{lo}, "/workspace/outdir/f", Limits{}.withDefaults()); e != nil {
+	if e := lookupLayers([]string{lo}, "/workspace/outdir/f", Limits{}.withDefaults(), maphash.MakeSeed()); e != nil {
 		t.Errorf("lower lookup went through a symlinked directory: %+v", e)
 	}
 }
@@ -457,5 +458,85 @@ func TestDeletionsInAWalkedSubtreeSurviveTruncation(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, []string{"deleted /workspace/.env"}) {
 		t.Errorf("delta %q", got)
+	}
+}
+
+// renameOver writes name whole to a temporary file and renames it over the
+// old one, as an atomic store does.
+func renameOver(name, data string) fstest.Applier {
+	return applyFunc(func(root string) error {
+		tmp := filepath.Join(root, name+".tmp")
+		if err := os.WriteFile(tmp, []byte(data), 0o644); err != nil {
+			return err
+		}
+		return os.Rename(tmp, filepath.Join(root, name))
+	})
+}
+
+// TestRewriteKeepingEveryLineIsToldFromOverwrite: a text file rewritten
+// whole (renamed over) that keeps every old line in order, new lines
+// anywhere, is LinesKept; one that drops or reorders a line, a binary
+// file, and a file past the line bounds are not.
+func TestRewriteKeepingEveryLineIsToldFromOverwrite(t *testing.T) {
+	step := stepper(t)
+	kept := func(d []Change) bool {
+		t.Helper()
+		if len(d) != 1 || d[0].Change != report.ChangeModified {
+			t.Fatalf("changes %+v, want one modification", d)
+		}
+		return d[0].LinesKept
+	}
+	step(fstest.CreateDir("/tmp", 0o1777), fstest.CreateFile("/tmp/store.jsonl", []byte("{\"id\":1}\n{\"id\":2}\n"), 0o644))
+	if d := step(renameOver("/tmp/store.jsonl", "{\"id\":3}\n{\"id\":1}\n{\"id\":2}\n")); !kept(d) || d[0].Appended {
+		t.Errorf("newest first: %+v", d)
+	}
+	if d := step(renameOver("/tmp/store.jsonl", "{\"id\":3}\n{\"id\":1}\n{\"id\":4}\n{\"id\":2}\r\n{\"id\":5}")); !kept(d) {
+		t.Errorf("inserted between, CRLF, no final newline: %+v", d)
+	}
+	if d := step(renameOver("/tmp/store.jsonl", "{\"id\":3}\n{\"id\":2}\n{\"id\":1}\n{\"id\":4}\n{\"id\":5}\n")); kept(d) {
+		t.Errorf("reordered: %+v", d)
+	}
+	if d := step(renameOver("/tmp/store.jsonl", "{\"id\":3}\n{\"id\":1}\n{\"id\":4}\n")); kept(d) {
+		t.Errorf("a line dropped: %+v", d)
+	}
+	if d := step(renameOver("/tmp/store.jsonl", "{\"id\":3}\n{\"id\":1}\n{\"id\":4}\n\x00\n")); kept(d) {
+		t.Errorf("binary: %+v", d)
+	}
+	// A file of the image: its lines are read from the lower layer.
+	if d := step(fstest.CreateDir("/workspace", 0o755), renameOver("/workspace/seed.txt", "first\nseed\nlast\n")); !kept(d) {
+		t.Errorf("an image file: %+v", d)
+	}
+
+	// Past the line bound, or the lines kept in all: not kept, judged as
+	// any rewrite.
+	for name, lim := range map[string]Limits{"line bound": {LineBound: 8}, "lines in all": {MaxLines: 1}} {
+		lo, up := layers(t, lowerImage)
+		u := &UpperDir{Upper: up, Lowers: []string{lo}, Limits: lim}
+		apply(t, up, fstest.CreateDir("/tmp", 0o1777), fstest.CreateFile("/tmp/store.jsonl", []byte("{\"id\":1}\n{\"id\":2}\n"), 0o644))
+		prev := snap(t, u)
+		apply(t, up, renameOver("/tmp/store.jsonl", "{\"id\":3}\n{\"id\":1}\n{\"id\":2}\n"))
+		if d := Delta(prev, snap(t, u)); kept(d) {
+			t.Errorf("%s: %+v", name, d)
+		}
+	}
+}
+
+func TestKeepsLines(t *testing.T) {
+	seed := maphash.MakeSeed()
+	l := func(s string) *lineSet { return lineHashes(seed, []byte(s)) }
+	for _, tc := range []struct {
+		old, cur string
+		want     bool
+	}{
+		{"", "a\n", true},
+		{"a\nb\n", "a\nb\n", true},
+		{"a\nb\n", "x\na\ny\nb\nz\n", true},
+		{"a\nb\n", "b\na\n", false},
+		{"a\na\n", "a\n", false},
+		{"a\n", "\xff\na\n", false},
+	} {
+		if got := keepsLines(l(tc.old), l(tc.cur)); got != tc.want {
+			t.Errorf("keepsLines(%q, %q) = %v, want %v", tc.old, tc.cur, got, tc.want)
+		}
 	}
 }

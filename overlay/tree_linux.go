@@ -4,7 +4,9 @@ package overlay
 
 import (
 	"context"
+	"sort"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -14,6 +16,14 @@ import (
 // for the files left unhashed by the byte budget, which are left out
 // rather than reported with a hash they did not get.
 func (t *Tree) Snapshot(ctx context.Context) (Snapshot, error) {
+	return t.SnapshotUntil(ctx, time.Time{})
+}
+
+// SnapshotUntil is Snapshot, hashing nothing once deadline (zero: none)
+// has passed: the files walked after it are listed Unhashed, as an
+// UpperDir lists those past its budget, so that the run's --timeout
+// bounds the walk's reading too.
+func (t *Tree) SnapshotUntil(ctx context.Context, deadline time.Time) (Snapshot, error) {
 	lim := t.Limits.withDefaults()
 	snap := Snapshot{Entries: map[string]Entry{}}
 	budget := t.MaxHashTotal
@@ -46,6 +56,9 @@ func (t *Tree) Snapshot(ctx context.Context) (Snapshot, error) {
 			snap.Bytes += e.Size
 			switch {
 			case e.Size > lim.MaxHashBytes:
+			case Passed(deadline):
+				e.Unhashed = true
+				snap.Unhashed = append(snap.Unhashed, t.At+n.rel)
 			case e.Size > budget:
 				snap.Truncated = true
 				unhashed[t.At+n.rel] = true
@@ -61,6 +74,7 @@ func (t *Tree) Snapshot(ctx context.Context) (Snapshot, error) {
 		}
 		return nil
 	})
+	sort.Strings(snap.Unhashed)
 	if snap.Truncated {
 		snap.Covers = func(p string) bool {
 			rel, ok := strings.CutPrefix(p, t.At)

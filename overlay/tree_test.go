@@ -6,7 +6,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -116,4 +118,34 @@ func TestTreeSeesWritesThroughASharedMapping(t *testing.T) {
 		t.Log("this kernel updates the times of a mapped tmpfs file: the test proves less")
 	}
 	wantChanges(t, step(), "modified file outside/shm /dev/shm/buf")
+}
+
+// TestTreeStopsHashingAtTheDeadline: past the run's deadline a Tree
+// hashes nothing; its files are listed Unhashed (never taken as changed
+// or unchanged by content), and the walk is not cut short.
+func TestTreeStopsHashingAtTheDeadline(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"a", "b"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(n), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr := &Tree{Root: dir, At: ShmDir}
+	before, err := tr.Snapshot(context.Background())
+	if err != nil || len(before.Unhashed) != 0 {
+		t.Fatalf("no deadline: unhashed %q, err %v", before.Unhashed, err)
+	}
+	os.WriteFile(filepath.Join(dir, "a"), []byte("A"), 0o600) // same size
+	s, err := tr.SnapshotUntil(context.Background(), time.Now().Add(-time.Second))
+	if err != nil || s.Truncated || len(s.Entries) != 2 {
+		t.Fatalf("past the deadline: truncated %v, %d entries, err %v; want the whole walk", s.Truncated, len(s.Entries), err)
+	}
+	if want := []string{ShmDir + "/a", ShmDir + "/b"}; !slices.Equal(s.Unhashed, want) {
+		t.Fatalf("unhashed %q, want %q", s.Unhashed, want)
+	}
+	for _, n := range []string{"a", "b"} {
+		if e := s.Entries[ShmDir+"/"+n]; e.SHA256 != "" || !e.Unhashed {
+			t.Errorf("%s: %+v, want unhashed", n, e)
+		}
+	}
 }

@@ -3,11 +3,13 @@
 package overlay
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"io/fs"
 	"os"
@@ -27,6 +29,7 @@ type hashed struct {
 	prefix                  string // hash of the first prefixLen bytes
 	prefixLen               int64
 	digest                  string // a held file over the size bound
+	lines                   *lineSet
 }
 
 // Snapshot walks the upper dir once.
@@ -40,7 +43,7 @@ func (u *UpperDir) Snapshot(ctx context.Context) (Snapshot, error) {
 func (u *UpperDir) SnapshotWith(ctx context.Context, opts SnapshotOptions) (Snapshot, error) {
 	lim := u.Limits.withDefaults()
 	if u.hashes == nil {
-		u.hashes, u.lower = map[string]hashed{}, map[string]*Entry{}
+		u.hashes, u.lower, u.seed = map[string]hashed{}, map[string]*Entry{}, maphash.MakeSeed()
 	}
 	budget := opts.Budget
 	if budget == nil {
@@ -134,7 +137,7 @@ func (u *UpperDir) SnapshotWith(ctx context.Context, opts SnapshotOptions) (Snap
 	sort.Strings(snap.Unhashed)
 	for p := range u.hashes {
 		if !seen[p] {
-			delete(u.hashes, p)
+			u.forget(p)
 		}
 	}
 	return snap, nil
@@ -147,7 +150,7 @@ func (u *UpperDir) rehashLink(rel string, snap *Snapshot, lim Limits, budget *Bu
 	if err := unix.Lstat(filepath.Join(u.Upper, rel), &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return // gone or replaced since the walk: the next snapshot tells
 	}
-	e.SHA256, e.PrefixSHA256, e.Digest, e.Unhashed = "", "", "", false
+	e.SHA256, e.PrefixSHA256, e.Digest, e.Unhashed, e.lines = "", "", "", false, nil
 	u.hash(&e, rel, st, lim, true, budget)
 	snap.Entries[rel] = e
 }
@@ -187,28 +190,28 @@ func (u *UpperDir) hash(e *Entry, rel string, st unix.Stat_t, lim Limits, force 
 	key := hashed{ino: int64(st.Ino), size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
 	h, seen := u.hashes[rel]
 	if !force && seen && h.ino == key.ino && h.size == key.size && h.mtime == key.mtime && h.ctime == key.ctime {
-		e.SHA256, e.PrefixSHA256, e.Digest = h.sum, h.prefix, h.digest
+		e.SHA256, e.PrefixSHA256, e.Digest, e.lines = h.sum, h.prefix, h.digest, h.lines
 		return
 	}
 	if big && !force {
-		delete(u.hashes, rel)
+		u.forget(rel)
 		return // reported with its size and no hash
 	}
 	if !budget.Take(st.Size) {
 		// Not hashed, and not remembered: the next snapshot hashes it
 		// if it can.
-		delete(u.hashes, rel)
+		u.forget(rel)
 		e.Unhashed = true
 		return
 	}
 	if big {
 		digest, _, err := hashBeneath(u.Upper, rel, st.Size, -1)
 		if err != nil {
-			delete(u.hashes, rel)
+			u.forget(rel)
 			return
 		}
 		key.digest = digest
-		u.hashes[rel] = key
+		u.remember(rel, key, lim)
 		e.Digest = digest
 		return
 	}
@@ -219,13 +222,33 @@ func (u *UpperDir) hash(e *Entry, rel string, st unix.Stat_t, lim Limits, force 
 	case e.Before != nil && e.Before.Type == File:
 		key.prefixLen = e.Before.Size
 	}
-	sum, prefix, err := hashBeneath(u.Upper, rel, lim.MaxHashBytes, key.prefixLen)
+	sum, prefix, lines, err := hashLines(u.Upper, rel, lim.MaxHashBytes, key.prefixLen, lim.LineBound, u.seed)
 	if err != nil {
 		return
 	}
-	key.sum, key.prefix = sum, prefix
-	u.hashes[rel] = key
-	e.SHA256, e.PrefixSHA256 = sum, prefix
+	key.sum, key.prefix, key.lines = sum, prefix, lines
+	key = u.remember(rel, key, lim)
+	e.SHA256, e.PrefixSHA256, e.lines = sum, prefix, key.lines
+}
+
+// remember keeps h as rel's hashes, its line hashes only while the lines
+// kept stay within lim.MaxLines; it returns what it kept.
+func (u *UpperDir) remember(rel string, h hashed, lim Limits) hashed {
+	u.forget(rel)
+	if u.lineCount+h.lines.n() > lim.MaxLines {
+		h.lines = nil
+	}
+	u.lineCount += h.lines.n()
+	u.hashes[rel] = h
+	return h
+}
+
+// forget drops rel's hashes.
+func (u *UpperDir) forget(rel string) {
+	if h, ok := u.hashes[rel]; ok {
+		u.lineCount -= h.lines.n()
+		delete(u.hashes, rel)
+	}
 }
 
 // lookupLower finds a path in the lower dirs, top first, honouring
@@ -234,12 +257,18 @@ func (u *UpperDir) lookupLower(p string, lim Limits) *Entry {
 	if e, ok := u.lower[p]; ok {
 		return e
 	}
-	e := lookupLayers(u.Lowers, p, lim)
+	e := lookupLayers(u.Lowers, p, lim, u.seed)
+	if e != nil && e.lines != nil {
+		if u.lineCount+e.lines.n() > lim.MaxLines {
+			e.lines = nil
+		}
+		u.lineCount += e.lines.n()
+	}
 	u.lower[p] = e
 	return e
 }
 
-func lookupLayers(lowers []string, p string, lim Limits) *Entry {
+func lookupLayers(lowers []string, p string, lim Limits, seed maphash.Seed) *Entry {
 	comps := strings.Split(strings.TrimPrefix(p, "/"), "/")
 	for _, root := range lowers {
 		cur := root
@@ -254,7 +283,7 @@ func lookupLayers(lowers []string, p string, lim Limits) *Entry {
 				return nil
 			}
 			if i == len(comps)-1 {
-				return lowerEntry(root, p, info, lim)
+				return lowerEntry(root, p, info, lim, seed)
 			}
 			if !info.IsDir() {
 				return nil // a file here hides the path below
@@ -270,7 +299,7 @@ func lookupLayers(lowers []string, p string, lim Limits) *Entry {
 	return nil
 }
 
-func lowerEntry(root, p string, info fs.FileInfo, lim Limits) *Entry {
+func lowerEntry(root, p string, info fs.FileInfo, lim Limits, seed maphash.Seed) *Entry {
 	e := &Entry{Type: TypeOf(info.Mode()), Mode: info.Mode(), Size: info.Size(), ModTime: info.ModTime().UnixNano()}
 	if st, ok := info.Sys().(*syscall.Stat_t); ok {
 		e.UID, e.GID = int(st.Uid), int(st.Gid)
@@ -278,7 +307,7 @@ func lowerEntry(root, p string, info fs.FileInfo, lim Limits) *Entry {
 	switch e.Type {
 	case File:
 		if e.Size <= lim.MaxHashBytes {
-			e.SHA256, _, _ = hashBeneath(root, p, lim.MaxHashBytes, -1)
+			e.SHA256, _, e.lines, _ = hashLines(root, p, lim.MaxHashBytes, -1, lim.LineBound, seed)
 		}
 	case Symlink:
 		e.Link, _ = os.Readlink(filepath.Join(root, p))
@@ -290,10 +319,52 @@ func lowerEntry(root, p string, info fs.FileInfo, lim Limits) *Entry {
 // symlinks at all, and only if it is a regular file. With prefixLen >= 0 it
 // also returns the hash of the first prefixLen bytes ("" if the file is
 // shorter).
+// openBeneath opens rel beneath the directory rfd as openat2 does with
+// how, a path longer than the kernel takes in one call (PATH_MAX) too: a
+// server can nest directories past it, and a file there must be hashed
+// like any other. The directories on the way are opened a stretch at a
+// time, each beneath the last, with how's resolve flags.
+func openBeneath(rfd int, rel string, how *unix.OpenHow) (int, error) {
+	rel = strings.TrimPrefix(rel, "/")
+	dir := rfd
+	defer func() {
+		if dir != rfd {
+			unix.Close(dir)
+		}
+	}()
+	for len(rel) > maxPathStretch {
+		cut := strings.LastIndexByte(rel[:maxPathStretch], '/')
+		if cut <= 0 {
+			return -1, fmt.Errorf("opening %.40s...: %w", rel, unix.ENAMETOOLONG)
+		}
+		next, err := unix.Openat2(dir, rel[:cut], &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: how.Resolve})
+		if err != nil {
+			return -1, err
+		}
+		if dir != rfd {
+			unix.Close(dir)
+		}
+		dir, rel = next, rel[cut+1:]
+	}
+	return unix.Openat2(dir, rel, how)
+}
+
+// maxPathStretch is the longest path openBeneath hands the kernel at
+// once: under PATH_MAX (4096), with room for a name (255) at the end.
+const maxPathStretch = 2048
+
 func hashBeneath(root, rel string, max, prefixLen int64) (string, string, error) {
+	sum, prefix, _, err := hashLines(root, rel, max, prefixLen, 0, maphash.Seed{})
+	return sum, prefix, err
+}
+
+// hashLines is hashBeneath that also returns, for a text file of at most
+// lineBound bytes (0: none), the hashes of its lines keyed by seed (see
+// lineHashes); nil otherwise.
+func hashLines(root, rel string, max, prefixLen, lineBound int64, seed maphash.Seed) (string, string, *lineSet, error) {
 	rfd, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return "", "", fmt.Errorf("opening %s: %w", root, err)
+		return "", "", nil, fmt.Errorf("opening %s: %w", root, err)
 	}
 	defer unix.Close(rfd)
 	how := unix.OpenHow{
@@ -303,33 +374,52 @@ func hashBeneath(root, rel string, max, prefixLen int64) (string, string, error)
 		Flags:   unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC | unix.O_NOATIME,
 		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
 	}
-	fd, err := unix.Openat2(rfd, strings.TrimPrefix(rel, "/"), &how)
+	fd, err := openBeneath(rfd, rel, &how)
 	if errors.Is(err, unix.EPERM) {
 		how.Flags &^= unix.O_NOATIME
-		fd, err = unix.Openat2(rfd, strings.TrimPrefix(rel, "/"), &how)
+		fd, err = openBeneath(rfd, rel, &how)
 	}
 	if err != nil {
-		return "", "", fmt.Errorf("opening %s beneath %s: %w", rel, root, err)
+		return "", "", nil, fmt.Errorf("opening %s beneath %s: %w", rel, root, err)
 	}
 	f := os.NewFile(uintptr(fd), rel)
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return "", "", err
+		return "", "", nil, err
 	}
 	if !fi.Mode().IsRegular() || fi.Size() > max {
-		return "", "", fmt.Errorf("%s is not a regular file within the bound", rel)
+		return "", "", nil, fmt.Errorf("%s is not a regular file within the bound", rel)
 	}
+	// A small file is read whole first, for its lines; the same bytes
+	// are then hashed.
+	var head []byte
+	if lineBound > 0 && fi.Size() <= lineBound {
+		if head, err = io.ReadAll(io.LimitReader(f, lineBound+1)); err != nil {
+			return "", "", nil, err
+		}
+	}
+	r := io.MultiReader(bytes.NewReader(head), f)
 	h := sha256.New()
 	prefix := ""
+	var read int64
 	if prefixLen >= 0 && prefixLen <= fi.Size() {
-		if _, err := io.CopyN(h, f, prefixLen); err != nil && !errors.Is(err, io.EOF) {
-			return "", "", err
+		n, err := io.CopyN(h, r, prefixLen)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return "", "", nil, err
 		}
+		read += n
 		prefix = hex.EncodeToString(h.Sum(nil))
 	}
-	if _, err := io.CopyN(h, f, max+1); err != nil && !errors.Is(err, io.EOF) {
-		return "", "", err
+	n, err := io.CopyN(h, r, max+1)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", "", nil, err
 	}
-	return hex.EncodeToString(h.Sum(nil)), prefix, nil
+	read += n
+	var lines *lineSet
+	if head != nil && int64(len(head)) <= lineBound && read == int64(len(head)) {
+		// The whole file was the head: it did not grow while read.
+		lines = lineHashes(seed, head)
+	}
+	return hex.EncodeToString(h.Sum(nil)), prefix, lines, nil
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -170,5 +171,69 @@ func TestVerifyFilesOverTheSizeBound(t *testing.T) {
 	held.Budget = NewBudget(7, time.Time{})
 	if cur = snapWith(t, u, held); !reflect.DeepEqual(cur.Unhashed, []string{"/tmp/big"}) {
 		t.Errorf("over the budget: unhashed %q", cur.Unhashed)
+	}
+}
+
+// TestVerifyFileDeeperThanPathMax: a file whose path is longer than the
+// kernel takes in one call (PATH_MAX, 4096) is hashed all the same, and
+// a change to it through a shared mapping, which moves no stat field, is
+// found.
+func TestVerifyFileDeeperThanPathMax(t *testing.T) {
+	lo, up := layers(t, lowerImage)
+	apply(t, up, fstest.CreateDir("/tmp", 0o1777))
+	// 30 levels of 200-byte names: about 6 KB of path.
+	dir, err := os.Open(filepath.Join(up, "tmp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.Repeat("d", 200)
+	rel := "/tmp"
+	for range 30 {
+		if err := unix.Mkdirat(int(dir.Fd()), name, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		fd, err := unix.Openat(int(dir.Fd()), name, unix.O_DIRECTORY|unix.O_RDONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir.Close()
+		dir = os.NewFile(uintptr(fd), name)
+		rel += "/" + name
+	}
+	fd, err := unix.Openat(int(dir.Fd()), "deep", unix.O_RDWR|unix.O_CREAT, 0o644)
+	dir.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := os.NewFile(uintptr(fd), "deep")
+	defer f.Close()
+	if _, err := f.Write([]byte("xxxxxxxx")); err != nil {
+		t.Fatal(err)
+	}
+	m, err := unix.Mmap(fd, 0, 8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(m)
+	m[0] = 'x' // the page is dirty: the next write moves no time
+	rel += "/deep"
+	if len(rel) <= unix.PathMax {
+		t.Fatalf("path of %d bytes, want more than %d", len(rel), unix.PathMax)
+	}
+	u := &UpperDir{Upper: up, Lowers: []string{lo}}
+	prev := snapWith(t, u, SnapshotOptions{Verify: map[string]bool{rel: true}})
+	if e := prev.Entries[rel]; e.SHA256 == "" && !e.Unhashed {
+		t.Fatalf("%d-byte path neither hashed nor counted unhashed: %+v", len(rel), e)
+	}
+	m[1] = 'y'
+	cur := snapWith(t, u, SnapshotOptions{Verify: map[string]bool{rel: true}})
+	var got []string
+	for _, c := range Delta(prev, cur) {
+		if c.Path == rel {
+			got = append(got, c.Change.String())
+		}
+	}
+	if len(got) != 1 || got[0] != "modified" {
+		t.Fatalf("change to the deep file: %q, want modified", got)
 	}
 }

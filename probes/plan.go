@@ -13,8 +13,9 @@ type Tool struct {
 	// a second time with the same arguments, to check the claim.
 	Idempotent bool
 	// ReadOnly and NonDestructive are declared readOnlyHint: true and
-	// destructiveHint: false: they order the calls.
-	ReadOnly, NonDestructive bool
+	// destructiveHint: false, Destructive destructiveHint: true (and not
+	// read-only): they order the calls.
+	ReadOnly, NonDestructive, Destructive bool
 }
 
 // Call is one planned tools/call.
@@ -29,6 +30,18 @@ type Call struct {
 	// Negative names the schema rule the arguments break (Source
 	// "negative").
 	Negative string
+	// Alternatives are the next candidate arguments, tried in order (Source
+	// "retry") when the server refuses these (see Refused).
+	Alternatives []json.RawMessage
+	// Setup marks the call of a setup tool (see IsSetup), whose state later
+	// calls may need: with --isolation call, their sessions replay it.
+	Setup bool
+	// Retries is the seq of the call this one retries (Source "retry"),
+	// set as the scan runs.
+	Retries int
+	// Offer says that the arguments take, at call time, the ids and names
+	// that earlier results returned (see State.Offer).
+	Offer bool
 }
 
 // WithNegatives appends, for each tool's first call, calls whose inputs
@@ -59,10 +72,12 @@ type Skip struct {
 }
 
 // Plan orders the calls of a scan: the probe steps in file order, then each
-// listed tool without a probe (read-only ones first, then additive, then
-// the rest, each in listing order), with arguments synthesized
-// from its input schema ({} when it requires nothing). Steps naming
-// unlisted tools are returned apart. Paths point into canary c.
+// listed tool without a probe: setup tools first (see IsSetup; those that
+// declare destructiveHint: true stay with the rest), then read-only ones,
+// then additive, then the rest, each in listing order, with arguments
+// synthesized from its input schema ({} when it requires nothing) and
+// the next candidates for retries. Steps naming unlisted tools are
+// returned apart. Paths point into canary c.
 func Plan(tools []Tool, steps []Step, c Canary) (calls []Call, skips []Skip, unknown []string) {
 	listed := map[string]bool{}
 	for _, t := range tools {
@@ -75,41 +90,47 @@ func Plan(tools []Tool, steps []Step, c Canary) (calls []Call, skips []Skip, unk
 			continue
 		}
 		probed[s.Tool] = true
-		calls = append(calls, Call{Tool: s.Tool, Arguments: s.Arguments, Source: "probe", ExpectError: s.ExpectError})
+		calls = append(calls, Call{Tool: s.Tool, Arguments: s.Arguments, Source: "probe", ExpectError: s.ExpectError, Setup: IsSetup(s.Tool)})
 		for i := 0; i < s.Repeat && i < 100; i++ {
 			calls = append(calls, Call{Tool: s.Tool, Arguments: s.Arguments, Source: "repeat", ExpectError: s.ExpectError})
 		}
 	}
-	// Tools without probes run read-only first, then additive, then the
-	// rest, so that a tool that moves or deletes the canaries comes after
-	// the tools that read them.
 	order := append([]Tool(nil), tools...)
-	rank := func(t Tool) int {
-		switch {
-		case t.ReadOnly:
-			return 0
-		case t.NonDestructive:
-			return 1
-		}
-		return 2
-	}
 	sort.SliceStable(order, func(i, j int) bool { return rank(order[i]) < rank(order[j]) })
 	for _, t := range order {
 		if probed[t.Name] {
 			continue
 		}
-		args, err := SynthesizeIn(c, t.Name, t.InputSchema)
+		cands, err := CandidatesIn(c, t.Name, t.InputSchema, MaxCandidates)
 		if err != nil {
 			skips = append(skips, Skip{Tool: t.Name, Reason: "no probe, and " + err.Error()})
 			continue
 		}
 		src := "synth"
-		if string(args) == "{}" {
+		if string(cands[0]) == "{}" {
 			src = "empty"
 		}
-		calls = append(calls, Call{Tool: t.Name, Arguments: args, Source: src})
+		calls = append(calls, Call{Tool: t.Name, Arguments: cands[0], Source: src, Alternatives: cands[1:], Setup: IsSetup(t.Name), Offer: true})
 	}
 	return withRepeats(tools, calls), skips, unknown
+}
+
+// rank orders the tools without probes. Setup tools come first, so that
+// the state they make (a working directory, a session, a connection) is
+// there for the tools that read it; then read-only tools, then additive,
+// then the rest, so that a tool that moves or deletes the canaries comes
+// after the tools that read them. A setup tool that declares itself
+// destructive keeps its place among the rest, for the same reason.
+func rank(t Tool) int {
+	switch {
+	case IsSetup(t.Name) && !t.Destructive:
+		return 0
+	case t.ReadOnly:
+		return 1
+	case t.NonDestructive:
+		return 2
+	}
+	return 3
 }
 
 // withRepeats calls each idempotent tool a second time, right after its

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -39,6 +40,30 @@ func SynthesizeFor(tool string, schema json.RawMessage) (json.RawMessage, error)
 
 // SynthesizeIn is SynthesizeFor with paths that point into canary c.
 func SynthesizeIn(c Canary, tool string, schema json.RawMessage) (json.RawMessage, error) {
+	cands, err := CandidatesIn(c, tool, schema, 1)
+	if err != nil {
+		return nil, err
+	}
+	return cands[0], nil
+}
+
+// MaxCandidates bounds the argument objects CandidatesIn makes for one
+// tool: the first call and the retries after a validation error.
+const MaxCandidates = 3
+
+// attempts are the syntheses tried, in order: required properties only,
+// then every property, each with its first choice of values, then the
+// next choices (alt): a boolean-or-string union's string, an enum's next
+// value, the next candidate string.
+var attempts = []struct{ mode, alt int }{
+	{modeMinimal, 0}, {modeAllProps, 0}, {modeMinimal, 1}, {modeAllProps, 1}, {modeMinimal, 2}, {modeAllProps, 2},
+}
+
+// CandidatesIn returns up to n (at most MaxCandidates) distinct argument
+// objects that the tool's input schema accepts, best first, with paths
+// that point into canary c. The same inputs give the same candidates in
+// the same order. When none can be made, the error says why.
+func CandidatesIn(c Canary, tool string, schema json.RawMessage, n int) ([]json.RawMessage, error) {
 	root, err := decodeSchema(schema)
 	if err != nil {
 		return nil, err
@@ -47,10 +72,16 @@ func SynthesizeIn(c Canary, tool string, schema json.RawMessage) (json.RawMessag
 	if err != nil {
 		return nil, err
 	}
+	n = max(1, min(n, MaxCandidates))
 	s := &synth{canary: c, root: root, dirs: dirTool.MatchString(tool), create: createTool.MatchString(tool)}
 	var lastErr error
-	for _, mode := range []int{modeMinimal, modeAllProps} {
-		s.mode, s.budget = mode, maxValues
+	var out []json.RawMessage
+	seen := map[string]bool{}
+	for _, a := range attempts {
+		if len(out) >= n {
+			break
+		}
+		s.mode, s.alt, s.budget = a.mode, a.alt, maxValues
 		val, ok := s.value(root, "", 0)
 		if !ok {
 			continue
@@ -62,11 +93,20 @@ func SynthesizeIn(c Canary, tool string, schema json.RawMessage) (json.RawMessag
 		if err != nil {
 			return nil, err
 		}
-		if err := validate(v, b); err != nil {
-			lastErr = err
+		if seen[string(b)] {
 			continue
 		}
-		return b, nil
+		seen[string(b)] = true
+		if err := validate(v, b); err != nil {
+			if len(out) == 0 {
+				lastErr = err
+			}
+			continue
+		}
+		out = append(out, b)
+	}
+	if len(out) > 0 {
+		return out, nil
 	}
 	if lastErr == nil {
 		lastErr = fmt.Errorf("no value satisfies the schema")
@@ -132,9 +172,12 @@ const (
 )
 
 type synth struct {
-	canary       Canary
-	root         map[string]any
-	mode         int
+	canary Canary
+	root   map[string]any
+	mode   int
+	// alt picks the next choice of value where there are several (see
+	// attempts): 0 is the first.
+	alt          int
 	dirs, create bool // the tool's name speaks of directories, or of making something
 	// budget bounds the values made (nested arrays and oneOf retries grow
 	// exponentially on a hostile schema).
@@ -165,7 +208,7 @@ func (y *synth) value(s map[string]any, name string, depth int) (any, bool) {
 		return c, true
 	}
 	if e, ok := s["enum"].([]any); ok && len(e) > 0 {
-		return e[0], true
+		return e[y.alt%len(e)], true
 	}
 	if all, ok := s["allOf"].([]any); ok {
 		m := without(s, "allOf")
@@ -179,41 +222,84 @@ func (y *synth) value(s map[string]any, name string, depth int) (any, bool) {
 	for _, key := range []string{"oneOf", "anyOf"} {
 		if alts, ok := s[key].([]any); ok && len(alts) > 0 {
 			base := without(s, key)
-			for _, a := range alts {
-				if am, ok := a.(map[string]any); ok {
-					if v, ok := y.value(merge(base, y.deref(am, depth)), name, depth+1); ok {
-						return v, true
-					}
+			for _, a := range y.branches(alts, depth) {
+				if v, ok := y.value(merge(base, a), name, depth+1); ok {
+					return v, true
 				}
 			}
 			return nil, false
 		}
 	}
+	// The schema's own default and examples come first, then the next
+	// choices of the type.
+	var given []any
 	if d, ok := s["default"]; ok {
-		return d, true
+		given = append(given, d)
 	}
-	if ex, ok := s["examples"].([]any); ok && len(ex) > 0 {
-		return ex[0], true
+	if ex, ok := s["examples"].([]any); ok {
+		given = append(given, ex...)
 	}
-	switch t := typeOf(s); t {
+	alt := y.alt
+	if alt < len(given) {
+		return given[alt], true
+	}
+	alt -= len(given)
+	switch t := y.typeFor(s, alt); t {
 	case "object":
 		return y.object(s, depth)
 	case "array":
 		return y.array(s, name, depth)
 	case "string":
-		return y.str(s, name), true
+		return y.str(s, name, alt), true
 	case "integer", "number":
-		return number(s, t == "integer"), true
+		return number(s, t == "integer", name, alt), true
 	case "boolean":
-		return false, true
+		return alt%2 == 1, true
 	case "null":
 		return nil, true
 	case "":
 		if _, not := s["not"]; !not {
-			return y.str(s, name), true // no type at all: any string is allowed
+			return y.str(s, name, alt), true // no type at all: any string is allowed
 		}
 	}
 	return nil, false
+}
+
+// typeFor is the type to make a value of: for a union of boolean and
+// string, the boolean first (a flag that also takes a word) and the string
+// as the next choice.
+func (y *synth) typeFor(s map[string]any, alt int) string {
+	if ts, ok := s["type"].([]any); ok && slices.Contains(ts, any("boolean")) && slices.Contains(ts, any("string")) {
+		if alt%2 == 1 {
+			return "string"
+		}
+		return "boolean"
+	}
+	return typeOf(s)
+}
+
+// branches orders a oneOf's or anyOf's alternatives: boolean ones first,
+// as for a type union, and from the alt-th on for the next choices.
+func (y *synth) branches(alts []any, depth int) []map[string]any {
+	var bools, rest []map[string]any
+	for _, a := range alts {
+		am, ok := a.(map[string]any)
+		if !ok {
+			continue
+		}
+		am = y.deref(am, depth)
+		if am["type"] == "boolean" {
+			bools = append(bools, am)
+		} else {
+			rest = append(rest, am)
+		}
+	}
+	out := append(bools, rest...)
+	if len(out) > 1 && y.alt > 0 {
+		k := y.alt % len(out)
+		out = append(append([]map[string]any{}, out[k:]...), out[:k]...)
+	}
+	return out
 }
 
 func (y *synth) deref(s map[string]any, depth int) map[string]any {
@@ -334,8 +420,11 @@ func (y *synth) array(s map[string]any, name string, depth int) (any, bool) {
 		}
 		n = int(math.Max(mi, 0))
 	}
-	if n == 0 && pathLike(name) {
-		n = 1 // a list of paths with nothing in it probes nothing
+	// An empty list probes nothing (no path read, no entity made): one
+	// item where the schema allows it and one can be made, else none.
+	optional := false
+	if mx, ok := num(s["maxItems"]); n == 0 && (!ok || mx >= 1) {
+		n, optional = 1, true
 	}
 	items, _ := s["items"].(map[string]any)
 	if items == nil {
@@ -345,6 +434,9 @@ func (y *synth) array(s map[string]any, name string, depth int) (any, bool) {
 	unique := s["uniqueItems"] == true
 	for i := 0; i < n; i++ {
 		v, ok := y.value(items, singular(name), depth+1)
+		if !ok && optional {
+			return out, true
+		}
 		if !ok {
 			return nil, false
 		}
@@ -370,38 +462,29 @@ func uniquify(v any, i int) any {
 
 func singular(name string) string { return strings.TrimSuffix(name, "s") }
 
-var pathWords = regexp.MustCompile(`(?i)(path|file|dir|directory|folder|root|cwd|source|src|destination|dest|target)`)
-
-func pathLike(name string) bool { return pathWords.MatchString(name) }
-
-func (y *synth) str(s map[string]any, name string) string {
+// str makes a string for schema s, property name: the alt-th of its
+// candidates that fits the schema's length and pattern (the last that
+// fits when there are fewer).
+func (y *synth) str(s map[string]any, name string, alt int) string {
 	minLen, _ := num(s["minLength"])
 	minLen = math.Max(0, math.Min(minLen, maxString)) // a longer minimum fails validation, with the reason
 	maxLen, hasMax := num(s["maxLength"])
+	desc, _ := s["description"].(string)
+	format, _ := s["format"].(string)
 	var cand []string
-	if f, ok := s["format"].(string); ok {
-		if v, ok := formatExample(f); ok {
-			cand = append(cand, v)
+	if p := y.pathFor(name, desc, format); p != "" {
+		if format == "uri" || format == "iri" || format == "uri-reference" {
+			cand = append(cand, "file://"+p)
 		}
+		cand = append(cand, p)
 	}
-	lname := strings.ToLower(name)
-	switch {
-	case strings.Contains(lname, "dest") || strings.Contains(lname, "target") || strings.Contains(lname, "new"):
-		cand = append(cand, y.canary.New)
-	case pathLike(lname) && y.create && y.dirs:
-		cand = append(cand, y.canary.NewDir)
-	case pathLike(lname) && y.create:
-		cand = append(cand, y.canary.New)
-	case strings.Contains(lname, "dir") || strings.Contains(lname, "folder") || strings.Contains(lname, "root") || lname == "cwd",
-		pathLike(lname) && y.dirs:
-		cand = append(cand, y.canary.Dir)
-	case pathLike(lname):
-		cand = append(cand, y.canary.Text)
-	case strings.Contains(lname, "url") || strings.Contains(lname, "uri"):
-		cand = append(cand, "https://example.com/")
-	case strings.Contains(lname, "email"):
-		cand = append(cand, "alex@example.com")
+	if v, ok := formatExample(format); ok {
+		cand = append(cand, v)
 	}
+	// The description's own examples come before what the name suggests:
+	// they say what this server accepts.
+	cand = append(cand, DescriptionExamples(desc)...)
+	cand = append(cand, NameValues(name)...)
 	if p, ok := s["pattern"].(string); ok {
 		cand = append(cand, patternExamples(p)...)
 	}
@@ -410,6 +493,7 @@ func (y *synth) str(s map[string]any, name string) string {
 	if p, ok := s["pattern"].(string); ok {
 		re, _ = regexp.Compile(p)
 	}
+	var fit []string
 	for _, c := range cand {
 		n := len([]rune(c))
 		if float64(n) < minLen {
@@ -422,15 +506,44 @@ func (y *synth) str(s map[string]any, name string) string {
 		if re != nil && !re.MatchString(c) {
 			continue
 		}
-		return c
+		if slices.Contains(fit, c) {
+			continue
+		}
+		fit = append(fit, c)
+		if len(fit) > alt {
+			return c
+		}
+	}
+	if len(fit) > 0 {
+		return fit[len(fit)-1]
 	}
 	return strings.Repeat("x", int(math.Max(minLen, 1)))
 }
 
+// pathFor is the canary path a path-like property points at, or "": a
+// new path for destinations and for tools that create, a directory for
+// directory properties and directory tools, else the canary text file.
+func (y *synth) pathFor(name, desc, format string) string {
+	k := ClassifyPath(name, desc, format)
+	switch {
+	case k == PathNone:
+		return ""
+	case k == PathDest:
+		return y.canary.New
+	case y.create && y.dirs:
+		return y.canary.NewDir
+	case y.create:
+		return y.canary.New
+	case k == PathDir || y.dirs:
+		return y.canary.Dir
+	}
+	return y.canary.Text
+}
+
 func formatExample(f string) (string, bool) {
 	v, ok := map[string]string{
-		"date": "2026-01-01", "date-time": "2026-01-01T00:00:00Z", "time": "00:00:00Z", "uri": "https://example.com/",
-		"url": "https://example.com/", "uri-reference": "/docs", "iri": "https://example.com/", "email": "alex@example.com",
+		"date": "2026-01-01", "date-time": "2026-01-01T00:00:00Z", "time": "00:00:00Z", "uri": exampleURL,
+		"url": exampleURL, "uri-reference": "/docs", "iri": exampleURL, "email": "alex@example.com",
 		"uuid": "00000000-0000-4000-8000-000000000000", "hostname": "example.com", "ipv4": "192.0.2.1", "ipv6": "2001:db8::1",
 		"duration": "P1D", "regex": "example", "json-pointer": "/example",
 	}[f]
@@ -448,7 +561,10 @@ func patternExamples(p string) []string {
 	return out
 }
 
-func number(s map[string]any, integer bool) any {
+// number makes a number within the schema's bounds: 1 (a count, a limit,
+// a page), 0 for offsets and indexes, the year for years; the next choices
+// are 10, then the lowest allowed.
+func number(s map[string]any, integer bool, name string, alt int) any {
 	lo, hasLo := num(s["minimum"])
 	hi, hasHi := num(s["maximum"])
 	if x, ok := num(s["exclusiveMinimum"]); ok {
@@ -463,7 +579,17 @@ func number(s map[string]any, integer bool) any {
 			hi = math.Ceil(x) - 1
 		}
 	}
-	v := 1.0
+	v := NameNumber(name)
+	switch alt {
+	case 0:
+	case 1:
+		v = 10
+	default:
+		v = 0
+		if hasLo {
+			v = lo
+		}
+	}
 	switch {
 	case hasLo && v < lo:
 		v = lo

@@ -112,6 +112,9 @@ type Container struct {
 	stderr *tailBuffer
 	events *eventStore
 	demux  chan error // the demultiplexer's end
+	// drained is closed once the attach stream ended and every stderr
+	// byte has reached the tail: the container has exited.
+	drained chan struct{}
 
 	closeOnce sync.Once
 	closeErr  error
@@ -211,7 +214,7 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 	if err != nil {
 		return nil, &InfraError{Cause: fmt.Sprintf("creating the container: %v", err), Err: err}
 	}
-	c := &Container{ID: created.ID, cli: cli, stderr: newTailBuffer(opts.StderrLimit), events: newEventStore(opts.MaxEvents), demux: make(chan error, 1)}
+	c := &Container{ID: created.ID, cli: cli, stderr: newTailBuffer(opts.StderrLimit), events: newEventStore(opts.MaxEvents), demux: make(chan error, 1), drained: make(chan struct{})}
 	// Registered before anything else can fail: the container goes away on
 	// every error path from here on.
 	defer func() {
@@ -246,6 +249,7 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 		c.stdout.CloseWithError(err) // nil: EOF for the reader
 		ew.Close()
 		<-decoded
+		close(c.drained)
 		c.demux <- err
 	}()
 	if opts.BeforeStart != nil {
@@ -331,6 +335,24 @@ func (s stdinCloser) Close() error { return s.c.attach.CloseWrite() }
 // Stderr returns the tail of what the server wrote to stderr, the total
 // number of bytes it wrote, and whether the tail is truncated.
 func (c *Container) Stderr() (tail string, total int64, truncated bool) { return c.stderr.snapshot() }
+
+// StderrHead returns the start of what the server wrote to stderr (the
+// first stderrHeadLimit bytes).
+func (c *Container) StderrHead() string { return c.stderr.start() }
+
+// Exited waits, at most wait, for the container to end and its output to
+// drain; it returns its state and whether it has ended.
+func (c *Container) Exited(ctx context.Context, wait time.Duration) (State, bool) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-c.drained:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	st, err := c.State(ctx)
+	return st, err == nil && !st.Running
+}
 
 // State is how the container ended, or that it still runs.
 type State struct {

@@ -333,7 +333,7 @@ func (r *recorder) mark(ctx context.Context, call bool, deadline time.Time) (rep
 
 func fileChange(c overlay.Change) report.FileChange {
 	fc := report.FileChange{Path: c.Path, PathEscaped: c.PathEscaped, Change: c.Change, Type: string(c.Type), Scope: c.Scope,
-		Area: c.Area, Size: c.Size, SHA256: c.SHA256, SHA256Before: c.SHA256Before, LinkTarget: c.Link, Appended: c.Appended}
+		Area: c.Area, Size: c.Size, SHA256: c.SHA256, SHA256Before: c.SHA256Before, LinkTarget: c.Link, Appended: c.Appended, LinesKept: c.LinesKept}
 	if c.Type == overlay.Dir {
 		fc.Size = 0 // a directory's size depends on the file system, not the server
 	}

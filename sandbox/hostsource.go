@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
+	"time"
 
 	"github.com/mcpsandbox/mcpsandbox/overlay"
 )
@@ -21,7 +23,7 @@ func (h *hostSource) Snapshot(ctx context.Context, opts overlay.SnapshotOptions)
 	if h.view == nil {
 		return snap, err
 	}
-	hs, herr := h.view.Snapshot(ctx)
+	hs, herr := h.view.Snapshot(ctx, opts.Budget.Deadline())
 	if snap.Entries == nil {
 		snap.Entries = map[string]overlay.Entry{}
 	}
@@ -38,6 +40,10 @@ func (h *hostSource) Snapshot(ctx context.Context, opts overlay.SnapshotOptions)
 			}
 			return root(p)
 		}
+	}
+	if len(hs.Unhashed) > 0 {
+		snap.Unhashed = append(snap.Unhashed, hs.Unhashed...)
+		sort.Strings(snap.Unhashed)
 	}
 	snap.Count += hs.Count
 	snap.Bytes += hs.Bytes
@@ -86,7 +92,7 @@ func (h *hostSource) baseline(ctx context.Context, prev *overlay.Snapshot) error
 	if h.view == nil {
 		return nil
 	}
-	base, err := h.view.Snapshot(ctx)
+	base, err := h.view.Snapshot(ctx, time.Time{})
 	if prev.Entries == nil {
 		prev.Entries = map[string]overlay.Entry{}
 	}

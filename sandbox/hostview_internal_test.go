@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -41,7 +42,7 @@ func inFreshIPCNamespace(t *testing.T, fn func()) {
 func sysvSnap(t *testing.T, lim overlay.Limits, budget int64) overlay.Snapshot {
 	t.Helper()
 	snap := overlay.Snapshot{Entries: map[string]overlay.Entry{}}
-	if err := readSysv(&snap, lim.WithDefaults(), budget); err != nil {
+	if err := readSysv(&snap, lim.WithDefaults(), budget, time.Time{}); err != nil {
 		t.Errorf("readSysv: %v", err)
 	}
 	return snap
@@ -96,6 +97,20 @@ func TestSysvObjectsByContent(t *testing.T) {
 		// A message read by index stays queued.
 		if s3 := sysvSnap(t, overlay.Limits{}, sysvHashBudget); s3.Entries[paths[1]].SHA256 != s2.Entries[paths[1]].SHA256 {
 			t.Error("reading the queue changed it")
+		}
+		// Past the run's deadline nothing is read: every object with
+		// content is listed unhashed, none left out.
+		late := overlay.Snapshot{Entries: map[string]overlay.Entry{}}
+		if err := readSysv(&late, overlay.Limits{}.WithDefaults(), sysvHashBudget, time.Now().Add(-time.Second)); err != nil {
+			t.Errorf("readSysv: %v", err)
+		}
+		if late.Truncated || len(late.Unhashed) != 3 {
+			t.Errorf("past the deadline: truncated %v, unhashed %q; want the 3 objects", late.Truncated, late.Unhashed)
+		}
+		for _, p := range paths {
+			if e, ok := late.Entries[p]; !ok || !e.Unhashed || e.SHA256 != "" {
+				t.Errorf("past the deadline, %s: %+v (present %v)", p, e, ok)
+			}
 		}
 
 		// Past a bound, what was not entered is not reached (neither gone

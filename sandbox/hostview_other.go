@@ -5,6 +5,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/mcpsandbox/mcpsandbox/overlay"
 )
@@ -15,7 +16,7 @@ func openHostView(id string, pid int, lim overlay.Limits, volumes []string) (*ho
 	return nil, errors.New("reading a container's mounts from the host needs Linux")
 }
 
-func (v *hostView) Snapshot(ctx context.Context) (overlay.Snapshot, error) {
+func (v *hostView) Snapshot(ctx context.Context, deadline time.Time) (overlay.Snapshot, error) {
 	return overlay.Snapshot{}, nil
 }
 

@@ -70,8 +70,8 @@ func TestWritablePlacesOutsideTheOverlay(t *testing.T) {
 			}
 			r := res.Report
 			for _, p := range r.Problems {
-				// The API source says once what it cannot see (held files,
-				// the disk bound).
+				// The API source says once what it cannot see (held files).
+				// And that it cannot watch the disk bound.
 				if run.changes == sandbox.ChangesAPI && (p.Kind == "effects" || p.Kind == "disk") && strings.Contains(p.Message, "--changes api") {
 					continue
 				}

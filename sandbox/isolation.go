@@ -89,6 +89,7 @@ func (sc *scanner) callSession(rep *report.Report, group []probes.Call) (err err
 	if err != nil {
 		return err
 	}
+	sc.replaySetups(s, first)
 	sc.watchSession(s, tools, first+1)
 	if err := sc.callAll(s, group, first); err != nil {
 		return err
@@ -97,11 +98,46 @@ func (sc *scanner) callSession(rep *report.Report, group []probes.Call) (err err
 	return nil
 }
 
+// replaySetups makes again, in the fresh session s of the call after
+// first, the setup calls that succeeded before it (a working directory
+// set, a session created), so that the call finds the state it would
+// have found in one session; their results give the values offered to
+// the call (sc.state, with the setup calls' own seqs). Their effects are a
+// "setup" phase, which mergeCall leaves out as it does the start-up: they
+// repeat the setup calls' own, judged with them.
+func (sc *scanner) replaySetups(s *Session, first int) {
+	sc.state = &probes.State{}
+	var replayed []probes.Call
+	for _, su := range sc.setups {
+		if su.seq > first || sc.ctx.Err() != nil {
+			break
+		}
+		sc.logf("call %d's session: replaying setup call %d (%s)", first+1, su.seq, su.call.Tool)
+		c := s.Call(sc.ctx, CallRequest{Seq: su.seq, Tool: su.call.Tool, Arguments: su.call.Arguments, Source: "setup"})
+		if c.ErrorKind == "" && !c.IsError {
+			sc.state.Harvest(su.seq, su.call.Tool, c.Result, s.Structured())
+		} else {
+			sc.logf("setup call %d failed when replayed: %s", su.seq, report.OneLine(c.Error+c.Result))
+		}
+		replayed = append(replayed, probes.Call{Tool: su.call.Tool, Arguments: su.call.Arguments, Source: su.call.Source})
+		if c.ErrorKind == "transport" || c.ErrorKind == "interrupted" {
+			break // the call will say so
+		}
+		if len(s.Background()) > 0 {
+			s.Settle(sc.ctx, sc.opts.Settle)
+		}
+	}
+	if len(replayed) > 0 {
+		s.Phase(sc.ctx, "setup", first)
+		sc.setupsOf[first+1] = replayed
+	}
+}
+
 // groupRepeats keeps each call together with the repeats that follow it.
 func groupRepeats(plan []probes.Call) [][]probes.Call {
 	var out [][]probes.Call
 	for _, c := range plan {
-		if c.Source == "repeat" && len(out) > 0 {
+		if (c.Source == "repeat" || c.Source == "retry") && len(out) > 0 {
 			out[len(out)-1] = append(out[len(out)-1], c)
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -39,6 +40,11 @@ type procNet struct {
 	// truncated counts the events cut at one of the agent's bounds, by
 	// what was cut.
 	truncated map[string]int
+	// callProcs are the last call's processes (the slice its effects
+	// hold), and settled the processes a call left running that ended
+	// within --settle: neither is background.
+	callProcs []report.Process
+	settled   map[int]bool
 }
 
 // execRef points at an exec's entry: in the effects being collected
@@ -72,7 +78,8 @@ func (p *procNet) entry(pid int) *report.Process {
 
 func newProcNet(events *eventStore, sink bool) *procNet {
 	return &procNet{events: events, live: map[int]bool{}, exits: map[int]int{}, sync: 2 * time.Second, sink: sink,
-		forkOnly: map[int]bool{}, lateExec: map[int][]report.Process{}, lastExec: map[int]execRef{}, truncated: map[string]int{}}
+		forkOnly: map[int]bool{}, lateExec: map[int][]report.Process{}, lastExec: map[int]execRef{}, truncated: map[string]int{},
+		settled: map[int]bool{}}
 }
 
 // cut counts an event the agent truncated.
@@ -99,8 +106,11 @@ func (p *procNet) collect(ctx context.Context, eff *report.Effects, call bool) {
 			p.live[e.PID] = true
 			forked[e.PID] = e.PPID
 		case agent.KindExec:
-			if e.Result != "ok" && (p.failed(eff.Processes, e) || p.failed(p.lateExec[e.PID], e)) {
+			if e.Result != "ok" && (p.failedLast(e) || p.failed(eff.Processes, e) || p.failed(p.lateExec[e.PID], e)) {
 				continue // its truncation was counted with its first report
+			}
+			if e.Result == "ok" && p.retry(e) {
+				continue // one more place of PATH tried: the same spawn
 			}
 			delete(forked, e.PID)
 			pr := report.Process{PID: e.PID, PPID: e.PPID, Argv: e.Argv, Cwd: e.Cwd, Truncated: p.cut(e)}
@@ -116,7 +126,9 @@ func (p *procNet) collect(ctx context.Context, eff *report.Effects, call bool) {
 				p.live[e.PID] = true
 			}
 			if p.forkOnly[e.PID] {
-				pr.Background = true // it outlived the call that forked it
+				// It outlived the call that forked it, and, unless it ended
+				// within --settle, the settle after it.
+				pr.Background = !p.settled[e.PID]
 				p.lateExec[e.PID] = append(p.lateExec[e.PID], pr)
 				p.lastExec[e.PID] = execRef{late: true, i: len(p.lateExec[e.PID]) - 1}
 				continue
@@ -137,6 +149,7 @@ func (p *procNet) collect(ctx context.Context, eff *report.Effects, call bool) {
 			delete(p.live, e.PID)
 			delete(forked, e.PID)
 			delete(p.forkOnly, e.PID)
+			delete(p.settled, e.PID)
 			if e.ExitCode != nil {
 				p.exits[e.PID] = *e.ExitCode
 			}
@@ -183,15 +196,54 @@ func (p *procNet) collect(ctx context.Context, eff *report.Effects, call bool) {
 		for i := range eff.Processes {
 			if pr := &eff.Processes[i]; p.live[pr.PID] && pr.PID != p.main {
 				pr.Background = true
-				p.started = append(p.started, pr.PID)
+				if !slices.Contains(p.started, pr.PID) {
+					p.started = append(p.started, pr.PID)
+				}
 			}
 		}
+		p.callProcs = eff.Processes
 	}
 	for pid, ref := range p.lastExec {
 		if ref.eff == eff {
 			p.lastExec[pid] = execRef{procs: eff.Processes, i: ref.i}
 		}
 	}
+}
+
+// retryable are the errors on which execvp (glibc, musl, libuv) goes on
+// to the next directory of PATH.
+var retryable = []string{"ENOENT", "ENOTDIR"}
+
+// retry folds an exec into the process's latest entry when that is the
+// same program (same argv) that failed with a retryable error: execvp
+// trying the next directory of PATH. The entry takes the new attempt's
+// outcome, so a spawn is recorded once, with its final outcome.
+func (p *procNet) retry(e agent.Event) bool {
+	pr := p.entry(e.PID)
+	if pr == nil || !slices.Contains(retryable, pr.ExecError) || !slices.Equal(pr.Argv, e.Argv) {
+		return false
+	}
+	pr.ExecError, pr.Cwd = "", e.Cwd
+	pr.Truncated = p.cut(e) || pr.Truncated
+	if p.main == 0 && e.PPID == 1 {
+		p.main = e.PID
+	}
+	p.live[e.PID] = true
+	return true
+}
+
+// failedLast marks the process's latest entry failed, when it is the
+// exec e reports the failure of (in this stretch or an earlier one).
+func (p *procNet) failedLast(e agent.Event) bool {
+	pr := p.entry(e.PID)
+	if pr == nil || pr.ExecError != "" || !slices.Equal(pr.Argv, e.Argv) {
+		return false
+	}
+	pr.ExecError = e.Result
+	if p.main == e.PID && e.PPID == 1 {
+		p.main = 0
+	}
+	return true
 }
 
 // failed marks the exec the agent reported before it ran as failed, when
@@ -232,11 +284,29 @@ func (p *procNet) settle(ctx context.Context, d time.Duration) []int {
 	for {
 		left := p.stillLive()
 		if len(left) == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			p.endSettle(left)
 			return left
 		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// endSettle clears the background mark of the last call's processes
+// that ended within the settle (those not left): a spawn that failed at
+// once, or a child that finished its work in the window, did not run in
+// the background. Their later execs are not background either.
+func (p *procNet) endSettle(left []int) {
+	for _, pid := range p.started {
+		if !slices.Contains(left, pid) {
+			p.settled[pid] = true
+		}
+	}
+	for i := range p.callProcs {
+		if pr := &p.callProcs[i]; pr.Background && p.settled[pr.PID] {
+			pr.Background = false
 		}
 	}
 }

@@ -124,3 +124,101 @@ func TestSyncEndsAtItsBound(t *testing.T) {
 	go func() { time.Sleep(time.Millisecond); cancel() }()
 	s.sync(ctx, agent.Now()+int64(time.Hour), time.Hour)
 }
+
+// TestExecvpAttemptsAreOneSpawn: execvp tries each directory of PATH in
+// one process, each failing with ENOENT but the last: the attempts are
+// one entry with the final outcome, also when a mark falls between them.
+func TestExecvpAttemptsAreOneSpawn(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		found   bool
+		markAt  int // after this many attempts
+		wantErr string
+	}{
+		{"never found", false, 0, "ENOENT"},
+		{"found last", true, 0, ""},
+		{"never found, across a mark", false, 2, "ENOENT"},
+		{"found last, across a mark", true, 2, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newEventStore(100)
+			pn := newProcNet(s, false)
+			pn.sync = time.Millisecond
+			now := agent.Now()
+			dt := int64(0)
+			add := func(e agent.Event) { dt++; e.T = now + dt; s.add(e) }
+			add(agent.Event{Kind: agent.KindExec, PID: 10, PPID: 1, Argv: []string{"/server"}, Result: "ok"})
+			add(agent.Event{Kind: agent.KindFork, PID: 11, PPID: 10})
+			argv := []string{"missing-prog", "--flag"}
+			var rep report.Report
+			call := report.NewEffects()
+			between := report.NewEffects()
+			const attempts = 5
+			for i := 0; i < attempts; i++ {
+				if tc.markAt > 0 && i == tc.markAt {
+					time.Sleep(time.Millisecond)
+					pn.collect(context.Background(), &call, true)
+					now, dt = agent.Now(), 0
+				}
+				add(agent.Event{Kind: agent.KindExec, PID: 11, PPID: 10, Argv: argv, Result: "ok"})
+				if i < attempts-1 || !tc.found {
+					add(agent.Event{Kind: agent.KindExec, PID: 11, PPID: 10, Argv: argv, Result: "ENOENT"})
+				}
+			}
+			if tc.found {
+				add(agent.Event{Kind: agent.KindExe, PID: 11, Exe: "/usr/bin/missing-prog", SHA256: "cc"})
+			}
+			time.Sleep(time.Millisecond)
+			if tc.markAt > 0 {
+				pn.collect(context.Background(), &between, false)
+			} else {
+				pn.collect(context.Background(), &call, true)
+			}
+			rep.Calls = append(rep.Calls, report.Call{Seq: 1, Effects: call})
+			pn.fill(&rep)
+			var got []report.Process
+			for _, p := range append(append([]report.Process{}, rep.Calls[0].Effects.Processes...), between.Processes...) {
+				if p.PID == 11 {
+					got = append(got, p)
+				}
+			}
+			if len(got) != 1 || got[0].ExecError != tc.wantErr || strings.Join(got[0].Argv, " ") != "missing-prog --flag" {
+				t.Fatalf("the spawn's entries: %+v", got)
+			}
+			if tc.found && got[0].Exe != "/usr/bin/missing-prog" {
+				t.Errorf("the program found: %+v", got[0])
+			}
+		})
+	}
+}
+
+// TestSettleClearsWhatEndedInIt: a process alive when its call returned
+// and ended within the settle is not background; one still alive at the
+// settle's end is.
+func TestSettleClearsWhatEndedInIt(t *testing.T) {
+	s := newEventStore(100)
+	pn := newProcNet(s, false)
+	pn.sync = time.Millisecond
+	now := agent.Now()
+	add := func(dt int64, e agent.Event) { e.T = now + dt; s.add(e) }
+	add(1, agent.Event{Kind: agent.KindExec, PID: 10, PPID: 1, Argv: []string{"/server"}, Result: "ok"})
+	add(2, agent.Event{Kind: agent.KindFork, PID: 11, PPID: 10})
+	add(3, agent.Event{Kind: agent.KindExec, PID: 11, PPID: 10, Argv: []string{"quick"}, Result: "ok"})
+	add(4, agent.Event{Kind: agent.KindFork, PID: 12, PPID: 10})
+	add(5, agent.Event{Kind: agent.KindExec, PID: 12, PPID: 10, Argv: []string{"daemon"}, Result: "ok"})
+	time.Sleep(time.Millisecond)
+	call := report.NewEffects()
+	pn.collect(context.Background(), &call, true)
+	if len(call.Processes) != 3 || !call.Processes[1].Background || !call.Processes[2].Background {
+		t.Fatalf("at the call's end: %+v", call.Processes)
+	}
+	code := 127
+	s.add(agent.Event{Kind: agent.KindExit, PID: 11, PPID: 10, ExitCode: &code, T: agent.Now()})
+	left := pn.settle(context.Background(), 100*time.Millisecond)
+	if len(left) != 1 || left[0] != 12 {
+		t.Errorf("left after the settle: %v", left)
+	}
+	if call.Processes[1].Background || !call.Processes[2].Background {
+		t.Errorf("after the settle: %+v", call.Processes)
+	}
+}

@@ -70,12 +70,13 @@ func (sc *scanner) replay(rep *report.Report) {
 			continue
 		}
 		sc.logf("replaying call %d (%s) after %d call(s) of its session", seq, c.Tool, len(cands)-1)
-		var prefix []probes.Call
+		// With --isolation call, the session replayed the setup calls first.
+		prefix := slices.Clone(sc.setupsOf[cands[0]])
 		for _, k := range cands[:len(cands)-1] {
 			p := rep.Calls[slices.IndexFunc(rep.Calls, func(x report.Call) bool { return x.Seq == k })]
-			prefix = append(prefix, probes.Call{Tool: p.Tool, Arguments: sc.sent(p), Source: p.Source, Negative: p.Negative})
+			prefix = append(prefix, probes.Call{Tool: p.Tool, Arguments: sc.sent(p), Source: p.Source, Negative: p.Negative, Offer: p.ValuesFrom != nil})
 		}
-		target := probes.Call{Tool: c.Tool, Arguments: sc.sent(*c), Source: c.Source, Negative: c.Negative}
+		target := probes.Call{Tool: c.Tool, Arguments: sc.sent(*c), Source: c.Source, Negative: c.Negative, Offer: c.ValuesFrom != nil}
 		// The control waits as long as the call may take, settle included.
 		window := time.Duration(c.DurationMs)*time.Millisecond + sc.opts.Settle
 		var with, without map[string]bool
@@ -145,7 +146,9 @@ func effectKeys(effs ...report.Effects) []string {
 func (sc *scanner) replayOnce(prefix []probes.Call, target *probes.Call, window time.Duration) (keys map[string]bool, err error) {
 	s, err := sc.open()
 	defer func() {
-		err = errors.Join(err, s.Close(context.WithoutCancel(sc.ctx)))
+		// Close runs teardown to its end, hashing nothing past the run's
+		// deadline.
+		err = errors.Join(err, s.Close(sc.ctx))
 	}()
 	if err != nil {
 		return nil, err
@@ -153,8 +156,21 @@ func (sc *scanner) replayOnce(prefix []probes.Call, target *probes.Call, window 
 	if _, err := s.ListTools(sc.ctx); err != nil {
 		return nil, fmt.Errorf("listing tools: %w", err)
 	}
+	// The ids a call took from earlier results are taken again from this
+	// session's results: a server may hand out new ones each time.
+	var st probes.State
+	args := func(p probes.Call) json.RawMessage {
+		if p.Offer {
+			a, _ := st.Offer(sc.schemas[p.Tool], p.Arguments)
+			return a
+		}
+		return p.Arguments
+	}
 	for i, p := range prefix {
-		c := s.Call(sc.ctx, CallRequest{Seq: i + 1, Tool: p.Tool, Arguments: p.Arguments, Source: p.Source, Negative: p.Negative})
+		c := s.Call(sc.ctx, CallRequest{Seq: i + 1, Tool: p.Tool, Arguments: args(p), Source: p.Source, Negative: p.Negative})
+		if c.ErrorKind == "" && !c.IsError {
+			st.Harvest(i+1, p.Tool, c.Result, s.Structured())
+		}
 		if c.ErrorKind == "transport" || c.ErrorKind == "interrupted" {
 			return nil, fmt.Errorf("call %d of the replay's prefix (%s): %s", i+1, p.Tool, c.Error)
 		}
@@ -166,7 +182,7 @@ func (sc *scanner) replayOnce(prefix []probes.Call, target *probes.Call, window 
 	s.Mark(sc.ctx, false, len(prefix)) // the start of the window
 	var effs []report.Effects
 	if target != nil {
-		c := s.Call(sc.ctx, CallRequest{Seq: len(prefix) + 1, Tool: target.Tool, Arguments: target.Arguments, Source: target.Source, Negative: target.Negative})
+		c := s.Call(sc.ctx, CallRequest{Seq: len(prefix) + 1, Tool: target.Tool, Arguments: args(*target), Source: target.Source, Negative: target.Negative})
 		if c.ErrorKind == "interrupted" {
 			return nil, fmt.Errorf("the replayed call: %s", c.Error)
 		}

@@ -1,11 +1,13 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -189,7 +191,28 @@ type scanner struct {
 	// redacted, and a replay must send the same bytes.
 	args map[int]json.RawMessage
 	tl   *toolLists // the tool list as the sessions saw it
+	// schemas are the tools' input schemas, for the values offered to
+	// their calls; state holds the values the current session's results
+	// returned; setups are the setup calls that succeeded, in order, which
+	// --isolation call replays before each call (see replaySetups).
+	schemas map[string]json.RawMessage
+	state   *probes.State
+	setups  []setupCall
+	// setupsOver is set once a setup call is past maxSetups.
+	setupsOver bool
+	// setupsOf are the setup calls replayed in the session whose first
+	// call is the key, for a replay of its calls.
+	setupsOf map[int][]probes.Call
 }
+
+// setupCall is a setup call that succeeded: its seq and what it sent.
+type setupCall struct {
+	seq  int
+	call probes.Call
+}
+
+// maxSetups bounds the setup calls kept for replays, per scan.
+const maxSetups = 16
 
 func newScanner(ctx context.Context, cli Engine, opts ScanOptions) (*scanner, error) {
 	if opts.RunID == "" {
@@ -215,7 +238,8 @@ func newScanner(ctx context.Context, cli Engine, opts ScanOptions) (*scanner, er
 	if opts.MaxToolChanges <= 0 {
 		opts.MaxToolChanges = defaultMaxToolChanges
 	}
-	sc := &scanner{cli: cli, opts: opts, started: time.Now(), parent: ctx, args: map[int]json.RawMessage{}, tl: newToolLists(opts.MaxToolChanges)}
+	sc := &scanner{cli: cli, opts: opts, started: time.Now(), parent: ctx, args: map[int]json.RawMessage{}, tl: newToolLists(opts.MaxToolChanges),
+		schemas: map[string]json.RawMessage{}, state: &probes.State{}, setupsOf: map[int][]probes.Call{}}
 	sc.ctx, sc.cancel = context.WithTimeout(ctx, opts.Timeout)
 	if !opts.NoSeed {
 		seed := probes.RandomSeed()
@@ -268,6 +292,7 @@ func (sc *scanner) open() (*Session, error) {
 		so.Env = append(sc.bait.Env(), so.Env...)
 		so.Seeds = sc.bait.Seeds()
 		so.Secrets = sc.bait.Find
+		so.Placeholders = sc.bait.Placeholders()
 	}
 	s, err := Open(sc.ctx, sc.cli, so)
 	sc.mu.Lock()
@@ -355,7 +380,9 @@ func (sc *scanner) planTools(rep *report.Report, tools []report.Tool) []probes.C
 	isTrue := func(b *bool) bool { return b != nil && *b }
 	for i, t := range tools {
 		ptools[i] = probes.Tool{Name: t.Name, InputSchema: t.InputSchema, Idempotent: isTrue(t.Hints.Idempotent),
-			ReadOnly: isTrue(t.Hints.ReadOnly), NonDestructive: t.Hints.Destructive != nil && !*t.Hints.Destructive}
+			ReadOnly: isTrue(t.Hints.ReadOnly), NonDestructive: t.Hints.Destructive != nil && !*t.Hints.Destructive,
+			Destructive: isTrue(t.Hints.Destructive) && !isTrue(t.Hints.ReadOnly)}
+		sc.schemas[t.Name] = t.InputSchema
 	}
 	canary := probes.DefaultCanary()
 	if !sc.opts.NoSeed {
@@ -376,14 +403,19 @@ func (sc *scanner) planTools(rep *report.Report, tools []report.Tool) []probes.C
 // followed by its effects and, when it left processes running, a settle.
 // It stops at the first call that ends the session (a crash, a server
 // that answers nothing, the run's end), listing the rest as not called.
+// A call's id-like arguments take the values earlier results returned
+// (sc.state); a call the server refuses as invalid is followed by a retry
+// with the next candidate arguments, so the plan may grow.
 func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 	rep := s.rep
+	plan = slices.Clone(plan)
 	notReached := func(rest []probes.Call, why string) {
 		for _, c := range rest {
 			rep.NotCalled = append(rep.NotCalled, report.NotCalled{Tool: c.Tool, Reason: "not reached: " + why})
 		}
 	}
-	for i, step := range plan {
+	for i := 0; i < len(plan); i++ {
+		step := plan[i]
 		if sc.ctx.Err() != nil {
 			rep.Problems = append(rep.Problems, sc.why())
 			notReached(plan[i:], sc.why().Message)
@@ -391,8 +423,17 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 		}
 		seq := first + i + 1
 		s.Phase(sc.ctx, "between", seq-1)
+		var from []int
+		if step.Offer {
+			var args json.RawMessage
+			if args, from = sc.state.Offer(sc.schemas[step.Tool], step.Arguments); from != nil {
+				follow(plan[i+1:], step.Tool, step.Arguments, args)
+				step.Arguments = args
+			}
+		}
 		sc.logf("call %d: %s %s", seq, step.Tool, step.Arguments)
 		call := s.Call(sc.ctx, CallRequest{Seq: seq, Tool: step.Tool, Arguments: step.Arguments, Source: step.Source, Negative: step.Negative})
+		call.Retries, call.Setup, call.ValuesFrom = step.Retries, step.Setup, from
 		call.Effects = s.Mark(sc.ctx, true, seq)
 		if bg := s.Background(); len(bg) > 0 && call.ErrorKind != "transport" {
 			// Let what the call left running finish, so that its effects land
@@ -404,6 +445,20 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 		}
 		rep.Calls = append(rep.Calls, call)
 		sc.args[seq] = step.Arguments
+		if call.ErrorKind == "" && !call.IsError {
+			sc.state.Harvest(seq, step.Tool, call.Result, s.Structured())
+			if step.Setup && sc.opts.Isolation == IsolationCall {
+				if len(sc.setups) < maxSetups {
+					sc.setups = append(sc.setups, setupCall{seq: seq, call: step})
+				} else if !sc.setupsOver {
+					sc.setupsOver = true
+					s.problem("probe", seq, "more than %d setup calls: from call %d on, a setup call is not replayed before the calls after it", maxSetups, seq)
+				}
+			}
+		} else if r, ok := retryOf(step, call); ok {
+			follow(plan[i+1:], step.Tool, step.Arguments, r.Arguments)
+			plan = slices.Insert(plan, i+1, r)
+		}
 		sc.relist(s, call)
 		if step.ExpectError && step.Negative == "" && call.ErrorKind == "" && !call.IsError {
 			s.problem("probe", seq, "call %d to %s was expected to fail and succeeded", seq, step.Tool)
@@ -452,6 +507,44 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 	}
 	s.Phase(sc.ctx, "between", first+len(plan))
 	return nil
+}
+
+// follow gives the repeats right after a call (which repeat it to check
+// idempotentHint) the arguments the call was made with at last: with the
+// values offered, or a retry's.
+func follow(rest []probes.Call, tool string, old, args json.RawMessage) {
+	for i := range rest {
+		if rest[i].Source != "repeat" || rest[i].Tool != tool {
+			return
+		}
+		if bytes.Equal(rest[i].Arguments, old) {
+			rest[i].Arguments = args
+		}
+	}
+}
+
+// retryOf is the retry of a call the server refused as invalid (see
+// probes.Refused), with the next candidate arguments, if there is one
+// left: at most probes.MaxCandidates-1 retries per planned call.
+func retryOf(step probes.Call, call report.Call) (probes.Call, bool) {
+	if len(step.Alternatives) == 0 {
+		return probes.Call{}, false
+	}
+	code := 0
+	text := call.Result
+	if call.ErrorKind == "rpc" {
+		fmt.Sscanf(call.Error, "JSON-RPC error %d:", &code)
+		text = call.Error
+	} else if call.ErrorKind != "" {
+		return probes.Call{}, false // a timeout, a crash: not a refusal
+	}
+	if !probes.Refused(code, call.IsError || call.ErrorKind == "rpc", text) {
+		return probes.Call{}, false
+	}
+	r := step
+	r.Arguments, r.Alternatives = step.Alternatives[0], step.Alternatives[1:]
+	r.Source, r.Retries = "retry", call.Seq
+	return r, true
 }
 
 // decodeTool reads one raw tool, keeping annotations and schemas as sent

@@ -19,6 +19,7 @@ import (
 
 	"github.com/docker/docker/client"
 
+	"github.com/mcpsandbox/mcpsandbox/ci/formats"
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/probes"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
@@ -149,7 +150,7 @@ func TestScanFixture(t *testing.T) {
 	}
 
 	var text bytes.Buffer
-	if err := report.WriteText(&text, r); err != nil {
+	if err := formats.WriteText(&text, r); err != nil {
 		t.Fatal(err)
 	}
 	golden(t, "testdata/fixture-scan.txt", text.Bytes())

@@ -68,6 +68,10 @@ type SessionOptions struct {
 	Seeds []probes.SeedFile
 	// Secrets names the planted values found in data (nil: none planted).
 	Secrets func(data string) []string
+	// Placeholders are the planted values and their roles, for what the
+	// session quotes from the server before the report is redacted (the
+	// line that says why it did not start, which is cut after redaction).
+	Placeholders []report.Placeholder
 	// StartTimeout bounds the start and initialize (default 60s);
 	// CallTimeout each request after it (default 30s).
 	StartTimeout, CallTimeout time.Duration
@@ -103,6 +107,9 @@ type Session struct {
 	transcript *Transcript
 	noise      *noiseFilter
 	gate       *frameGate
+	// structured is the last call's structuredContent (nil: none or no
+	// result), for the values later calls are offered (probes.State).
+	structured any
 	image      string // the image the container runs (the workspace image, when there is one)
 	mounts     []*overlayMount
 	wsSince    time.Time // host edits to the mounted directories after this are someone else's
@@ -318,6 +325,10 @@ func (s *Session) open(ctx context.Context) error {
 		default:
 			if _, r := s.gate.take("initialize"); r != nil {
 				s.problem(ProblemProtocolBound, 0, "the answer to initialize: %s", r)
+			} else if exit := s.exitBeforeInitialize(ctx, ctr, err); exit != nil {
+				// What the server said as it went says why, not the EOF.
+				s.problem("crash", 0, "%s", exit)
+				return fmt.Errorf("%w: %w", ErrServerStart, exit)
 			} else {
 				s.problem("protocol", 0, "initialize failed: %s", report.OneLine(s.clip(err.Error())))
 			}
@@ -764,6 +775,10 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 	res, err := s.cs.CallTool(cctx, &mcp.CallToolParams{Name: req.Tool, Arguments: req.Arguments})
 	call.DurationMs = time.Since(start).Milliseconds()
 	whole, refused := s.gate.take("tools/call")
+	s.structured = nil
+	if err == nil && refused == nil {
+		s.structured = res.StructuredContent
+	}
 	var rpcErr *jsonrpc.Error
 	switch {
 	case refused != nil:
@@ -775,6 +790,7 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 	case err == nil:
 		call.IsError = res.IsError
 		call.Result = resultText(res, s.opts.Bounds.MaxResultText)
+		call.WholeBytes, call.WholeSha256 = whole.Bytes, whole.Sha256
 		if whole.Bytes > int64(s.opts.Bounds.MaxResultText) {
 			// Not kept whole: what it was is counted and hashed.
 			call.ResultBytes, call.ResultSha256 = whole.Bytes, whole.Sha256
@@ -798,6 +814,9 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 	}
 	return call
 }
+
+// Structured is the last call's structuredContent, nil when it had none.
+func (s *Session) Structured() any { return s.structured }
 
 // ClientClosed says why the client, not the server, ended the session, if
 // it did: the SDK could not read a message the server sent.
@@ -844,14 +863,22 @@ func (s *Session) Exited(ctx context.Context) (State, bool) {
 // container (unless kept). It is idempotent and safe on a session that
 // never started.
 func (s *Session) Close(ctx context.Context) error {
-	s.closeOnce.Do(func() { s.closeErr = s.teardown(context.WithoutCancel(ctx)) })
+	// Teardown runs to its end whatever ctx says (the container must go),
+	// but its snapshot hashes nothing past ctx's deadline: the run's
+	// --timeout bounds hashing at teardown too.
+	deadline, _ := ctx.Deadline()
+	s.closeOnce.Do(func() { s.closeErr = s.teardown(context.WithoutCancel(ctx), deadline) })
 	return s.closeErr
 }
+
+// exitGrace is how long teardown lets the server exit on its own once
+// its stdin is closed.
+const exitGrace = 2 * time.Second
 
 // Kept is the id of the container Keep left behind, after Close.
 func (s *Session) Kept() string { return s.kept }
 
-func (s *Session) teardown(ctx context.Context) error {
+func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 	var errs []error
 	if s.ctr == nil {
 		if s.cs != nil {
@@ -886,7 +913,13 @@ func (s *Session) teardown(ctx context.Context) error {
 	defer func() { s.rep.Problems = append(s.rep.Problems, <-edits...) }()
 	// The session is closed (stdin at EOF): give the server a moment to
 	// exit on its own, so its exit status is its own, not our kill's.
-	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	// Not past the run's deadline, though: a scan that timed out is
+	// incomplete, and its teardown is bounded too.
+	grace := time.Now().Add(exitGrace)
+	if !deadline.IsZero() && deadline.Before(grace) {
+		grace = deadline
+	}
+	for ; time.Now().Before(grace); time.Sleep(20 * time.Millisecond) {
 		if st, err := ctr.State(ctx); err != nil || !st.Running {
 			break
 		}
@@ -895,11 +928,11 @@ func (s *Session) teardown(ctx context.Context) error {
 	s.finishDisk()
 	// What the server (or what it left running) did since the last mark,
 	// read before the container and its upper dir go away.
-	eff, unhashed, err := s.rec.mark(ctx, false, time.Time{})
+	eff, unhashed, err := s.rec.mark(ctx, false, deadline)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("reading file effects at teardown: %w", err))
 	}
-	s.unhashed(0, unhashed, time.Time{})
+	s.unhashed(0, unhashed, deadline)
 	s.rep.Phases = append(s.rep.Phases, report.Phase{Name: "teardown", Effects: eff})
 	if s.rec.src != nil {
 		errs = append(errs, s.rec.src.Close(ctx))
@@ -919,6 +952,11 @@ func (s *Session) teardown(ctx context.Context) error {
 		}
 	}
 	s.rep.Server.StderrTail, s.rep.Server.StderrBytes, s.rep.Server.StderrTruncated = ctr.Stderr()
+	if s.rep.Server.StderrTruncated {
+		// The tail no longer reaches back to the start, where a server
+		// says why it failed.
+		s.rep.Server.StderrHead = ctr.StderrHead()
+	}
 	s.rep.Server.StdoutNoise, s.rep.Server.StdoutNoiseSample = s.noise.snapshot()
 	s.refusedElsewhere()
 	if s.rep.Server.StdoutNoise > 0 {

@@ -311,7 +311,7 @@ func (sc *scanner) callAll(s *Session, plan []probes.Call, first int) error {
 		if err != nil {
 			return err
 		}
-		first += len(plan)
+		first += len(s.rep.Calls) - n // retries make more calls than planned
 		plan = sc.lateCalls(s)
 	}
 	return nil

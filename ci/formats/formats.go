@@ -25,7 +25,7 @@ func Write(w io.Writer, format string, r *report.Report, version string) error {
 	case "json":
 		return report.WriteJSON(w, r)
 	case "text":
-		return report.WriteText(w, r)
+		return WriteText(w, r)
 	case "markdown", "md":
 		return WriteMarkdown(w, r)
 	case "sarif":
@@ -36,7 +36,10 @@ func Write(w io.Writer, format string, r *report.Report, version string) error {
 	return fmt.Errorf("unknown report format %q (want one of %s)", format, strings.Join(Names(), ", "))
 }
 
-// WriteMarkdown writes a summary fit for $GITHUB_STEP_SUMMARY.
+// WriteMarkdown writes a summary fit for $GITHUB_STEP_SUMMARY: the
+// verdict and coverage, the tools, what was not exercised, the findings
+// by rule (the rule's quote once, findings with the same evidence
+// together) and the problems.
 func WriteMarkdown(w io.Writer, r *report.Report) error {
 	var b strings.Builder
 	name := serverName(r)
@@ -45,12 +48,18 @@ func WriteMarkdown(w io.Writer, r *report.Report) error {
 	if n := s.Findings - s.Baselined; n > 0 {
 		verdict = fmt.Sprintf("%d finding(s)", n)
 	}
-	fmt.Fprintf(&b, "## mcpsandbox: %s — %s\n\n", md(name), verdict)
+	ex, _, _ := report.CoverageCounts(r.Coverage)
+	fmt.Fprintf(&b, "## mcpsandbox: %s — %s, exercised %d of %d tools\n\n", md(name), verdict, ex, len(r.Coverage))
 	fmt.Fprintf(&b, "`%s` in `%s`, network `%s`", md(strings.Join(r.Server.Command, " ")), md(r.Server.Image), r.Sandbox.Network)
 	if !r.Complete {
 		b.WriteString(" — **incomplete scan** (see problems)")
 	}
-	b.WriteString("\n\n| tool | readOnly | destructive | idempotent | openWorld | calls | files | processes | network | findings |\n|---|---|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "\n\n**Coverage:** %s.", coverageLine(r))
+	if ex < len(r.Coverage) {
+		fmt.Fprintf(&b, " For the tools not exercised, %s.", notEvidence)
+	}
+	cov := coverageOf(r)
+	b.WriteString("\n\n| tool | readOnly | destructive | idempotent | openWorld | calls | status | files | processes | network | findings |\n|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, t := range r.Tools {
 		calls, files, procs, nets, finds := 0, 0, 0, 0, 0
 		for _, c := range r.Calls {
@@ -70,26 +79,51 @@ func WriteMarkdown(w io.Writer, r *report.Report) error {
 		if finds > 0 {
 			mark = " ❌"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %d | %d | %d | %d | %d%s |\n", md(t.Name), report.Hint(t.Hints.ReadOnly), report.Hint(t.Hints.Destructive),
-			report.Hint(t.Hints.Idempotent), report.Hint(t.Hints.OpenWorld), calls, files, procs, nets, finds, mark)
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %d | %s | %d | %d | %d | %d%s |\n", md(t.Name), report.Hint(t.Hints.ReadOnly), report.Hint(t.Hints.Destructive),
+			report.Hint(t.Hints.Idempotent), report.Hint(t.Hints.OpenWorld), calls, statusText(cov[t.Name].Status), files, procs, nets, finds, mark)
 	}
-	if len(r.Findings) > 0 {
-		b.WriteString("\n### Findings\n\n")
-		for _, f := range r.Findings {
-			base := ""
-			if f.Baselined {
-				base = " (baselined)"
-			}
-			fmt.Fprintf(&b, "- **%s** `%s` on `%s`%s%s%s: %s\n", f.Severity, f.Rule, md(f.Tool), callRef(f.Call), report.RoundsNote(r, f), base, md(f.Message))
-			for _, e := range f.Evidence {
-				fmt.Fprintf(&b, "  - `%s`\n", md(e))
-			}
+	b.WriteString("\nHints as declared; `·`: not declared (the specification's default applies). Status `exercised`: a call returned a result that is not an error (repeats and schema-breaking inputs do not count); `errored`: every call failed. ❌: findings that fail the gate or would.\n")
+	var unexercised []report.ToolCoverage
+	for _, c := range r.Coverage {
+		if c.Status != report.CoverageExercised {
+			unexercised = append(unexercised, c)
 		}
 	}
-	if len(r.NotCalled) > 0 {
-		b.WriteString("\n### Not called\n\n")
-		for _, n := range r.NotCalled {
-			fmt.Fprintf(&b, "- `%s`: %s\n", md(n.Tool), md(n.Reason))
+	if len(unexercised) > 0 {
+		b.WriteString("\n### Not exercised\n\n")
+		for _, c := range unexercised {
+			fmt.Fprintf(&b, "- `%s`: %s\n", md(c.Tool), md(whyNot(c)))
+		}
+	}
+	if len(r.Findings) > 0 {
+		b.WriteString("\n### Findings\n")
+		for _, blk := range groupFindings(r.Findings) {
+			fmt.Fprintf(&b, "\n#### **%s** `%s`\n\n", blk.severity, blk.rule)
+			if label, q := ruleQuote(blk.rule); q != "" {
+				fmt.Fprintf(&b, "> %s: %s\n\n", label, md(q))
+			}
+			for _, g := range blk.groups {
+				first := g.findings[0]
+				base := ""
+				if first.Baselined {
+					base = " (baselined)"
+				}
+				if len(g.findings) == 1 {
+					fmt.Fprintf(&b, "- %s%s%s: %s\n", mdWhere(first), report.RoundsNote(r, first), base, md(rules.Brief(first)))
+				} else {
+					names := make([]string, len(g.findings))
+					for i, f := range g.findings {
+						names[i] = mdWhere(f) + report.RoundsNote(r, f)
+					}
+					fmt.Fprintf(&b, "- %d findings with the same evidence%s: %s\n", len(g.findings), base, strings.Join(names, ", "))
+					for _, f := range g.findings {
+						fmt.Fprintf(&b, "  - %s\n", md(rules.Brief(f)))
+					}
+				}
+				for _, e := range first.Evidence {
+					fmt.Fprintf(&b, "  - `%s`\n", md(e))
+				}
+			}
 		}
 	}
 	if len(r.Problems) > 0 {
@@ -101,8 +135,16 @@ func WriteMarkdown(w io.Writer, r *report.Report) error {
 	if len(r.Ignored) > 0 {
 		fmt.Fprintf(&b, "\n%d finding(s) or evidence item(s) ignored by policy.\n", len(r.Ignored))
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, report.PrintableLines(b.String()))
 	return err
+}
+
+// mdWhere names a finding's tool (in code) and call.
+func mdWhere(f report.Finding) string {
+	if f.Tool == "" {
+		return "(server)" + callRef(f.Call)
+	}
+	return "`" + md(f.Tool) + "`" + callRef(f.Call)
 }
 
 // roundRef names a problem's round with --rounds N: " (round 2)".
@@ -120,9 +162,10 @@ func callRef(seq int) string {
 	return fmt.Sprintf(" (call %d)", seq)
 }
 
-// md keeps text from breaking a table or inline code.
+// md keeps text from breaking a table or inline code, and from
+// reaching the reader's terminal as control characters.
 func md(s string) string {
-	return strings.NewReplacer("|", "\\|", "`", "'", "\n", " ").Replace(s)
+	return report.Printable(strings.NewReplacer("|", "\\|", "`", "'", "\n", " ").Replace(s))
 }
 
 func serverName(r *report.Report) string {
@@ -148,8 +191,24 @@ type sarifLog struct {
 }
 
 type sarifRun struct {
-	Tool    sarifTool     `json:"tool"`
-	Results []sarifResult `json:"results"`
+	Tool       sarifTool          `json:"tool"`
+	Results    []sarifResult      `json:"results"`
+	Properties sarifRunProperties `json:"properties"`
+}
+
+// sarifRunProperties is the run's property bag: the coverage, which says
+// what the results (and their absence) are worth.
+type sarifRunProperties struct {
+	Coverage sarifCoverage `json:"mcpsandbox/coverage"`
+}
+
+type sarifCoverage struct {
+	Summary   string                `json:"summary"` // "exercised 11 of 13 tools (84%): ..."
+	Tools     int                   `json:"tools"`
+	Exercised int                   `json:"exercised"`
+	Errored   int                   `json:"errored"`
+	NotCalled int                   `json:"notCalled"`
+	ByTool    []report.ToolCoverage `json:"byTool"`
 }
 
 type sarifTool struct {
@@ -247,7 +306,12 @@ func WriteSARIF(w io.Writer, r *report.Report, version string) error {
 		sr.DefaultConfiguration.Level = sarifLevel(rl.Severity)
 		drv.Rules = append(drv.Rules, sr)
 	}
-	run := sarifRun{Tool: sarifTool{Driver: drv}, Results: []sarifResult{}}
+	ex, er, nc := report.CoverageCounts(r.Coverage)
+	run := sarifRun{Tool: sarifTool{Driver: drv}, Results: []sarifResult{}, Properties: sarifRunProperties{Coverage: sarifCoverage{
+		Summary: coverageLine(r), Tools: len(r.Coverage), Exercised: ex, Errored: er, NotCalled: nc, ByTool: r.Coverage}}}
+	if run.Properties.Coverage.ByTool == nil {
+		run.Properties.Coverage.ByTool = []report.ToolCoverage{}
+	}
 	for _, f := range r.Findings {
 		res := sarifResult{RuleID: f.Rule, Level: sarifLevel(f.Severity), Message: sarifMessage{Text: f.Message + evidenceText(f.Evidence)},
 			PartialFingerprints: map[string]string{sarifFingerprint: fingerprint(f)}, Properties: sarifProperties{SecuritySeverity: securitySeverity(f.Severity)}}
@@ -299,8 +363,9 @@ func fingerprint(f report.Finding) string {
 	return report.Fingerprint(f)
 }
 
-// JUnit XML: a testsuite for the server, a testcase per tool, a failure
-// per finding, skipped for tools not called. A failing testcase lists its
+// JUnit XML: a testsuite for the server (its coverage a property), a
+// testcase per tool, a failure per finding, skipped for tools not
+// exercised (errored or not called) that have no finding. A failing testcase lists its
 // findings' fingerprints as properties named fingerprint.
 type junitSuites struct {
 	XMLName xml.Name     `xml:"testsuites"`
@@ -311,11 +376,12 @@ type junitSuites struct {
 }
 
 type junitSuite struct {
-	Name    string      `xml:"name,attr"`
-	Tests   int         `xml:"tests,attr"`
-	Fails   int         `xml:"failures,attr"`
-	Skipped int         `xml:"skipped,attr"`
-	Cases   []junitCase `xml:"testcase"`
+	Name       string           `xml:"name,attr"`
+	Tests      int              `xml:"tests,attr"`
+	Fails      int              `xml:"failures,attr"`
+	Skipped    int              `xml:"skipped,attr"`
+	Properties *junitProperties `xml:"properties"`
+	Cases      []junitCase      `xml:"testcase"`
 }
 
 type junitCase struct {
@@ -343,8 +409,12 @@ type junitProperty struct {
 }
 
 // junitFingerprint names the property that carries a finding's
-// fingerprint.
-const junitFingerprint = "fingerprint"
+// fingerprint; junitCoverage, the suite's that says how many tools were
+// exercised.
+const (
+	junitFingerprint = "fingerprint"
+	junitCoverage    = "coverage"
+)
 
 // fail records a finding as a failure of tc, with its fingerprint.
 func (tc *junitCase) fail(f report.Finding) {
@@ -362,11 +432,9 @@ type junitSkipped struct {
 
 // WriteJUnit writes the report as JUnit XML.
 func WriteJUnit(w io.Writer, r *report.Report) error {
-	suite := junitSuite{Name: "mcpsandbox: " + serverName(r)}
-	notCalled := map[string]string{}
-	for _, n := range r.NotCalled {
-		notCalled[n.Tool] = n.Reason
-	}
+	suite := junitSuite{Name: "mcpsandbox: " + serverName(r),
+		Properties: &junitProperties{Property: []junitProperty{{Name: junitCoverage, Value: coverageLine(r)}}}}
+	cov := coverageOf(r)
 	for _, t := range r.Tools {
 		tc := junitCase{Name: t.Name, Classname: "mcp.tools"}
 		for _, f := range r.Findings {
@@ -375,8 +443,9 @@ func WriteJUnit(w io.Writer, r *report.Report) error {
 			}
 			tc.fail(f)
 		}
-		if reason, ok := notCalled[t.Name]; ok && len(tc.Failures) == 0 {
-			tc.Skipped = &junitSkipped{Message: reason}
+		// A tool not exercised passed nothing: skipped, with why.
+		if c, ok := cov[t.Name]; ok && c.Status != report.CoverageExercised && len(tc.Failures) == 0 {
+			tc.Skipped = &junitSkipped{Message: whyNot(c)}
 			suite.Skipped++
 		}
 		if len(tc.Failures) > 0 {

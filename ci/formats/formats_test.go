@@ -113,8 +113,10 @@ func TestMarkdownSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	md := buf.String()
-	for _, want := range []string{"## mcpsandbox: fixture 1.0.0 — 2 finding(s)", "| `lying_read` | true | · | · | false | 1 | 1 | 0 | 1 | 2 ❌ |",
-		"- **error** `readonly-writes` on `lying_read` (call 1)", "### Not called"} {
+	for _, want := range []string{"## mcpsandbox: fixture 1.0.0 — 2 finding(s), exercised 2 of 3 tools", "| `lying_read` | true | · | · | false | 1 | exercised | 1 | 0 | 1 | 2 ❌ |",
+		"**Coverage:** exercised 2 of 3 tools (66%): 0 errored, 1 not called.", "no evidence of anything",
+		"#### **error** `readonly-writes`", "- `lying_read` (call 1): \"lying_read\" declares readOnlyHint: true, but call 1 changed 1 file(s)\n",
+		"### Not exercised\n\n- `needs_args`: not called: no probe"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}
@@ -238,7 +240,7 @@ func TestMarkdownNamesRounds(t *testing.T) {
 	if err := WriteMarkdown(&b, r); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"on `b` (call 2) (round 2 of 2): m", "- timeout (call 2) (round 2): late"} {
+	for _, want := range []string{"`b` (call 2) (round 2 of 2): m", "- timeout (call 2) (round 2): late"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, b.String())
 		}

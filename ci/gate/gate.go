@@ -47,6 +47,10 @@ type Options struct {
 	// fresh containers; the report merges their findings (see
 	// verdict.FinishRounds). The transcript is the first round's.
 	Rounds int
+	// MaxReport bounds the JSON report's bytes outside timing (0: the
+	// default, verdict.DefaultMaxReport); past it the report sheds (see
+	// verdict.FinishWithin) and the gate fails.
+	MaxReport int64
 	// Version names mcpsandbox in the reports.
 	Version string
 	Stdout  io.Writer
@@ -67,7 +71,16 @@ func Run(ctx context.Context, cli sandbox.Engine, opts Options) (*report.Report,
 	}
 	results, reps, scanErr := scanRounds(ctx, cli, opts)
 	res := results[0]
-	rep := verdict.FinishRounds(reps, opts.Verdict)
+	// The published tools are written as the server listed them, before
+	// the report bound cuts their descriptions.
+	published := contract.FromReport(reps[0])
+	if opts.MaxReport <= 0 {
+		opts.MaxReport = verdict.DefaultMaxReport
+	}
+	rep, err := verdict.FinishRoundsWithin(reps, opts.Verdict, opts.MaxReport)
+	if err != nil {
+		return rep, fmt.Errorf("bounding the report: %w", err)
+	}
 
 	for _, r := range results {
 		if r.ContainerID != "" && opts.Notice != nil {
@@ -86,7 +99,7 @@ func Run(ctx context.Context, cli sandbox.Engine, opts Options) (*report.Report,
 		werr = errors.Join(werr, writeTranscript(res.Transcript, opts.Transcript, ps))
 	}
 	if opts.ContractOut != "" && len(rep.Tools) > 0 {
-		werr = errors.Join(werr, contract.Write(opts.ContractOut, contract.FromReport(rep)))
+		werr = errors.Join(werr, contract.Write(opts.ContractOut, published))
 	}
 	if opts.WriteBaseline != "" && scanErr == nil {
 		werr = errors.Join(werr, baseline.Write(opts.WriteBaseline, baseline.FromReport(rep)))

@@ -27,6 +27,11 @@ type Report struct {
 	Tools     []Tool      `json:"tools"`
 	Calls     []Call      `json:"calls"`
 	NotCalled []NotCalled `json:"notCalled"`
+	// Coverage says, for each listed tool in the order of Tools, whether
+	// it was exercised (a call returned a result that is not an error),
+	// errored or not called: what the verdict on a tool is worth. Finish
+	// computes it from Calls and NotCalled.
+	Coverage []ToolCoverage `json:"coverage"`
 	// Phases carries the effects of everything that is not a tool call:
 	// startup, initialize, tools/list, between calls, teardown.
 	Phases []Phase `json:"phases"`
@@ -107,8 +112,11 @@ type Server struct {
 	Capabilities json.RawMessage `json:"capabilities"`
 	Instructions string          `json:"instructions,omitempty"`
 	// StderrTail is the end of what the server wrote to stderr (bounded);
-	// StderrBytes counts all of it.
+	// StderrBytes counts all of it. StderrHead is its start (bounded),
+	// kept when the tail does not reach back to it: the lines that say why
+	// a server failed to start come first.
 	StderrTail      string `json:"stderrTail"`
+	StderrHead      string `json:"stderrHead,omitempty"`
 	StderrBytes     int64  `json:"stderrBytes"`
 	StderrTruncated bool   `json:"stderrTruncated"`
 	// StdoutNoise counts stdout lines that were not JSON-RPC (dropped from
@@ -187,6 +195,11 @@ type Sandbox struct {
 	// DiskExceeded is true when the writes passed DiskLimit: the server
 	// was stopped there, and the gate fails.
 	DiskExceeded bool `json:"diskExceeded,omitempty"`
+	// MaxReport is the bound on the JSON report's bytes outside timing
+	// (--max-report), given when the report was over it; ReportShed is the
+	// bytes shed to come within it (see ShedStep), and the gate fails.
+	MaxReport  int64 `json:"maxReport,omitempty"`
+	ReportShed int64 `json:"reportShed,omitempty"`
 }
 
 // Tool is one tool as the server listed it.
@@ -219,8 +232,21 @@ type Call struct {
 	// Source says where the arguments came from: "probe" (the probes file),
 	// "synth" (made from the input schema and validated against it),
 	// "empty" ({}: the schema requires nothing), "repeat" (the previous
-	// call again, to check idempotentHint), "negative" (see Negative).
+	// call again, to check idempotentHint), "negative" (see Negative),
+	// "retry" (the next candidate arguments after the server refused the
+	// call Retries names).
 	Source string `json:"source"`
+	// Retries is the seq of the attempt this call retries (source "retry"):
+	// that call was refused as invalid (JSON-RPC -32602, or an isError
+	// result that reads as a validation message).
+	Retries int `json:"retries,omitempty"`
+	// Setup is set on the calls of setup tools (names whose first word is
+	// set, init, open, connect, create, start, login, begin, new...),
+	// which run before the tools that read the state they make.
+	Setup bool `json:"setup,omitempty"`
+	// ValuesFrom are the seqs of the earlier calls whose results gave the
+	// arguments' ids or names (see Probes in the README).
+	ValuesFrom []int `json:"valuesFrom,omitempty"`
 	// Negative names the input-schema rule the arguments break, for the
 	// calls --negatives makes (source "negative"): the tool should refuse
 	// them and do nothing.
@@ -242,10 +268,15 @@ type Call struct {
 	// the whole result as sent (the JSON value of the response's
 	// "result"), also when it was refused over a bound (ErrorKind
 	// "client"); absent when there was no result.
-	Result       string  `json:"result"`
-	ResultBytes  int64   `json:"resultBytes,omitempty"`
-	ResultSha256 string  `json:"resultSha256,omitempty"`
-	Effects      Effects `json:"effects"`
+	Result       string `json:"result"`
+	ResultBytes  int64  `json:"resultBytes,omitempty"`
+	ResultSha256 string `json:"resultSha256,omitempty"`
+	// WholeBytes and WholeSha256 are ResultBytes and ResultSha256 for every
+	// result, kept whole or not: what shedding the result text over the
+	// report bound leaves in its place (not written themselves).
+	WholeBytes  int64   `json:"-"`
+	WholeSha256 string  `json:"-"`
+	Effects     Effects `json:"effects"`
 	// Replay, when set, says how far the call's effects (with the
 	// "between" phase after it) were checked by replaying the call; only
 	// the effects it reproduced are the call's. Nil: not replayed, every
@@ -273,13 +304,13 @@ type Replay struct {
 
 // Candidates are the calls that could have caused what was seen during
 // the i-th call of r: the calls of its session up to it, in order. With
-// call isolation a session holds one call, the repeats after it and the
-// late calls (of tools that appeared in it) after those.
+// call isolation a session holds one call, the repeats and retries after
+// it and the late calls (of tools that appeared in it) after those.
 func Candidates(r *Report, i int) []int {
 	first := 0
 	if r.Sandbox.Isolation == "call" {
 		first = i
-		for first > 0 && (r.Calls[first].Source == "repeat" || r.Calls[first].Late) {
+		for first > 0 && (r.Calls[first].Source == "repeat" || r.Calls[first].Source == "retry" || r.Calls[first].Late) {
 			first--
 		}
 	}
@@ -338,6 +369,10 @@ type FileChange struct {
 	// Appended is set on a modified file that only grew: its earlier bytes
 	// are unchanged (upperdir only).
 	Appended bool `json:"appended,omitempty"`
+	// LinesKept is set on a modified text file, old and new within the
+	// line bound (1 MiB), whose new content keeps every old line, in
+	// order: an append-only store rewritten whole (upperdir only).
+	LinesKept bool `json:"linesKept,omitempty"`
 }
 
 // Process is one program a process ran (an execve).
@@ -361,7 +396,9 @@ type Process struct {
 	ExecError string `json:"execError,omitempty"`
 	// ExitCode is set once the process ended (128+n for signal n).
 	ExitCode *int `json:"exitCode,omitempty"`
-	// Background is set when the process outlived the call that started it.
+	// Background is set when the process outlived the call that started
+	// it and, when the runner settled after the call, was still alive at
+	// the end of --settle: one that ended within the window is not.
 	Background bool `json:"background,omitempty"`
 }
 
@@ -516,6 +553,10 @@ type Finding struct {
 	// finding, ascending; its call, message and evidence are those of the
 	// first of them. Absent for a single round.
 	Rounds []int `json:"rounds,omitempty"`
+	// Calls, on a server-level finding of effects the server makes
+	// whatever the tool (see rules.ServerOwned), lists the calls it spans,
+	// in order. Not in the fingerprint.
+	Calls []int `json:"calls,omitempty"`
 }
 
 // Rounds says how a report of several rounds (--rounds N) was made: N
@@ -549,6 +590,10 @@ type Summary struct {
 	Problems  int `json:"problems"`
 	Ignored   int `json:"ignored"`
 	Baselined int `json:"baselined"`
+	// Exercised and Errored count the tools Coverage says were exercised
+	// and errored; the rest of Tools were not called.
+	Exercised int `json:"exercised"`
+	Errored   int `json:"errored"`
 	// BySeverity counts findings per severity, baselined ones left out.
 	BySeverity map[string]int `json:"bySeverity"`
 	// Unstable counts the findings that not every round saw (--rounds N,
@@ -564,6 +609,7 @@ func New() *Report {
 		Tools:         []Tool{},
 		Calls:         []Call{},
 		NotCalled:     []NotCalled{},
+		Coverage:      []ToolCoverage{},
 		Phases:        []Phase{},
 		ToolChanges:   []ToolChange{},
 		ToolListing:   ToolListing{Unchecked: []string{}},
@@ -578,8 +624,9 @@ func NewEffects() Effects {
 	return Effects{Files: []FileChange{}, Processes: []Process{}, Network: []NetEvent{}}
 }
 
-// Finish recomputes the summary.
+// Finish recomputes the coverage and the summary.
 func (r *Report) Finish() {
+	r.Coverage = Coverage(r)
 	s := Summary{Tools: len(r.Tools), Calls: len(r.Calls), NotCalled: len(r.NotCalled),
 		Findings: len(r.Findings), Problems: len(r.Problems), Ignored: len(r.Ignored), BySeverity: map[string]int{}}
 	for _, f := range r.Findings {
@@ -604,5 +651,6 @@ func (r *Report) Finish() {
 		}
 		sort.Strings(r.Rounds.Unstable)
 	}
+	s.Exercised, s.Errored, _ = CoverageCounts(r.Coverage)
 	r.Summary = s
 }

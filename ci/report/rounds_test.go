@@ -1,10 +1,6 @@
 package report
 
-import (
-	"bytes"
-	"strings"
-	"testing"
-)
+import "testing"
 
 // roundsReport is a report of three rounds: one finding every round saw,
 // one round 2 alone saw, a problem of round 3.
@@ -23,7 +19,7 @@ func roundsReport() *Report {
 	return r
 }
 
-func TestRoundsInSummaryAndText(t *testing.T) {
+func TestRoundsInSummary(t *testing.T) {
 	r := roundsReport()
 	if r.Summary.Unstable != 1 || len(r.Rounds.Unstable) != 1 || r.Rounds.Unstable[0] != r.Findings[1].Fingerprint {
 		t.Errorf("summary %+v, rounds %+v: want b's finding alone unstable", r.Summary, r.Rounds)
@@ -37,25 +33,5 @@ func TestRoundsInSummaryAndText(t *testing.T) {
 	r.Findings[1].Rounds = []int{1, 3}
 	if got, want := RoundsNote(r, r.Findings[1]), " (rounds 1,3 of 3)"; got != want {
 		t.Errorf("note %q, want %q", got, want)
-	}
-	var b bytes.Buffer
-	if err := WriteText(&b, r); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"b (call 2) (rounds 1,3 of 3): m", "timeout (call 2) (round 3): call 2 timed out", "3 rounds: 1 finding(s) not seen in every round"} {
-		if !strings.Contains(b.String(), want) {
-			t.Errorf("text lacks %q:\n%s", want, b.String())
-		}
-	}
-	// A single round's report says nothing of rounds.
-	one := New()
-	one.Findings = []Finding{{Rule: "readonly-writes", Tool: "a", Call: 1, Message: "m"}}
-	one.Finish()
-	b.Reset()
-	if err := WriteText(&b, one); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(b.String(), "round") {
-		t.Errorf("a single round's text names rounds:\n%s", b.String())
 	}
 }

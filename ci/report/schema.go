@@ -21,8 +21,9 @@ func Schema() ([]byte, error) {
 		// JSON value, as the server sent it.
 		reflect.TypeFor[json.RawMessage](): {},
 		// The enums are ints in Go and names in JSON.
-		reflect.TypeFor[Severity]():   enumSchema(Severities()),
-		reflect.TypeFor[ChangeKind](): enumSchema(ChangeKinds()),
+		reflect.TypeFor[Severity]():       enumSchema(Severities()),
+		reflect.TypeFor[ChangeKind]():     enumSchema(ChangeKinds()),
+		reflect.TypeFor[CoverageStatus](): enumSchema(CoverageStatuses()),
 	}})
 	if err != nil {
 		return nil, fmt.Errorf("deriving the report schema: %w", err)

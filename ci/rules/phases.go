@@ -156,6 +156,9 @@ func (e *evaluator) phases(r *report.Report) {
 				add(ShellOrCredentialFiles, label, ev, f.Path)
 			case f.Scope == "workspace" && f.Change == report.ChangeCreated:
 				add(PhaseWorkspaceCreates, label, ev, f.Path)
+			case f.Scope == "workspace" && f.Change == report.ChangeDeleted && e.scratch.ownInPhase(f.Path):
+				// The server's own scratch, made during the scan and named
+				// by no argument: its removal destroys nothing of the user's.
 			case f.Scope == "workspace":
 				add(PhaseWorkspaceChanges, label, ev, f.Path)
 			default:

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 
 	"go.yaml.in/yaml/v3"
 
@@ -25,6 +26,25 @@ type Policy struct {
 	// AllowedHosts are names or addresses (globs) a closed-world tool may
 	// reach without a finding.
 	AllowedHosts []string `json:"allowedHosts,omitempty" yaml:"allowedHosts"`
+	// Coverage asks for a share of the tools to be exercised.
+	Coverage CoveragePolicy `json:"coverage,omitzero" yaml:"coverage"`
+}
+
+// CoveragePolicy is what a policy asks of coverage.
+type CoveragePolicy struct {
+	// Min is the share of listed tools (0 to 1) that must be exercised: a
+	// tool with a call that returned a result that is not an error (see
+	// report.Coverage). Below it, a coverage-low finding (error). 0, the
+	// default, asks nothing.
+	Min float64 `json:"min,omitempty" yaml:"min"`
+}
+
+// CheckMinCoverage refuses a minimum outside 0 to 1 (80% is 0.8).
+func CheckMinCoverage(min float64) error {
+	if !(min >= 0 && min <= 1) {
+		return fmt.Errorf("coverage minimum %v is not between 0 and 1 (80%% is 0.8)", min)
+	}
+	return nil
 }
 
 // Override is what a policy sets a rule to: a severity, or off.
@@ -110,6 +130,9 @@ func LoadPolicy(path string) (Policy, error) {
 }
 
 func (p Policy) check() error {
+	if err := CheckMinCoverage(p.Coverage.Min); err != nil {
+		return err
+	}
 	for id, sev := range p.Rules {
 		if _, ok := ByID(id); !ok {
 			return fmt.Errorf("unknown rule %q", id)
@@ -282,8 +305,31 @@ func sortedKeys(m map[string]int) []string {
 // glob matches s against a glob where "*" does not cross "/" and "**"
 // does; for hosts and tool names, which have no "/", "*" is any run.
 func glob(g, s string) bool {
-	re, err := globRegexp(g)
+	re, err := compiledGlob(g)
 	return err == nil && re.MatchString(s)
+}
+
+// globs memoizes compiled globs: a verdict matches every listed path
+// against each shell and credential glob (some 70 with the homes), and
+// compiling them for every path made the verdict of a report with
+// thousands of paths take seconds, each time the report bound asks for
+// a verdict again. The globs come from this package and the policy, so
+// the memo stays as small as they are; it is a cache, never state a
+// result depends on.
+var globs sync.Map // string -> globEntry
+
+type globEntry struct {
+	re  *regexp.Regexp
+	err error
+}
+
+func compiledGlob(g string) (*regexp.Regexp, error) {
+	if e, ok := globs.Load(g); ok {
+		return e.(globEntry).re, e.(globEntry).err
+	}
+	re, err := globRegexp(g)
+	globs.Store(g, globEntry{re, err})
+	return re, err
 }
 
 func globRegexp(g string) (*regexp.Regexp, error) {

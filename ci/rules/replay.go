@@ -22,16 +22,19 @@ import (
 func Suspects(r *report.Report, opts Options) []int {
 	tools := toolMap(r)
 	after := afterCalls(r)
+	sc, owned := newScratch(r), ownedSet(r)
 	var out []int
 	for i, c := range r.Calls {
 		effs := append([]report.Effects{c.Effects}, after[c.Seq]...)
-		e := &evaluator{opts: opts}
+		e := &evaluator{opts: opts, scratch: sc}
 		e.call(r, i, c, tools[c.Tool], effs, true)
 		for _, k := range report.Candidates(r, i) {
 			cand := r.Calls[slices.IndexFunc(r.Calls, func(x report.Call) bool { return x.Seq == k })]
 			e.call(r, i, stand(c, cand, effs), tools[cand.Tool], effs, false)
 		}
-		if len(e.out) > 0 {
+		// The server's own effects (see ServerOwned) are no call's: they
+		// make no call a suspect.
+		if slices.ContainsFunc(e.fold(owned, e.out), func(f report.Finding) bool { return f.Tool != "" }) {
 			out = append(out, c.Seq)
 		}
 	}
@@ -80,7 +83,7 @@ func (e *evaluator) replayed(r *report.Report, i int, c report.Call, tools map[s
 			continue
 		}
 		cand := r.Calls[j]
-		sub := &evaluator{opts: e.opts, isolation: e.isolation}
+		sub := &evaluator{opts: e.opts, isolation: e.isolation, scratch: e.scratch}
 		sub.call(r, i, stand(c, cand, rest), tools[cand.Tool], rest, false)
 		for _, f := range sub.out {
 			fd := byRule[f.Rule]

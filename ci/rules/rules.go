@@ -91,6 +91,8 @@ func All() []Rule {
 		hashBudgetRule(),
 		toolListRule(),
 		diskRule(),
+		reportBoundRule(),
+		coverageRule(),
 	}
 	return append(append(all, phaseRules()...), toolListRules()...)
 }
@@ -117,6 +119,9 @@ type Options struct {
 	// AllowedHosts are names or addresses (globs) a closed-world tool may
 	// reach without a finding: they are not outward, so not evidence.
 	AllowedHosts []string
+	// MinCoverage, above 0, is the share of listed tools (0 to 1) that must
+	// be exercised: below it, a coverage-low finding.
+	MinCoverage float64
 }
 
 // Evaluate returns what the rules find in r's calls and sandbox, at each
@@ -127,7 +132,7 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 		tools[t.Name] = t
 	}
 	after := afterCalls(r)
-	e := &evaluator{opts: opts, isolation: r.Sandbox.Isolation, out: []report.Finding{}}
+	e := &evaluator{opts: opts, isolation: r.Sandbox.Isolation, out: []report.Finding{}, scratch: newScratch(r)}
 	for i, c := range r.Calls {
 		// What a call caused includes what it left running did after it
 		// returned.
@@ -138,6 +143,8 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 		}
 		e.replayed(r, i, c, tools, effs)
 	}
+	// What the server does on most calls whatever the tool is its own.
+	e.out = e.fold(ownedSet(r), e.out)
 	// Outside calls: startup, initialize, tools/list, before the first
 	// call, teardown; then the snapshot's bounds, wherever they were hit.
 	e.phases(r)
@@ -152,6 +159,8 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 	e.out = append(e.out, toolList(r)...)
 	e.out = append(e.out, toolListCut(r)...)
 	e.out = append(e.out, disk(r)...)
+	e.out = append(e.out, reportBound(r)...)
+	e.out = append(e.out, coverage(r, opts.MinCoverage)...)
 	if n := r.Sandbox.EventsTruncated; n > 0 {
 		rl, _ := ByID(CaptureTruncated)
 		e.out = append(e.out, report.Finding{Rule: rl.ID, Severity: rl.Severity, Message: fmt.Sprintf("%d agent events were cut at a bound; %s", n, rl.Rationale),
@@ -176,9 +185,17 @@ func (e *evaluator) call(r *report.Report, i int, c report.Call, t report.Tool, 
 		e.add(ReadonlyBackground, c, "readOnlyHint: true", ev, nil)
 	}
 	if !isTrue(h.ReadOnly) && isFalse(h.Destructive) {
-		e.files(NondestructiveDeletes, c, effs, "destructiveHint: false", func(f report.FileChange) bool {
-			// Appending is additive; deleting, truncating or rewriting is not.
-			return f.Change == report.ChangeDeleted || (f.Change == report.ChangeModified && f.Type == "file" && !f.Appended)
+		e.filesAt(NondestructiveDeletes, c, effs, "destructiveHint: false", func(j int, f report.FileChange) bool {
+			// Appending, or rewriting a text file with every old line kept,
+			// is additive; deleting, truncating or rewriting is not, unless
+			// what is deleted is the server's own scratch (see scratch).
+			switch {
+			case f.Change == report.ChangeDeleted:
+				return !e.scratch.ownInCall(i, j, effs, f.Path)
+			case f.Change == report.ChangeModified && f.Type == "file":
+				return !f.Appended && !f.LinesKept
+			}
+			return false
 		})
 	}
 	if full && isTrue(h.Idempotent) {
@@ -236,14 +253,21 @@ type evaluator struct {
 	opts      Options
 	isolation string
 	out       []report.Finding
+	// scratch knows the server's own scratch files (nil: none is).
+	scratch *scratch
 }
 
 // files raises rule on the call's file changes that match keep.
 func (e *evaluator) files(rule string, c report.Call, effs []report.Effects, hint string, keep func(report.FileChange) bool) {
+	e.filesAt(rule, c, effs, hint, func(_ int, f report.FileChange) bool { return keep(f) })
+}
+
+// filesAt is files with keep told which of effs the change is in.
+func (e *evaluator) filesAt(rule string, c report.Call, effs []report.Effects, hint string, keep func(int, report.FileChange) bool) {
 	var ev, paths []string
-	for _, ef := range effs {
+	for j, ef := range effs {
 		for _, f := range ef.Files {
-			if keep(f) {
+			if keep(j, f) {
 				ev = append(ev, f.Change.String()+" "+f.Path)
 				paths = append(paths, f.Path)
 			}
@@ -291,6 +315,9 @@ func distinct(evidence, paths []string) (ev, ps []string) {
 // what the server did, where, and the rule's rationale. The policy
 // renders it again when it drops evidence, so that the count stays true.
 func message(rl Rule, f report.Finding) string {
+	if f.Tool == "" && len(f.Calls) > 0 {
+		return ownedMessage(rl, f)
+	}
 	if f.Tool == "" && rl.ServerMessage != "" {
 		text := fmt.Sprintf(rl.ServerMessage, where(f.Evidence), len(f.Evidence))
 		if f.Hint != "" {
@@ -406,3 +433,20 @@ func isFalse(b *bool) bool { return b != nil && !*b }
 func argv(p report.Process) string { return strings.Join(p.Argv, " ") }
 
 func quote(s string) string { return fmt.Sprintf("%q", s) }
+
+// Brief is f's message without the rule's rationale at its end, for the
+// formats that quote the rationale once per rule rather than once per
+// finding; the message as it is when it does not end with it.
+func Brief(f report.Finding) string {
+	rl, ok := ByID(f.Rule)
+	if !ok || rl.Rationale == "" || !strings.HasSuffix(f.Message, rl.Rationale) || len(f.Message) == len(rl.Rationale) {
+		return f.Message
+	}
+	m := strings.TrimSuffix(f.Message, rl.Rationale)
+	for _, sep := range []string{"; the specification: ", "; ", ". "} {
+		if strings.HasSuffix(m, sep) {
+			return strings.TrimSuffix(m, sep)
+		}
+	}
+	return f.Message
+}

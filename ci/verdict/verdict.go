@@ -38,14 +38,16 @@ func Suspects(rep *report.Report, cfg Config) []int {
 // verdict on its observations under cfg:
 //
 //  1. the rules, at their default severities (the policy's allowed hosts
-//     are not outward);
+//     are not outward; its coverage minimum raises coverage-low);
 //  2. contract drift, when cfg.Contract is set and the report lists tools;
 //  3. the baseline, matched against the findings before the policy, so an
 //     entry whose finding still occurs but is ignored is not stale;
 //  4. the policy (off, tool and path ignores, severities) over every
 //     finding, contract and baseline-stale ones included, each drop
 //     counted in rep.Ignored;
-//  5. fingerprints, the order of findings and ignores, and the summary.
+//  5. fingerprints, the order of findings and ignores, and the summary
+//     with each tool's coverage (report.Coverage: exercised, errored or
+//     not called).
 //
 // Finish is idempotent: it reads only the observations, never the
 // findings it wrote before. Process ids are left as the sandbox
@@ -58,7 +60,7 @@ func Finish(rep *report.Report, cfg Config) {
 // observe is steps 1 and 2 of Finish: the findings rep's observations
 // give, before the baseline and the policy.
 func observe(rep *report.Report, cfg Config) []report.Finding {
-	found := rules.Evaluate(rep, rules.Options{AllowedHosts: cfg.Policy.AllowedHosts})
+	found := rules.Evaluate(rep, rules.Options{AllowedHosts: cfg.Policy.AllowedHosts, MinCoverage: cfg.Policy.Coverage.Min})
 	if cfg.Contract != nil && len(rep.Tools) > 0 {
 		found = append(found, contract.Compare(*cfg.Contract, rep)...)
 	}

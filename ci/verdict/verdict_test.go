@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/baseline"
@@ -300,5 +301,79 @@ func TestHashBudgetFailsTheDefaultGate(t *testing.T) {
 	}
 	if !verdict.Fails(r, failOn) {
 		t.Error("the default gate passes a report with files left unhashed")
+	}
+}
+
+// TestCoverageLowFailsTheGateWhenAsked: with no minimum, a scan whose
+// calls mostly failed passes on its findings alone; the policy's
+// coverage.min makes it a coverage-low finding (error, server-level)
+// naming the tools not exercised, which the policy can turn off like any
+// rule; a server with no tools has nothing to exercise.
+func TestCoverageLowFailsTheGateWhenAsked(t *testing.T) {
+	failing := func() *report.Report {
+		r := scan("1")
+		r.Calls[1].IsError = true                                       // fetch: errored
+		r.Calls[3].Error, r.Calls[3].ErrorKind = "timed out", "timeout" // added: errored
+		r.Calls = append(r.Calls, report.Call{Seq: 5, Tool: "legacy", Source: "repeat", Arguments: json.RawMessage(`{}`), Effects: report.NewEffects()})
+		return r
+	}
+	r := failing()
+	verdict.Finish(r, verdict.Config{})
+	if got := brief(r); slices.Contains(got, "coverage-low  error") {
+		t.Errorf("coverage-low without a minimum: %q", got)
+	}
+	if r.Summary.Exercised != 2 || r.Summary.Errored != 2 {
+		t.Errorf("summary %+v", r.Summary)
+	}
+
+	for _, tc := range []struct {
+		policy string
+		want   bool
+	}{
+		{"coverage: {min: 0.8}", true},
+		{"coverage: {min: 0.5}", false}, // 2 of 4 is enough
+		{"coverage: {min: 0.75}\nrules: {coverage-low: off}", false},
+	} {
+		r := failing()
+		verdict.Finish(r, verdict.Config{Policy: policy(t, tc.policy)})
+		var low *report.Finding
+		for i := range r.Findings {
+			if r.Findings[i].Rule == rules.CoverageLow {
+				low = &r.Findings[i]
+			}
+		}
+		if (low != nil) != tc.want {
+			t.Errorf("%s: coverage-low %v, want %v", tc.policy, low, tc.want)
+			continue
+		}
+		if low == nil {
+			continue
+		}
+		if low.Tool != "" || low.Severity != report.SeverityError || !reflect.DeepEqual(low.Evidence, []string{"errored fetch", "errored added"}) ||
+			!strings.HasPrefix(low.Message, "exercised 2 of 4 tools (50%), below the policy's minimum of 80%") || low.Fingerprint == "" {
+			t.Errorf("coverage-low %+v", *low)
+		}
+		if !verdict.Fails(r, verdict.FailOn{Severity: report.SeverityError}) {
+			t.Error("coverage-low does not fail the gate")
+		}
+	}
+
+	empty := report.New()
+	empty.Complete = true
+	verdict.Finish(empty, verdict.Config{Policy: policy(t, "coverage: {min: 1}")})
+	if len(empty.Findings) != 0 {
+		t.Errorf("no tools: %q", brief(empty))
+	}
+}
+
+func TestPolicyRefusesABadCoverageMinimum(t *testing.T) {
+	for _, bad := range []string{"coverage: {min: 1.5}", "coverage: {min: -0.1}", "coverage: {minimum: 0.8}", "coverage: {min: 80%}"} {
+		p := filepath.Join(t.TempDir(), "policy.yaml")
+		if err := os.WriteFile(p, []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rules.LoadPolicy(p); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
 	}
 }

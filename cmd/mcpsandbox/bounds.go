@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 )
 
@@ -34,6 +35,14 @@ func boundFlags(fs *pflag.FlagSet) func() (sandbox.Bounds, error) {
 		return sandbox.Bounds{MaxMessage: *msg << 20, MaxDepth: *depth, MaxToolPages: *pages, MaxToolListBytes: *list << 20,
 			MaxTools: *tools, MaxSchema: *schema << 10, MaxResultText: *result << 10}, nil
 	}
+}
+
+// reportBoundFlag adds --max-report, the bound on the JSON report's bytes
+// outside timing, and returns what reads it.
+func reportBoundFlag(fs *pflag.FlagSet) func() int64 {
+	b := byteSize(verdict.DefaultMaxReport)
+	fs.Var(&b, "max-report", "bound on the JSON report's bytes (outside timing); past it the report sheds result texts, then arguments, texts, effect lists: a report-bound problem and a report-truncated finding that fails the gate. Units B, KiB, MiB, GiB; a bare number is MiB")
+	return func() int64 { return int64(b) }
 }
 
 // runnerMemoryLimit is the runner's soft memory limit: the garbage

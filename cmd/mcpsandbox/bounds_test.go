@@ -3,10 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"math"
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/ci/report/reporttest"
 )
 
 func TestBoundFlags(t *testing.T) {
@@ -18,6 +23,7 @@ func TestBoundFlags(t *testing.T) {
 		{[]string{"scan", "--max-message", "0", "--", "srv"}, "--max-message 0: want 1 to 1024"},
 		{[]string{"scan", "--max-tools", "-1", "--", "srv"}, "--max-tools -1"},
 		{[]string{"scan", "--max-schema", "0", "--", "srv"}, "--max-schema 0"},
+		{[]string{"scan", "--max-report", "0", "--", "srv"}, "--max-report"},
 	} {
 		var out, errb bytes.Buffer
 		code := exitCode(run(context.Background(), tc.args, &out, &errb), &errb)
@@ -58,5 +64,68 @@ func TestToolListCutFailsTheGate(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("findings %+v, want tool-list-truncated", r.Findings)
+	}
+}
+
+// TestReportBoundFailsTheGate: a report over a tiny --max-report sheds
+// the result texts and then the arguments of five echoes of 3,000
+// bytes, no further; each call keeps the size and SHA-256 of its result,
+// its arguments theirs; the report comes within the bound (outside
+// timing), valid against the schema, with a report-bound problem and a
+// report-truncated finding that fails the default gate.
+func TestReportBoundFailsTheGate(t *testing.T) {
+	text := strings.Repeat("x", 3000)
+	probes := writeFile(t, t.TempDir(), "p.json", fmt.Sprintf(`[{"tool":"echo","arguments":{"text":%q},"repeat":4}]`, text))
+	const bound = 16 << 10
+	code, b, stderr := scanFixture(t, []string{"--probes", probes, "--max-report", "16KiB"}, "honest")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1; %s", code, stderr)
+	}
+	if err := reporttest.Validate(b); err != nil {
+		t.Fatal(err)
+	}
+	r := decode(t, b)
+	r.Timing = nil
+	if size, err := report.JSONSize(&r); err != nil || size > bound {
+		t.Fatalf("report of %d bytes outside timing over --max-report %d (err %v)", size, bound, err)
+	}
+	if r.Sandbox.MaxReport != bound || r.Sandbox.ReportShed <= 0 {
+		t.Fatalf("sandbox %+v", r.Sandbox)
+	}
+	echoes := 0
+	for _, c := range r.Calls {
+		if c.Result != "" {
+			t.Errorf("call %d kept its result %q", c.Seq, c.Result)
+		}
+		if c.Tool != "echo" {
+			continue
+		}
+		echoes++
+		var args map[string]string
+		if err := json.Unmarshal(c.Arguments, &args); err != nil || !strings.Contains(args["$comment"], "(3011 bytes, sha256 ") {
+			t.Errorf("call %d arguments %s", c.Seq, c.Arguments)
+		}
+		if c.ResultBytes < 3000 || len(c.ResultSha256) != 64 {
+			t.Errorf("call %d: resultBytes %d, resultSha256 %q", c.Seq, c.ResultBytes, c.ResultSha256)
+		}
+	}
+	if echoes != 5 {
+		t.Fatalf("%d echoes, want 5: %+v", echoes, r.Calls)
+	}
+	var msg string
+	for _, p := range r.Problems {
+		if p.Kind == "report-bound" {
+			msg = p.Message
+		}
+	}
+	if !strings.Contains(msg, "call results") || !strings.Contains(msg, "call arguments") || strings.Contains(msg, "effect lists") {
+		t.Errorf("report-bound problem %q", msg)
+	}
+	found := false
+	for _, f := range r.Findings {
+		found = found || (f.Rule == "report-truncated" && f.Severity == report.SeverityError)
+	}
+	if !found {
+		t.Errorf("findings %+v, want report-truncated", r.Findings)
 	}
 }

@@ -96,10 +96,12 @@ func exitCode(err error, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "mcpsandbox: %s (see 'mcpsandbox --help')\n", ue.msg)
 		return 2
 	case errors.As(err, &ie):
-		fmt.Fprintf(stderr, "mcpsandbox: %s\n", report.OneLine(err.Error()))
+		fmt.Fprintf(stderr, "mcpsandbox: %s\n", report.Printable(report.OneLine(err.Error())))
 		return 2
 	}
-	fmt.Fprintf(stderr, "mcpsandbox: %s\n", report.OneLine(err.Error()))
+	// The error can quote the server (why it did not start): no control
+	// character of its reaches the terminal.
+	fmt.Fprintf(stderr, "mcpsandbox: %s\n", report.Printable(report.OneLine(err.Error())))
 	return 2
 }
 

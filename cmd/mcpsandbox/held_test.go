@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -180,4 +182,63 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestTimeoutBoundsHashing: once the run's --timeout has passed, no
+// snapshot reads a file to hash it, teardown's included: the files held
+// (mapped shared, so compared by content at every snapshot) are left
+// unhashed and counted, with a hash-budget problem naming the timeout as
+// the cause and the hash-budget-exceeded finding, besides the
+// run-timeout. The hash budget is ample: only the deadline stops
+// hashing.
+func TestTimeoutBoundsHashing(t *testing.T) {
+	ws := seedWorkspaceDir(t)
+	for i := range 8 {
+		f, err := os.Create(filepath.Join(ws, fmt.Sprintf("large%d.bin", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Sparse: cheap to make, a full read to hash.
+		if err := errors.Join(f.Truncate(16<<20), f.Close()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	code, b, stderr := scanFixture(t, []string{"--probes", writeFile(t, dir, "p.json", `{"hang":{}}`), "--workspace", ws,
+		"--timeout", "10s", "--call-timeout", "5m", "--hash-budget", "4096"}, "held", "hang")
+	if code != 2 {
+		t.Fatalf("exit %d, want 2 (the run timed out); %s", code, stderr)
+	}
+	r := decode(t, b)
+	var timedOut, atTeardown bool
+	for _, p := range r.Problems {
+		timedOut = timedOut || p.Kind == "run-timeout"
+		if p.Kind == "hash-budget" && p.Call == 0 && strings.Contains(p.Message, "--timeout") && strings.Contains(p.Message, "/workspace/large0.bin") {
+			atTeardown = true
+		}
+	}
+	if !timedOut || !atTeardown {
+		t.Fatalf("run-timeout %v, hash-budget problem at teardown naming --timeout %v: %+v", timedOut, atTeardown, r.Problems)
+	}
+	var teardown *report.Phase
+	for i, ph := range r.Phases {
+		if ph.Name == "teardown" {
+			teardown = &r.Phases[i]
+		}
+	}
+	if teardown == nil || teardown.Effects.FilesUnhashed < 8 {
+		t.Fatalf("teardown phase %+v: want the 8 held files unhashed", teardown)
+	}
+	if r.Sandbox.FilesUnhashed < 8 {
+		t.Errorf("sandbox.filesUnhashed %d, want at least 8", r.Sandbox.FilesUnhashed)
+	}
+	var f *report.Finding
+	for i := range r.Findings {
+		if r.Findings[i].Rule == "hash-budget-exceeded" {
+			f = &r.Findings[i]
+		}
+	}
+	if f == nil || f.Severity != report.SeverityError {
+		t.Fatalf("hash-budget-exceeded = %+v; findings %+v", f, r.Findings)
+	}
 }

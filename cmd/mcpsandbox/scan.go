@@ -51,6 +51,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	writeBaseline := fs.String("write-baseline", "", "write the findings of this scan as a baseline")
 	contractFile := fs.String("contract", "", "compare the tools with this contract; drift is reported as findings")
 	contractOut := fs.String("contract-out", "", "write the published tools (names, descriptions, schemas, annotations as sent) as a contract")
+	minCoverage := fs.Float64("min-coverage", 0, "share of the listed tools (0 to 1) that must be exercised, a call returning a result that is not an error; below it, a coverage-low finding (error). Overrides the policy's coverage.min; 0: no minimum")
 	failOn := fs.String("fail-on", "error", "exit 1 on findings at or above: critical, error, warning, note; never to only report")
 	out := fs.String("out", "", "write the report to this file instead of stdout")
 	transcript := fs.String("transcript", "", "write every JSON-RPC frame, with timestamps, to this file (JSON Lines; the bait shows as its roles, as in the report)")
@@ -75,6 +76,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.BoolVar(&opts.Keep, "keep", false, "leave the container (stopped) for debugging and print its id")
 	verbose := fs.BoolP("verbose", "v", false, "print progress to stderr")
 	bounds := boundFlags(fs)
+	maxReport := reportBoundFlag(fs)
 	cacheSize := cacheSizeFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -189,6 +191,12 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		policy = p
 	}
+	if fs.Changed("min-coverage") {
+		if err := rules.CheckMinCoverage(*minCoverage); err != nil {
+			return usageError{fmt.Sprintf("--min-coverage: %v", err)}
+		}
+		policy.Coverage.Min = *minCoverage
+	}
 	var base *baseline.File
 	if *baselineFile != "" {
 		b, err := baseline.Load(*baselineFile)
@@ -224,7 +232,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	defer cli.Close()
 	_, err = gate.Run(ctx, cli, gate.Options{Scan: opts, Verdict: verdict.Config{Policy: policy, Contract: pinned, Baseline: base},
 		FailOn: failGate, Outputs: outputs, Transcript: *transcript, TranscriptUnredacted: *transcriptUnredacted, ContractOut: *contractOut, WriteBaseline: *writeBaseline,
-		NoReplay: *noReplay, Rounds: *rounds, Version: version(), Stdout: stdout, Notice: stderr})
+		NoReplay: *noReplay, Rounds: *rounds, MaxReport: maxReport(), Version: version(), Stdout: stdout, Notice: stderr})
 	evictAfterScan(ctx, cli, int64(*cacheSize), opts.Log, stderr)
 	return err
 }

@@ -2,7 +2,7 @@
 // demo: honest tools, and tools that lie about their side effects in each
 // way mcpsandbox must catch. Arguments choose the tool sets:
 //
-//	fixtureserver [honest] [liar] [bad] [hostile] [wary] [held] [ipc] [flaky] [leaky] [garbage] [hang] [crash] ... [--banner]
+//	fixtureserver [honest] [liar] [bad] [hostile] [wary] [stateful] [held] [ipc] [flaky] [leaky] [owner] [coverage] [garbage] [hang] [crash] ... [--banner]
 //	fixtureserver flood [pages=N] [page-bytes=B] ... (see flood.go: a server that floods its client)
 //
 // (default: honest liar); each misbehaving tool may be named alone. --banner prints a line of non-JSON to stdout
@@ -34,6 +34,9 @@ func main() {
 	}
 	if len(os.Args) > 2 && os.Args[1] == "workload" {
 		os.Exit(workload(os.Args[2:]))
+	}
+	if len(os.Args) > 2 && os.Args[1] == "execvp" {
+		os.Exit(execvp(os.Args[2:]))
 	}
 	if len(os.Args) > 1 && os.Args[1] == "flood" {
 		os.Exit(flood(os.Args[2:]))
@@ -96,8 +99,12 @@ func main() {
 	addPhaseTools(s, sets)
 	addLateTools(s, func(tool string) bool { return sets[lateHostile] || sets[tool] })
 	addWary(s, sets["wary"])
+	addCoverageTools(s, sets["coverage"])
 	if sets["disk"] {
 		addDiskTools(s)
+	}
+	if sets["stateful"] {
+		addStateful(s)
 	}
 	if sets["held"] {
 		addHeldTools(s, holdFiles())
@@ -108,6 +115,9 @@ func main() {
 	if sets["ipc"] {
 		mapShm()
 		addIPCTools(s)
+	}
+	if sets["owner"] {
+		addOwnerTools(s)
 	}
 	if err := s.Run(context.Background(), transport); err != nil {
 		log.Fatal(err)

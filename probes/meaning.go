@@ -1,0 +1,246 @@
+package probes
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// exampleURL is the URL given to URL-like properties: plain http, of a
+// host the sinkhole answers (with --network sinkhole), so that a fetch
+// gets a page rather than a refused connection.
+const exampleURL = "http://example.com/"
+
+// exampleJWT is a JWT-shaped string (header {"alg":"HS256","typ":"JWT"},
+// payload {"sub":"example"}) for properties named like tokens: it is no
+// credential of anything.
+const exampleJWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJleGFtcGxlIn0.c2lnbmF0dXJlLWV4YW1wbGU"
+
+// Words splits a property or tool name into lower-case words at
+// camelCase, snake_case, kebab-case, dots, spaces and digits' edges:
+// "targetTimezone" is [target timezone], "HTTPPath" [http path],
+// "set_working_dir" [set working dir].
+func Words(name string) []string {
+	var out []string
+	var cur []rune
+	flush := func() {
+		if len(cur) > 0 {
+			out = append(out, strings.ToLower(string(cur)))
+			cur = cur[:0]
+		}
+	}
+	rs := []rune(name)
+	for i, r := range rs {
+		switch {
+		case !unicode.IsLetter(r) && !unicode.IsDigit(r):
+			flush()
+			continue
+		case unicode.IsUpper(r) && len(cur) > 0:
+			prev := cur[len(cur)-1]
+			nextLower := i+1 < len(rs) && unicode.IsLower(rs[i+1])
+			// a lower-case letter or digit before, or the last capital of
+			// an acronym before a word ("HTTPPath": HTTP, Path)
+			if unicode.IsLower(prev) || unicode.IsDigit(prev) || (unicode.IsUpper(prev) && nextLower) {
+				flush()
+			}
+		}
+		cur = append(cur, r)
+	}
+	flush()
+	return out
+}
+
+// PathKind is what a property names, as far as paths go.
+type PathKind int
+
+const (
+	PathNone PathKind = iota // not a path
+	PathFile                 // a file (or a path of either kind)
+	PathDir                  // a directory
+	PathDest                 // a destination: a path that should not exist yet
+)
+
+func (k PathKind) String() string {
+	return [...]string{"none", "file", "dir", "dest"}[k]
+}
+
+// pathWords are the whole words that make a name path-like; dirWords
+// name directories, destWords destinations. ambiguousWords (source,
+// target, root...) are paths only with another path word, a description
+// that speaks of paths or files, or none at all.
+var (
+	pathWords = map[string]bool{"path": true, "paths": true, "file": true, "files": true, "filename": true, "filepath": true,
+		"pathname": true, "dir": true, "dirs": true, "dirname": true, "directory": true, "directories": true, "folder": true,
+		"folders": true, "root": true, "cwd": true, "src": true, "source": true, "sources": true, "dest": true,
+		"destination": true, "target": true}
+	dirWords       = map[string]bool{"dir": true, "dirs": true, "dirname": true, "directory": true, "directories": true, "folder": true, "folders": true, "root": true, "cwd": true}
+	destWords      = map[string]bool{"dest": true, "destination": true, "target": true, "new": true}
+	ambiguousWords = map[string]bool{"source": true, "sources": true, "src": true, "target": true, "dest": true, "destination": true, "root": true}
+	// notPathWords make a name something else whatever its other words:
+	// "targetTimezone" is a time zone, "fileContent" text, "sourceLang" a
+	// language.
+	notPathWords = map[string]bool{"timezone": true, "tz": true, "zone": true, "tag": true, "tags": true, "branch": true,
+		"lang": true, "language": true, "locale": true, "currency": true, "format": true, "type": true, "id": true, "ids": true,
+		"date": true, "time": true, "url": true, "uri": true, "content": true, "contents": true, "text": true, "body": true,
+		"data": true, "encoding": true, "size": true, "count": true, "mode": true, "pattern": true, "glob": true, "query": true,
+		"version": true, "hash": true, "sha": true, "commit": true, "ref": true, "user": true, "email": true, "host": true,
+		"port": true, "ext": true, "extension": true, "limit": true, "code": true, "unit": true, "units": true, "color": true,
+		"colour": true, "number": true, "line": true, "lines": true, "offset": true, "index": true, "key": true, "token": true}
+	descPath = regexp.MustCompile(`(?i)\b(path|paths|file|files|filename|directory|directories|folder|folders)\b`)
+)
+
+// ClassifyPath says whether a property (name, description, format) names
+// a path and of what kind, by the whole words of the name, not
+// substrings: "path", "filePath", "target_dir" are paths, "newTag",
+// "targetTimezone", "fileContent" are not.
+func ClassifyPath(name, desc, format string) PathKind {
+	ws := Words(name)
+	if len(ws) == 0 {
+		return PathNone
+	}
+	var has, unambiguous, dir, dest bool
+	for _, w := range ws {
+		if notPathWords[w] {
+			return PathNone
+		}
+		if pathWords[w] {
+			has = true
+			unambiguous = unambiguous || !ambiguousWords[w]
+		}
+		dir = dir || dirWords[w]
+		dest = dest || destWords[w]
+	}
+	last := ws[len(ws)-1]
+	switch {
+	case !has:
+		return PathNone
+	case !pathWords[last] && last != "name" && last != "names":
+		return PathNone // "sourceCode", "rootPassword": the path word is not the head
+	case !unambiguous && desc != "" && !descPath.MatchString(desc) && format != "uri":
+		return PathNone // "target" described as anything but a path
+	case dest:
+		return PathDest
+	}
+	if dir {
+		return PathDir
+	}
+	return PathFile
+}
+
+// nameValues are strings for properties whose words say what they hold,
+// best first.
+var nameValues = []struct {
+	words  []string
+	values []string
+}{
+	{[]string{"timezone", "tz", "zone"}, []string{"Europe/Paris", "UTC"}},
+	{[]string{"datetime", "timestamp"}, []string{"2026-01-01T00:00:00Z", "2026-01-01"}},
+	{[]string{"date", "day", "since", "until", "birthday"}, []string{"2026-01-01", "2026-01-01T00:00:00Z"}},
+	{[]string{"time"}, []string{"2026-01-01T12:00:00Z", "12:00"}},
+	{[]string{"locale"}, []string{"en-US", "en"}},
+	{[]string{"lang", "language"}, []string{"en", "en-US"}},
+	{[]string{"country"}, []string{"US", "FR"}},
+	{[]string{"currency"}, []string{"USD", "EUR"}},
+	{[]string{"color", "colour"}, []string{"#336699", "blue"}},
+	{[]string{"url", "uri", "link", "href", "endpoint", "website", "homepage", "webhook"}, []string{exampleURL, "https://example.com/"}},
+	{[]string{"host", "hostname", "domain"}, []string{"example.com"}},
+	{[]string{"email", "mail"}, []string{"alex@example.com"}},
+	{[]string{"uuid", "guid"}, []string{"00000000-0000-4000-8000-000000000000"}},
+	{[]string{"version", "semver"}, []string{"1.0.0"}},
+	{[]string{"branch"}, []string{"main"}},
+	{[]string{"tag"}, []string{"v1.0.0"}},
+	{[]string{"phone"}, []string{"+15555550100"}},
+}
+
+// pageWords mark a token that is a pagination cursor, not a credential.
+var pageWords = map[string]bool{"page": true, "next": true, "cursor": true, "continuation": true, "pagination": true}
+
+// NameValues are the strings a property's name suggests, best first
+// (none when it suggests nothing): a time zone for "timezone", a date for
+// "startDate", a JWT-shaped string only where a word is "token" or "jwt".
+func NameValues(name string) []string {
+	ws := Words(name)
+	if len(ws) >= 2 && ws[len(ws)-1] == "at" { // createdAt, updated_at
+		return []string{"2026-01-01T00:00:00Z"}
+	}
+	var out []string
+	for _, nv := range nameValues {
+		if slices.ContainsFunc(ws, func(w string) bool { return slices.Contains(nv.words, w) }) {
+			out = append(out, nv.values...)
+		}
+	}
+	if slices.ContainsFunc(ws, func(w string) bool { return w == "token" || w == "jwt" }) &&
+		!slices.ContainsFunc(ws, func(w string) bool { return pageWords[w] }) {
+		out = append(out, exampleJWT)
+	}
+	return out
+}
+
+// NameNumber is the number a numeric property's name suggests: 0 for
+// offsets and indexes, the year for years, else 1 (a count, a limit, a
+// page).
+func NameNumber(name string) float64 {
+	for _, w := range Words(name) {
+		switch w {
+		case "offset", "skip", "index", "idx", "start", "from":
+			return 0
+		case "year":
+			return 2026
+		}
+	}
+	return 1
+}
+
+// Bounds on what is read of a description: the server writes it.
+const (
+	maxDescription = 2000 // bytes of a description mined for examples
+	maxExamples    = 8    // examples taken from one description
+	maxExample     = 100  // runes of one example
+)
+
+var (
+	exampleAfter = regexp.MustCompile("(?i)(?:\\be\\.g\\.|\\beg\\.|\\bfor example\\b|\\bfor instance\\b|\\bsuch as\\b|\\bexamples?:)\\s*[:,]?\\s*([\"'`]?[^\\s,;)\"'`]+)")
+	oneOf        = regexp.MustCompile(`(?i)\b(?:one of|either|values?:|options?:|allowed:?)\s*:?\s*([^.;\n]+)`)
+	quoted       = regexp.MustCompile("`([^`\\n]+)`|\"([^\"\\n]+)\"|'([^'\\n]+)'")
+	listSep      = regexp.MustCompile(`\s*(?:,|\bor\b|\band\b|\|)\s*`)
+)
+
+// DescriptionExamples mines a property's description for example values,
+// in the order they appear after their markers: what follows "e.g.",
+// "for example", "such as"; the items of "one of a, b, c"; quoted and
+// backticked values. Bounded: the first maxDescription bytes, at most
+// maxExamples examples of at most maxExample runes.
+func DescriptionExamples(desc string) []string {
+	if len(desc) > maxDescription {
+		cut := maxDescription
+		for cut > 0 && !utf8.RuneStart(desc[cut]) {
+			cut--
+		}
+		desc = desc[:cut]
+	}
+	var out []string
+	add := func(v string) {
+		v = strings.Trim(strings.TrimSpace(v), "\"'`")
+		v = strings.TrimRight(v, ".:")
+		if v == "" || utf8.RuneCountInString(v) > maxExample || len(out) >= maxExamples || slices.Contains(out, v) {
+			return
+		}
+		out = append(out, v)
+	}
+	for _, m := range exampleAfter.FindAllStringSubmatch(desc, -1) {
+		add(m[1])
+	}
+	for _, m := range oneOf.FindAllStringSubmatch(desc, -1) {
+		for _, item := range listSep.Split(m[1], -1) {
+			if !strings.Contains(strings.TrimSpace(item), " ") {
+				add(item)
+			}
+		}
+	}
+	for _, m := range quoted.FindAllStringSubmatch(desc, -1) {
+		add(m[1] + m[2] + m[3])
+	}
+	return out
+}

@@ -1,0 +1,163 @@
+package probes
+
+import (
+	"encoding/json"
+	"slices"
+	"testing"
+)
+
+func TestWords(t *testing.T) {
+	for in, want := range map[string][]string{
+		"targetTimezone":  {"target", "timezone"},
+		"set_working_dir": {"set", "working", "dir"},
+		"HTTPPath":        {"http", "path"},
+		"file-path":       {"file", "path"},
+		"sessionId":       {"session", "id"},
+		"page2Size":       {"page2", "size"},
+		"":                nil,
+	} {
+		if got := Words(in); !slices.Equal(got, want) {
+			t.Errorf("Words(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestClassifyPath(t *testing.T) {
+	for _, c := range []struct {
+		name, desc, format string
+		want               PathKind
+	}{
+		{"path", "", "", PathFile},
+		{"filePath", "", "", PathFile},
+		{"file_name", "", "", PathFile},
+		{"directory", "", "", PathDir},
+		{"rootDir", "", "", PathDir},
+		{"cwd", "", "", PathDir},
+		{"destination", "", "", PathDest},
+		{"newPath", "", "", PathDest},
+		{"target_dir", "", "", PathDest},
+		{"source", "", "", PathFile},
+		{"source", "Path of the file to copy", "", PathFile},
+		{"source", "Source language of the text", "", PathNone},
+		{"target", "The target to deploy to", "", PathNone},
+		{"targetTimezone", "", "", PathNone},
+		{"timeZone", "", "", PathNone},
+		{"newTag", "", "", PathNone},
+		{"fileContent", "", "", PathNone},
+		{"sourceCode", "", "", PathNone},
+		{"profile", "", "", PathNone}, // "file" inside a word is not a word
+		{"directoryId", "", "", PathNone},
+		{"rootPassword", "", "", PathNone},
+	} {
+		if got := ClassifyPath(c.name, c.desc, c.format); got != c.want {
+			t.Errorf("ClassifyPath(%q, %q) = %v, want %v", c.name, c.desc, got, c.want)
+		}
+	}
+}
+
+func TestDescriptionExamples(t *testing.T) {
+	for desc, want := range map[string][]string{
+		"Time zone, e.g. America/New_York":               {"America/New_York"},
+		"The unit, one of celsius, fahrenheit or kelvin": {"celsius", "fahrenheit", "kelvin"},
+		"Use `json` or `yaml`":                           {"json", "yaml"},
+		`Sort order ("asc" or "desc")`:                   {"asc", "desc"},
+		"For example: 'main'.":                           {"main"},
+		"Nothing to see here.":                           nil,
+	} {
+		if got := DescriptionExamples(desc); !slices.Equal(got, want) {
+			t.Errorf("DescriptionExamples(%q) = %q, want %q", desc, got, want)
+		}
+	}
+	long := "e.g. " + string(make([]byte, 5000))
+	if got := DescriptionExamples(long); len(got) > maxExamples {
+		t.Errorf("%d examples from a long description", len(got))
+	}
+}
+
+// TestMeaningfulValues: a property's name, schema and description give a
+// value that means something, not a canary path or "example".
+func TestMeaningfulValues(t *testing.T) {
+	c := DefaultCanary()
+	for _, tc := range []struct{ prop, want string }{
+		{`"targetTimezone":{"type":"string"}`, `"Europe/Paris"`},
+		{`"timeZone":{"type":"string","description":"IANA zone, e.g. Asia/Tokyo"}`, `"Asia/Tokyo"`},
+		{`"newTag":{"type":"string"}`, `"v1.0.0"`},
+		{`"startDate":{"type":"string"}`, `"2026-01-01"`},
+		{`"createdAt":{"type":"string"}`, `"2026-01-01T00:00:00Z"`},
+		{`"language":{"type":"string"}`, `"en"`},
+		{`"currency":{"type":"string","maxLength":3}`, `"USD"`},
+		{`"color":{"type":"string"}`, `"#336699"`},
+		{`"url":{"type":"string"}`, `"http://example.com/"`},
+		{`"site":{"type":"string","format":"uri"}`, `"http://example.com/"`},
+		{`"authToken":{"type":"string"}`, `"` + exampleJWT + `"`},
+		{`"nextPageToken":{"type":"string"}`, `"example"`},
+		{`"unit":{"type":"string","description":"one of celsius, fahrenheit"}`, `"celsius"`},
+		{`"flag":{"type":["boolean","string"]}`, `false`},
+		{`"flag":{"anyOf":[{"type":"string"},{"type":"boolean"}]}`, `false`},
+		{`"limit":{"type":"integer","minimum":1,"maximum":100}`, `1`},
+		{`"offset":{"type":"integer"}`, `0`},
+		{`"year":{"type":"integer","maximum":2100}`, `2026`},
+		{`"filePath":{"type":"string"}`, `"` + c.Text + `"`},
+		{`"target_dir":{"type":"string"}`, `"` + c.New + `"`},
+	} {
+		var one map[string]any
+		json.Unmarshal([]byte("{"+tc.prop+"}"), &one)
+		var name string
+		for k := range one {
+			name = k
+		}
+		schema := `{"type":"object","properties":{` + tc.prop + `},"required":["` + name + `"]}`
+		args, err := SynthesizeIn(c, "tool", json.RawMessage(schema))
+		if err != nil {
+			t.Errorf("%s: %v", tc.prop, err)
+			continue
+		}
+		var m map[string]json.RawMessage
+		json.Unmarshal(args, &m)
+		if string(m[name]) != tc.want {
+			t.Errorf("%s: got %s, want %s", tc.prop, m[name], tc.want)
+		}
+	}
+}
+
+// TestCandidates: the next candidates differ, validate, and come in the
+// same order every time; a boolean-or-string union's string comes next.
+func TestCandidates(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{"flag":{"type":["boolean","string"]},"mode":{"enum":["a","b"]},"note":{"type":"string"}},"required":["flag","mode"]}`)
+	first, err := CandidatesIn(DefaultCanary(), "t", schema, MaxCandidates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first) != MaxCandidates {
+		t.Fatalf("%d candidates: %s", len(first), first)
+	}
+	again, _ := CandidatesIn(DefaultCanary(), "t", schema, MaxCandidates)
+	for i := range first {
+		if string(first[i]) != string(again[i]) {
+			t.Errorf("candidate %d differs between runs: %s, %s", i, first[i], again[i])
+		}
+		if err := Validate(schema, first[i]); err != nil {
+			t.Errorf("candidate %s: %v", first[i], err)
+		}
+		for j := 0; j < i; j++ {
+			if string(first[i]) == string(first[j]) {
+				t.Errorf("candidates %d and %d are the same: %s", j, i, first[i])
+			}
+		}
+	}
+	if string(first[0]) != `{"flag":false,"mode":"a"}` {
+		t.Errorf("first candidate %s", first[0])
+	}
+	var sawString bool
+	for _, c := range first[1:] {
+		var m map[string]any
+		json.Unmarshal(c, &m)
+		_, sawString = m["flag"].(string)
+		if sawString {
+			break
+		}
+	}
+	if !sawString {
+		t.Errorf("no candidate tries the union's string: %s", first)
+	}
+}
