@@ -2,6 +2,8 @@ package sandbox_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -89,5 +91,46 @@ func TestSinkholeServesAPage(t *testing.T) {
 				t.Errorf("a connection that was not sinkholed: %+v", n)
 			}
 		}
+	}
+}
+
+// TestRealServerWritesNextToItsCode: server-memory keeps its graph in
+// dist/memory.jsonl, next to its code. Given as --package, its code is
+// writable copy-on-write: the write succeeds, is the call's file effect,
+// and the host copy is untouched; given as --mount, it stays read-only
+// and the write fails.
+func TestRealServerWritesNextToItsCode(t *testing.T) {
+	cli := sandboxtest.Docker(t)
+	npm := sandboxtest.NPM(t)
+	server := []string{"node", sandboxtest.NPMMount + "/@modelcontextprotocol/server-memory/dist/index.js"}
+	memory := sandboxtest.NPMMount + "/@modelcontextprotocol/server-memory/dist/memory.jsonl"
+	probe := `[{"tool":"create_entities","arguments":{"entities":[{"name":"a","entityType":"t","observations":["o"]}]}}]`
+
+	res, err := scan(t, cli, sandbox.ScanOptions{Argv: server, Package: npm.Source, PackageTarget: sandboxtest.NPMMount, Probes: steps(t, probe)})
+	if err != nil {
+		t.Fatalf("scan --package: %v", err)
+	}
+	c := callsOf(res.Report, "create_entities")
+	if len(c) != 1 || c[0].IsError || c[0].Error != "" {
+		t.Fatalf("--package: create_entities = %+v", c)
+	}
+	written := false
+	for _, f := range c[0].Effects.Files {
+		written = written || f.Path == memory
+	}
+	if !written || res.Report.Sandbox.Package != sandboxtest.NPMMount {
+		t.Errorf("--package: the write next to the code is not an effect: %+v (package %q)", c[0].Effects.Files, res.Report.Sandbox.Package)
+	}
+	if _, err := os.Stat(filepath.Join(npm.Source, "@modelcontextprotocol/server-memory/dist/memory.jsonl")); err == nil {
+		t.Error("the write reached the host's package directory")
+	}
+
+	res, err = scan(t, cli, sandbox.ScanOptions{Argv: server, Mounts: []sandbox.Mount{npm}, Probes: steps(t, probe)})
+	if err != nil {
+		t.Fatalf("scan --mount: %v", err)
+	}
+	c = callsOf(res.Report, "create_entities")
+	if len(c) != 1 || !(c[0].IsError || c[0].Error != "") || !strings.Contains(c[0].Result+c[0].Error, "read-only") {
+		t.Errorf("--mount: create_entities = %+v; want a read-only failure", c)
 	}
 }
