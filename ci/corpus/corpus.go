@@ -93,6 +93,9 @@ type Options struct {
 	Binary, Cache, Results string
 	// Jobs is how many scans run at once.
 	Jobs int
+	// Image is the image every scan runs in (--image): a content-tagged
+	// ref, not :latest, which another build on the same engine may move.
+	Image string
 	// Flags are added to every scan.
 	Flags []string
 	// Log gets progress lines.
@@ -210,7 +213,11 @@ func Run(ctx context.Context, servers []Server, o Options) []Row {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			out := filepath.Join(o.Results, s.Slug()+".json")
-			cmd := exec.CommandContext(ctx, o.Binary, ScanArgs(s, prefixes[i], out, o.Flags)...)
+			flags := o.Flags
+			if o.Image != "" {
+				flags = append([]string{"--image", o.Image}, flags...)
+			}
+			cmd := exec.CommandContext(ctx, o.Binary, ScanArgs(s, prefixes[i], out, flags)...)
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			logf("scanning %s\n", s.Spec())
@@ -233,6 +240,20 @@ func Run(ctx context.Context, servers []Server, o Options) []Row {
 	}
 	wg.Wait()
 	return rows
+}
+
+// BuildImage builds (or finds up to date) the image name with binary and
+// returns its content-tagged ref, which the build prints last.
+func BuildImage(ctx context.Context, binary, name string) (string, error) {
+	out, err := exec.CommandContext(ctx, binary, "images", "build", name).Output()
+	if err != nil {
+		return "", fmt.Errorf("building the %s image: %w", name, err)
+	}
+	ref := lastLine(string(out))
+	if !strings.Contains(ref, ":") {
+		return "", fmt.Errorf("building the %s image: no ref in %q", name, out)
+	}
+	return ref, nil
 }
 
 func lastLine(s string) string {

@@ -22,6 +22,7 @@ func main() {
 	flag.StringVar(&o.Cache, "cache", "", "where packages are installed (default: the user cache dir's mcpsandbox/corpus)")
 	flag.StringVar(&o.Results, "results", "corpus-results", "where each server's JSON report is written")
 	flag.IntVar(&o.Jobs, "j", 2, "scans at once")
+	flag.StringVar(&o.Image, "image", "", "the image to scan in (default: the node image, built now, by its content tag)")
 	only := flag.String("only", "", "scan only the servers whose package contains this")
 	extra := flag.String("flags", "", "more scan flags, space-separated")
 	flag.Parse()
@@ -60,6 +61,12 @@ func run(file, only, extra string, o corpus.Options) error {
 	o.Flags = strings.Fields(extra)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.Image == "" {
+		if o.Image, err = corpus.BuildImage(ctx, o.Binary, "node"); err != nil {
+			return err
+		}
+		fmt.Fprintln(o.Log, "scanning in", o.Image)
+	}
 	rows := corpus.Run(ctx, picked, o)
 	corpus.WriteTable(os.Stdout, rows)
 	return nil
