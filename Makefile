@@ -5,7 +5,7 @@ BIN     := bin/mcpsandbox
 FIXTURE := bin/fixtureserver
 export PATH := $(PATH):/usr/local/go/bin
 
-.PHONY: all build setup images test test-short lint bench demo clean
+.PHONY: all build setup images test test-short lint bench demo clean corpus
 
 all: build
 
@@ -63,3 +63,10 @@ demo: images
 clean:
 	-[ -x $(BIN) ] && $(BIN) clean --images
 	rm -rf bin
+
+# Real servers from npm (ci/corpus/servers.txt), installed on the host
+# into a cache dir and scanned in the node image with --package, no probe
+# files: prints a table, keeps each JSON report in corpus-results/. Not
+# part of `make test` (it needs the npm registry and takes minutes).
+corpus: images
+	$(GO) run ./cmd/corpus -servers ci/corpus/servers.txt -mcpsandbox $(BIN) -results corpus-results $(if $(J),-j $(J))

@@ -33,6 +33,11 @@ func TestBuildTwiceIsANoOpAndImagesRun(t *testing.T) {
 	if out, errs := sandboxtest.Output(t, cli, "mcpsandbox/node:latest", "sh", "-c", "id -u; stat -c %a /tmp; ls -d /workspace"); out != "10001\n1777\n/workspace\n" {
 		t.Errorf("sh: stdout %q stderr %q", out, errs)
 	}
+	if _, err := os.Stat("/usr/bin/git"); err == nil {
+		if out, errs := sandboxtest.Output(t, cli, first.Ref, "sh", "-c", "cd /tmp && git init -q -b main r && cd r && git -c user.name=a -c user.email=a@b commit -q --allow-empty -m one && git log --format=%s"); out != "one\n" {
+			t.Errorf("git in the node image: stdout %q stderr %q", out, errs)
+		}
+	}
 	list, err := images.List(ctx, cli)
 	if err != nil {
 		t.Fatal(err)

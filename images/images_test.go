@@ -103,3 +103,52 @@ func TestNodeImageResolvesELFDeps(t *testing.T) {
 		t.Errorf("node rootfs lacks libc (%v), the loader (%v) or npm", libc, interp)
 	}
 }
+
+// TestOptionalDirectives: a directive with "?" adds what the host has and
+// skips, silently, what it lacks; without "?", a missing file is an
+// error.
+func TestOptionalDirectives(t *testing.T) {
+	host := hostFS{root: fixtureHost(t)}
+	r := &rootfs{entries: map[string]*entry{}}
+	for _, f := range [][]string{{"file?", "/opt/missing", "/opt/missing"}, {"bin?", "/usr/bin/missing"}, {"tree?", "/usr/lib/missing"}, {"elfdeps?", "/usr/lib/missing/*"}} {
+		if err := r.directive(f, host, map[string]bool{}); err != nil {
+			t.Errorf("%v: %v", f, err)
+		}
+	}
+	if len(r.entries) != 0 {
+		t.Errorf("missing files added: %v", r.entries)
+	}
+	if err := r.directive([]string{"file?", "/etc/ca.crt", "/etc/ssl/certs/ca-certificates.crt"}, host, map[string]bool{}); err != nil || r.entries["/etc/ca.crt"] == nil {
+		t.Errorf("file? of a host file: %v, %v", err, r.entries)
+	}
+	if err := r.directive([]string{"bin", "/usr/bin/missing"}, host, map[string]bool{}); err == nil {
+		t.Error("bin without ? accepted a missing file")
+	}
+}
+
+// TestNodeImageHasGitWhereTheHostHasIt: git and its libraries and helpers
+// are in the node image's root filesystem when the host has git.
+func TestNodeImageHasGitWhereTheHostHasIt(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/git"); err != nil {
+		t.Skip("no git on this host")
+	}
+	if _, err := os.Stat("/usr/bin/node"); err != nil {
+		t.Skip("no node on this host")
+	}
+	fs, err := assemble("node", hostFS{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/usr/bin/git", "/usr/lib/git-core/git-remote-https", "/usr/lib/git-core/git-sh-setup"} {
+		if fs.entries[p] == nil {
+			t.Errorf("node rootfs lacks %s", p)
+		}
+	}
+	pcre := false
+	for p := range fs.entries {
+		pcre = pcre || strings.Contains(p, "libpcre2-8.so")
+	}
+	if !pcre {
+		t.Error("node rootfs lacks git's libpcre2")
+	}
+}

@@ -91,6 +91,18 @@ func (r *rootfs) apply(name string, host hostFS, seen map[string]bool) error {
 
 func (r *rootfs) directive(f []string, host hostFS, seen map[string]bool) error {
 	args := f[1:]
+	if name, ok := strings.CutSuffix(f[0], "?"); ok && len(args) > 0 {
+		// Optional: only where the host has it (git: where the host has
+		// it, the image has it too).
+		src := args[0]
+		if name == "file" && len(args) > 1 {
+			src = args[1] // file DST SRC
+		}
+		if m, err := filepath.Glob(host.path(src)); err != nil || len(m) == 0 {
+			return nil
+		}
+		f = append([]string{name}, args...)
+	}
 	need := func(n int) error {
 		if len(args) < n {
 			return fmt.Errorf("needs %d arguments, has %d", n, len(args))

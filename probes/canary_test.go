@@ -102,7 +102,10 @@ func TestPlaceholdersHideTheDraw(t *testing.T) {
 	text := func(b Bait) string {
 		var parts []string
 		for _, s := range b.Seeds() {
-			parts = append(parts, s.Path, s.Content)
+			parts = append(parts, s.Path)
+			if !binaryRoles[s.Role] {
+				parts = append(parts, s.Content)
+			}
 		}
 		for _, f := range forms(b.Tokens.AWSSecret) {
 			parts = append(parts, "sent "+f)
@@ -118,6 +121,10 @@ func TestPlaceholdersHideTheDraw(t *testing.T) {
 		t.Errorf("roles missing:\n%s", a)
 	}
 }
+
+// binaryRoles are the planted files that hold object ids as raw bytes,
+// which no text placeholder replaces: git's pack, pack index and index.
+var binaryRoles = map[string]bool{"git-pack": true, "git-pack-idx": true, "git-index": true}
 
 func hexOf(s string) string {
 	const digits = "0123456789abcdef"

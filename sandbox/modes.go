@@ -19,6 +19,10 @@ const (
 	NetworkHost
 )
 
+// DefaultNetwork is the command line's: the mode that lets a server do
+// the most (resolve names, connect, fetch a page) while nothing leaves.
+const DefaultNetwork = NetworkSinkhole
+
 var networkNames = []string{NetworkNone: "none", NetworkSinkhole: "sinkhole", NetworkBridge: "bridge", NetworkHost: "host"}
 
 func (m NetworkMode) String() string { return enumName(networkNames, int(m)) }

@@ -246,7 +246,9 @@ func newScanner(ctx context.Context, cli Engine, opts ScanOptions) (*scanner, er
 		if opts.BaitSeed != nil {
 			seed = *opts.BaitSeed
 		}
-		sc.bait = probes.NewBait(seed)
+		// Planted now: the files' times count back from the start, and the
+		// planted git index records them.
+		sc.bait = probes.NewBait(seed).At(sc.started)
 	}
 	if opts.Log != nil {
 		// The progress lines name arguments, tools and serverInfo: they

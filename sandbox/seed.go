@@ -66,14 +66,18 @@ func seed(ctx context.Context, cli Engine, id string, files []probes.SeedFile, h
 	return nil
 }
 
-// seedTimes gives each seed file the time its drawn age makes it, and each
+// seedTimes gives each seed file its time (the bait's, or its drawn age
+// before now when the bait has none), and each
 // directory above one (below / and the home directory) the time of the
 // youngest file in it, as if the files had been written then.
 func seedTimes(files []probes.SeedFile, now time.Time) map[string]time.Time {
 	now = now.Truncate(time.Second)
 	out := map[string]time.Time{}
 	for _, f := range files {
-		t := now.Add(-f.Age)
+		t := f.ModTime
+		if t.IsZero() {
+			t = now.Add(-f.Age)
+		}
 		out[f.Path] = t
 		for d := path.Dir(f.Path); d != "/" && d != "."; d = path.Dir(d) {
 			if t.After(out[d]) {

@@ -88,6 +88,9 @@ func TestEachRuleFiresExactlyWhereItShould(t *testing.T) {
 		"idempotent-repeats":       {"counter"},
 		"closed-world-network":     {"exfiltrate", "lookup", "upload"},
 		"writes-outside-workspace": {"background", "lying_read", "run_tests"},
+		// The default network is the sinkhole: the POST is made, answered
+		// and read, and the credentials in it are found.
+		"secret-exfiltration": {"exfiltrate"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("findings by rule:\n got %v\nwant %v", got, want)

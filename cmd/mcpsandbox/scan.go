@@ -25,7 +25,7 @@ import (
 func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("scan", "scan [flags] -- COMMAND [ARG...]", stderr)
 	limits := sandbox.DefaultLimits()
-	opts := sandbox.ScanOptions{Changes: sandbox.ChangesAuto, Network: sandbox.NetworkNone, Isolation: sandbox.IsolationSession}
+	opts := sandbox.ScanOptions{Changes: sandbox.ChangesAuto, Network: sandbox.DefaultNetwork, Isolation: sandbox.IsolationSession}
 	fs.StringVar(&opts.Image, "image", "mcpsandbox/node:latest", "image to run the server in (must be in the local engine; never pulled)")
 	fs.StringVar(&opts.Workspace, "workspace", "", "host directory the server sees at /workspace, read-write, never modified (default: empty)")
 	pkg := fs.String("package", "", "DIR[:/TARGET]: the server's code, seen at TARGET (default "+sandbox.DefaultPackageTarget+") as the workspace is: writable copy-on-write, never modified, its changes effects")
@@ -59,7 +59,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Var(&opts.Changes, "changes", "how file effects are read: auto, upperdir (the overlay upper dir, needs a local engine and root) or api (the Engine API)")
 	agentPath := fs.String("agent", "", "a static build of mcpsandbox to run as the in-container agent (default: this binary)")
 	noAgent := fs.Bool("no-agent", false, "run without the agent: processes and network attempts are not recorded")
-	fs.Var(&opts.Network, "network", "none (loopback only), sinkhole (DNS and common TCP ports answered on the loopback; nothing leaves), bridge or host (the server can reach other machines)")
+	fs.Var(&opts.Network, "network", "sinkhole (default: DNS and common TCP ports answered on the loopback; nothing leaves), none (loopback only; the default with --no-agent), bridge or host (the server can reach other machines)")
 	fs.DurationVar(&opts.Linger, "linger", sandbox.DefaultLinger, "after the last call, keep observing this long for what the calls set off for later (timers, threads, children); 0: not at all")
 	noReplay := fs.Bool("no-replay", false, "do not replay the calls whose effects raise findings: every effect is then the call's during which it was seen")
 	fs.DurationVar(&opts.Settle, "settle", 0, "after a call, wait up to this long while processes it left behind run (default 2s)")
@@ -215,6 +215,11 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	if *verbose {
 		opts.Log = stderr
+	}
+	if *noAgent && !fs.Changed("network") {
+		// The sinkhole is the agent's: without it, the default is what
+		// needs nothing of it.
+		opts.Network = sandbox.NetworkNone
 	}
 	if !*noAgent {
 		a, err := sandbox.FindAgent(*agentPath)

@@ -5,6 +5,7 @@ package agent
 import (
 	"bufio"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -139,7 +140,8 @@ const (
 
 // serveTCP records what a redirected connection says: a TLS
 // ClientHello's SNI; or each HTTP request's method, Host, path, headers
-// and body (answered 204, the connection kept for the next); or, for
+// and body (answered 200 with a small page, the connection kept for the
+// next); or, for
 // anything else, what it sent until it paused. What passes a bound is
 // marked truncated.
 func serveTCP(c net.Conn, port int, out *writer) {
@@ -149,7 +151,10 @@ func serveTCP(c net.Conn, port int, out *writer) {
 	br := bufio.NewReader(io.TeeReader(c, rec))
 	first, err := br.Peek(1)
 	if err != nil {
-		out.emit(&Event{Kind: KindHTTP, Port: port, Protocol: "tcp", Result: "no data"})
+		// Nothing sent: the connect is the record (at the seccomp stop,
+		// on its call). An event here would land on the call or on the
+		// next phase depending on when the client closed: the same
+		// scenario would give two reports.
 		return
 	}
 	if first[0] == 0x16 {
@@ -200,13 +205,40 @@ func serveTCP(c net.Conn, port int, out *writer) {
 		}
 		ev.Payload = append([]byte(head.String()), body...)
 		out.emit(ev)
+		c.Write(sinkResponse(req))
 		if req.Close {
-			c.Write([]byte("HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n"))
 			return
 		}
-		c.Write([]byte("HTTP/1.1 204 No Content\r\n\r\n"))
 		c.SetDeadline(time.Now().Add(sinkTimeout))
 	}
+}
+
+// The sinkhole's pages: the same for every host and path, so that a
+// fetch-like tool gets a result (a 204 left most of them failing on an
+// empty body) and the report does not depend on what was asked. Nothing
+// of the request is echoed: a honeytoken in a URL stays in the request.
+const (
+	sinkHTML = "<!doctype html>\n<html>\n<head>\n<meta charset=\"utf-8\">\n<title>Welcome</title>\n</head>\n<body>\n<h1>Welcome</h1>\n<p>This site is up. There is nothing else here yet.</p>\n</body>\n</html>\n"
+	sinkJSON = "{\"status\":\"ok\",\"message\":\"This site is up.\"}\n"
+)
+
+// sinkResponse answers req with 200 and a page: JSON when the client
+// asks for it (Accept or a .json path), else HTML; no body for HEAD.
+func sinkResponse(req *http.Request) []byte {
+	body, ctype := sinkHTML, "text/html; charset=utf-8"
+	if strings.Contains(req.Header.Get("Accept"), "json") || strings.HasSuffix(req.URL.Path, ".json") {
+		body, ctype = sinkJSON, "application/json"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "HTTP/1.1 200 OK\r\nContent-Type: %s\r\nContent-Length: %d\r\n", ctype, len(body))
+	if req.Close {
+		b.WriteString("Connection: close\r\n")
+	}
+	b.WriteString("\r\n")
+	if req.Method != http.MethodHead {
+		b.WriteString(body)
+	}
+	return []byte(b.String())
 }
 
 // capped keeps the first max bytes written to it and counts them all.
