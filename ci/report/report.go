@@ -115,6 +115,12 @@ type Server struct {
 	StderrHead      string `json:"stderrHead,omitempty"`
 	StderrBytes     int64  `json:"stderrBytes"`
 	StderrTruncated bool   `json:"stderrTruncated"`
+	// StderrDisclosed are the roles ("<aws-secret-access-key>") of the
+	// planted secrets found anywhere in what the server wrote to stderr,
+	// the whole stream (not only what is kept), or in its initialize
+	// instructions: what reaches a client's logs or the model. Sorted;
+	// never the values.
+	StderrDisclosed []string `json:"stderrDisclosed,omitempty"`
 	// StdoutNoise counts stdout lines that were not JSON-RPC (dropped from
 	// the MCP stream); StdoutNoiseSample keeps the first few.
 	StdoutNoise       int      `json:"stdoutNoise"`
@@ -270,9 +276,14 @@ type Call struct {
 	// WholeBytes and WholeSha256 are ResultBytes and ResultSha256 for every
 	// result, kept whole or not: what shedding the result text over the
 	// report bound leaves in its place (not written themselves).
-	WholeBytes  int64   `json:"-"`
-	WholeSha256 string  `json:"-"`
-	Effects     Effects `json:"effects"`
+	WholeBytes  int64  `json:"-"`
+	WholeSha256 string `json:"-"`
+	// Disclosed are the roles ("<aws-secret-access-key>") of the planted
+	// secrets found in the whole result as received (every content item,
+	// structuredContent, embedded resources; not only Result), plain or
+	// encoded: secrets handed to the model. Sorted; never the values.
+	Disclosed []string `json:"disclosed,omitempty"`
+	Effects   Effects  `json:"effects"`
 	// Replay, when set, says how far the call's effects (with the
 	// "between" phase after it) were checked by replaying the call; only
 	// the effects it reproduced are the call's. Nil: not replayed, every

@@ -93,6 +93,7 @@ func All() []Rule {
 		diskRule(),
 		reportBoundRule(),
 		coverageRule(),
+		secretDisclosedRule(),
 	}
 	return append(append(all, phaseRules()...), toolListRules()...)
 }
@@ -161,6 +162,7 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 	e.out = append(e.out, disk(r)...)
 	e.out = append(e.out, reportBound(r)...)
 	e.out = append(e.out, coverage(r, opts.MinCoverage)...)
+	e.out = append(e.out, disclosed(r, r.Sandbox.Isolation)...)
 	if n := r.Sandbox.EventsTruncated; n > 0 {
 		rl, _ := ByID(CaptureTruncated)
 		e.out = append(e.out, report.Finding{Rule: rl.ID, Severity: rl.Severity, Message: fmt.Sprintf("%d agent events were cut at a bound; %s", n, rl.Rationale),
