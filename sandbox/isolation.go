@@ -30,6 +30,9 @@ func (sc *scanner) scanPerCall() (res Result, err error) {
 		if derr == nil {
 			sc.watchFirst(disc, rep)
 			plan = sc.plan(rep)
+			// The other surfaces are read here, in the first session: each
+			// read in the state the server starts in.
+			sc.surfaces(disc)
 		}
 	}()
 	if derr != nil {

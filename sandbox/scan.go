@@ -341,6 +341,7 @@ func (sc *scanner) scanSession() (res Result, err error) {
 		return res, err
 	}
 	sc.endListing(s)
+	sc.surfaces(s)
 	s.rep.Complete = true
 	return res, nil
 }

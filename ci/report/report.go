@@ -26,6 +26,11 @@ type Report struct {
 	Tools     []Tool      `json:"tools"`
 	Calls     []Call      `json:"calls"`
 	NotCalled []NotCalled `json:"notCalled"`
+	// Reads are the requests made of the server's other surfaces once its
+	// tools were called: resources read, resource templates read, prompts
+	// got, completions asked, each where the server declares the
+	// capability; in the order made.
+	Reads []Read `json:"reads"`
 	// Coverage says, for each listed tool in the order of Tools, whether
 	// it was exercised (a call returned a result that is not an error),
 	// errored or not called: what the verdict on a tool is worth. Finish
@@ -289,6 +294,54 @@ type Call struct {
 	// the effects it reproduced are the call's. Nil: not replayed, every
 	// effect is the call's (no rule needed checking, or --no-replay).
 	Replay *Replay `json:"replay,omitempty"`
+}
+
+// The surfaces a Read reads.
+const (
+	SurfaceResource   = "resource"   // resources/read of a listed resource
+	SurfaceTemplate   = "template"   // resources/read of a URI made from a resource template
+	SurfacePrompt     = "prompt"     // prompts/get
+	SurfaceCompletion = "completion" // completion/complete
+)
+
+// Read is one request made of a surface other than tools. Each is by the
+// specification a read (resources and prompts are data the client
+// fetches, completion a suggestion), so any effect is the server's
+// surprise: its effects are recorded as a call's are.
+type Read struct {
+	// Seq numbers the reads, from 1, in the order made.
+	Seq int `json:"seq"`
+	// Surface is SurfaceResource, SurfaceTemplate, SurfacePrompt or
+	// SurfaceCompletion; Method the JSON-RPC method sent.
+	Surface string `json:"surface"`
+	Method  string `json:"method"`
+	// Target is the resource's URI, the template's URI template, or the
+	// prompt's name; for a completion, the prompt's name or the template
+	// asked about.
+	Target string `json:"target"`
+	// URI is the URI read (a template's, with its variables filled in).
+	URI string `json:"uri,omitempty"`
+	// Arguments are the prompt's arguments, the template's variables, or
+	// the completion's argument, as sent.
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Error and ErrorKind are as a call's: no result.
+	Error     string `json:"error,omitempty"`
+	ErrorKind string `json:"errorKind,omitempty"`
+	// Result is the text of what was returned, bounded as a call's
+	// (--max-result); ResultBytes and ResultSha256 are the whole result's
+	// when it was not kept whole.
+	Result       string `json:"result"`
+	ResultBytes  int64  `json:"resultBytes,omitempty"`
+	ResultSha256 string `json:"resultSha256,omitempty"`
+	// Disclosed are the roles of the planted secrets in the whole result,
+	// as a call's.
+	Disclosed []string `json:"disclosed,omitempty"`
+	// WholeBytes and WholeSha256 are the whole result's, kept whole or not
+	// (for shedding; not written).
+	WholeBytes  int64   `json:"-"`
+	WholeSha256 string  `json:"-"`
+	DurationMs  int64   `json:"-"`
+	Effects     Effects `json:"effects"`
 }
 
 // Replay is the outcome of replaying one call: in a fresh container from
@@ -594,6 +647,7 @@ func New() *Report {
 		Tools:         []Tool{},
 		Calls:         []Call{},
 		NotCalled:     []NotCalled{},
+		Reads:         []Read{},
 		Coverage:      []ToolCoverage{},
 		Phases:        []Phase{},
 		ToolChanges:   []ToolChange{},

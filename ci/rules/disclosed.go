@@ -2,7 +2,6 @@ package rules
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 )
@@ -14,8 +13,9 @@ const SecretDisclosed = "secret-disclosed"
 
 func secretDisclosedRule() Rule {
 	return Rule{ID: SecretDisclosed, Severity: report.SeverityWarning,
-		Rationale: "A honeytoken planted for this run (in the environment or a credential file) was handed to the model or the client: whatever reads the result or the log, a prompt injection included, now holds it. A tool that reads files may be asked to; the finding says which call returned which secret, so that a reader can tell.",
-		Message:   "call %d handed %d planted secret(s) to the model in its result"}
+		Rationale:     "A honeytoken planted for this run (in the environment or a credential file) was handed to the model or the client: whatever reads the result or the log, a prompt injection included, now holds it. A tool that reads files may be asked to; the finding says which call returned which secret, so that a reader can tell.",
+		Message:       "call %d handed %d planted secret(s) to the model in its result",
+		ServerMessage: "the server handed planted secrets to the model or the client: %s (%d in all)"}
 }
 
 // disclosed raises secret-disclosed: one finding per tool whose results
@@ -52,7 +52,7 @@ func disclosed(r *report.Report, isolation string) []report.Finding {
 			f.Evidence = append(f.Evidence, role+" in the server's stderr or instructions")
 			f.EvidencePaths = append(f.EvidencePaths, "")
 		}
-		f.Message = fmt.Sprintf("the server wrote %d planted secret(s) (%s) to its stderr or instructions; %s", len(ds), strings.Join(ds, ", "), rl.Rationale)
+		f.Message = message(rl, f)
 		out = append(out, f)
 	}
 	return out
