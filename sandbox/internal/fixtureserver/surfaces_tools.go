@@ -19,7 +19,9 @@ import (
 func addSurfaces(s *mcp.Server) {
 	s.AddTool(&mcp.Tool{Name: "ping", Description: "Answers pong.", InputSchema: json.RawMessage(`{"type":"object"}`),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, DestructiveHint: no(), IdempotentHint: true, OpenWorldHint: no()}},
-		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("pong"), nil })
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text("pong"), nil
+		})
 	textOf := func(uri, t string) *mcp.ReadResourceResult {
 		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: t}}}
 	}
