@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcpsandbox/mcpsandbox/probes"
+	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
 )
 
@@ -15,10 +16,18 @@ import (
 // found in the whole result although the text kept is cut before them;
 // the token the server wrote to stderr (base64, split over two writes) is
 // named on the server; the honest tools disclose nothing; the report holds
-// no value.
+// no value. With --isolation call, what a call's session wrote to stderr
+// counts too.
 func TestSecretsHandedToTheModel(t *testing.T) {
+	for _, iso := range []sandbox.Isolation{sandbox.IsolationSession, sandbox.IsolationCall} {
+		t.Run(iso.String(), func(t *testing.T) { secretsHanded(t, iso) })
+	}
+}
+
+func secretsHanded(t *testing.T, iso sandbox.Isolation) {
 	cli := sandboxtest.Docker(t)
 	opts := fixtureOpts(t, "secrets", "honest")
+	opts.Isolation = iso
 	seed := uint64(11)
 	opts.BaitSeed = &seed
 	res, err := scan(t, cli, opts)
@@ -44,8 +53,8 @@ func TestSecretsHandedToTheModel(t *testing.T) {
 			t.Errorf("honest call %d (%s) disclosed %v", c.Seq, c.Tool, c.Disclosed)
 		}
 	}
-	if got := r.Server.StderrDisclosed; !reflect.DeepEqual(got, []string{"<github-token>"}) {
-		t.Errorf("stderrDisclosed %v, want [<github-token>]", got)
+	if got := r.Server.StderrDisclosed; !reflect.DeepEqual(got, []string{"<aws-access-key-id>", "<github-token>"}) {
+		t.Errorf("stderrDisclosed %v, want [<aws-access-key-id> <github-token>]", got)
 	}
 	raw, err := json.Marshal(r)
 	if err != nil {

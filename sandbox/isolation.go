@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/probes"
@@ -179,6 +180,12 @@ func mergeCall(rep, sub *report.Report, first int) {
 	rep.Sandbox.EventsTruncated += sub.Sandbox.EventsTruncated
 	rep.Sandbox.FilesUnhashed += sub.Sandbox.FilesUnhashed
 	rep.Sandbox.DiskExceeded = rep.Sandbox.DiskExceeded || sub.Sandbox.DiskExceeded
+	// A secret written to stderr in any session was written.
+	if len(sub.Server.StderrDisclosed) > 0 {
+		ds := append(slices.Clone(rep.Server.StderrDisclosed), sub.Server.StderrDisclosed...)
+		slices.Sort(ds)
+		rep.Server.StderrDisclosed = slices.Compact(ds)
+	}
 	if rep.Timing == nil {
 		rep.Timing = &report.Timing{}
 	}
