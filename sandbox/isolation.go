@@ -21,6 +21,7 @@ func (sc *scanner) scanPerCall() (res Result, err error) {
 	res = Result{Report: rep, Transcript: disc.transcript}
 	rep.Sandbox.Isolation = IsolationCall.String()
 	var plan []probes.Call
+	var surfErr error // a read that ended the first session: the calls still run, each in its own
 	func() {
 		defer sc.close(disc, &derr)
 		if derr != nil {
@@ -33,7 +34,7 @@ func (sc *scanner) scanPerCall() (res Result, err error) {
 			plan = sc.plan(rep)
 			// The other surfaces are read here, in the first session: each
 			// read in the state the server starts in.
-			sc.surfaces(disc)
+			surfErr = sc.surfaces(disc)
 		}
 	}()
 	if derr != nil {
@@ -58,13 +59,16 @@ func (sc *scanner) scanPerCall() (res Result, err error) {
 			}
 		}
 	}
-	rep.Complete = complete && sc.ctx.Err() == nil
+	rep.Complete = complete && sc.ctx.Err() == nil && surfErr == nil
 	if sc.ctx.Err() != nil {
 		rep.Problems = append(rep.Problems, sc.why())
 		return res, fmt.Errorf("%w: %s", ErrIncomplete, sc.why().Message)
 	}
 	if len(errs) > 0 {
 		return res, fmt.Errorf("%w: %d call session(s) failed: %w", ErrIncomplete, len(errs), errors.Join(errs...))
+	}
+	if surfErr != nil {
+		return res, surfErr
 	}
 	if !rep.Complete {
 		return res, fmt.Errorf("%w: a call session did not run every step", ErrIncomplete)

@@ -49,11 +49,25 @@ func declaredSurfaces(raw json.RawMessage) surfaceCaps {
 // resource templates (listed, read with variables made like a tool's
 // arguments), prompts (listed, got with arguments made from their
 // argument lists), and completions of the prompts' and templates' first
-// argument. Each read is a report.Read with its effects.
-func (sc *scanner) surfaces(s *Session) {
+// argument. Each read is a report.Read with its effects. A read that
+// ended the session (the server gone, the run over) makes the scan
+// incomplete: the error wraps ErrIncomplete.
+func (sc *scanner) surfaces(s *Session) error {
+	if ended := sc.readSurfaces(s); ended != "" {
+		if sc.ctx.Err() != nil {
+			s.rep.Problems = append(s.rep.Problems, sc.why())
+		}
+		return fmt.Errorf("%w: %s", ErrIncomplete, ended)
+	}
+	return nil
+}
+
+// readSurfaces makes the reads of surfaces; it returns why they ended
+// early, if they did.
+func (sc *scanner) readSurfaces(s *Session) (ended string) {
 	caps := declaredSurfaces(s.rep.Server.Capabilities)
 	if !caps.resources && !caps.prompts {
-		return // completion is about prompts and templates
+		return "" // completion is about prompts and templates
 	}
 	if eff := s.Mark(sc.ctx, false, 0); !empty(eff) {
 		s.rep.Phases = append(s.rep.Phases, report.Phase{Name: phaseBeforeReads, Effects: eff})
@@ -80,8 +94,8 @@ func (sc *scanner) surfaces(s *Session) {
 		slices.Sort(uris)
 		uris = slices.Compact(uris)
 		for _, uri := range sc.bounded(s, "resources", uris) {
-			if !sc.readResource(s, report.SurfaceResource, uri, uri, nil) {
-				return
+			if ended = sc.readResource(s, report.SurfaceResource, uri, uri, nil); ended != "" {
+				return ended
 			}
 		}
 		tpls := listSurface(sc.ctx, s, "resources/templates/list", func(ctx context.Context, cursor string) ([]*mcp.ResourceTemplate, string, error) {
@@ -103,8 +117,8 @@ func (sc *scanner) surfaces(s *Session) {
 			vars := templateVars(tpl)
 			vals := synthStrings(canary, tpl, vars, nil)
 			args, _ := json.Marshal(vals)
-			if !sc.readResource(s, report.SurfaceTemplate, tpl, expandTemplate(tpl, vals), args) {
-				return
+			if ended = sc.readResource(s, report.SurfaceTemplate, tpl, expandTemplate(tpl, vals), args); ended != "" {
+				return ended
 			}
 			if len(vars) > 0 {
 				completions = append(completions, completion{ref: &mcp.CompleteReference{Type: "ref/resource", URI: tpl}, target: tpl, arg: vars[0]})
@@ -142,14 +156,14 @@ func (sc *scanner) surfaces(s *Session) {
 			vals := synthStrings(canary, name, argNames, desc)
 			args, _ := json.Marshal(vals)
 			rd := report.Read{Surface: report.SurfacePrompt, Method: "prompts/get", Target: name, Arguments: args}
-			if !sc.read(s, rd, func(ctx context.Context) (any, string, error) {
+			if ended = sc.read(s, rd, func(ctx context.Context) (any, string, error) {
 				r, err := s.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: vals})
 				if err != nil {
 					return nil, "", err
 				}
 				return r, promptText(r), nil
-			}) {
-				return
+			}); ended != "" {
+				return ended
 			}
 			if len(argNames) > 0 {
 				completions = append(completions, completion{ref: &mcp.CompleteReference{Type: "ref/prompt", Name: name}, target: name, arg: argNames[0]})
@@ -157,24 +171,25 @@ func (sc *scanner) surfaces(s *Session) {
 		}
 	}
 	if !caps.completions {
-		return
+		return ""
 	}
 	for _, c := range completions[:min(len(completions), MaxReadsPerSurface)] {
 		args, _ := json.Marshal(map[string]string{"name": c.arg, "value": ""})
 		rd := report.Read{Surface: report.SurfaceCompletion, Method: "completion/complete", Target: c.target, Arguments: args}
-		if !sc.read(s, rd, func(ctx context.Context) (any, string, error) {
+		if ended = sc.read(s, rd, func(ctx context.Context) (any, string, error) {
 			r, err := s.cs.Complete(ctx, &mcp.CompleteParams{Ref: c.ref, Argument: mcp.CompleteParamsArgument{Name: c.arg}})
 			if err != nil {
 				return nil, "", err
 			}
 			return r, strings.Join(r.Completion.Values, "\n"), nil
-		}) {
-			return
+		}); ended != "" {
+			return ended
 		}
 	}
 	if n := len(completions) - MaxReadsPerSurface; n > 0 {
 		s.problem("surfaces", 0, "%d completion(s) past the first %d were not asked", n, MaxReadsPerSurface)
 	}
+	return ""
 }
 
 // completion is a completion/complete to ask: of ref's argument arg.
@@ -195,7 +210,7 @@ func (sc *scanner) bounded(s *Session, what string, names []string) []string {
 }
 
 // readResource reads uri (target is the resource's URI or the template's).
-func (sc *scanner) readResource(s *Session, surface, target, uri string, args json.RawMessage) bool {
+func (sc *scanner) readResource(s *Session, surface, target, uri string, args json.RawMessage) string {
 	rd := report.Read{Surface: surface, Method: "resources/read", Target: target, URI: uri, Arguments: args}
 	return sc.read(s, rd, func(ctx context.Context) (any, string, error) {
 		r, err := s.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
@@ -206,24 +221,24 @@ func (sc *scanner) readResource(s *Session, surface, target, uri string, args js
 	})
 }
 
-// read makes one read and records it with its effects; it says whether
-// the session goes on (false once the run ended or the connection is
-// gone).
-func (sc *scanner) read(s *Session, rd report.Read, do func(ctx context.Context) (any, string, error)) bool {
+// read makes one read and records it with its effects; it returns why
+// the reads cannot go on ("" when they can): the run ended, the
+// connection is gone, or the server no longer answers even a ping.
+func (sc *scanner) read(s *Session, rd report.Read, do func(ctx context.Context) (any, string, error)) string {
 	if sc.ctx.Err() != nil {
-		return false
+		return sc.why().Message
 	}
 	rd.Seq = len(s.rep.Reads) + 1
 	rd.Effects = report.NewEffects()
 	sc.logf("read %d: %s %s", rd.Seq, rd.Method, rd.Target)
 	cctx, cancel := context.WithTimeout(sc.ctx, s.opts.CallTimeout)
+	defer cancel() // classified below by whether it ran out
 	start := time.Now()
 	v, text, err := do(cctx)
-	cancel()
 	rd.DurationMs = time.Since(start).Milliseconds()
 	whole, refused := s.gate.take(rd.Method)
 	var rpcErr *jsonrpc.Error
-	gone := false
+	ended := ""
 	switch {
 	case refused != nil:
 		rd.Error, rd.ErrorKind = "the client refused the result: "+refused.String(), "client"
@@ -238,21 +253,31 @@ func (sc *scanner) read(s *Session, rd report.Read, do func(ctx context.Context)
 		rd.Disclosed = s.disclosed(v)
 	case errors.As(err, &rpcErr):
 		rd.Error, rd.ErrorKind = fmt.Sprintf("JSON-RPC error %d: %s", rpcErr.Code, s.clip(rpcErr.Message)), "rpc"
-	case cctx.Err() != nil && sc.ctx.Err() == nil:
+	case errors.Is(cctx.Err(), context.DeadlineExceeded) && sc.ctx.Err() == nil:
 		rd.Error, rd.ErrorKind = fmt.Sprintf("no result within --call-timeout %s", s.opts.CallTimeout), "timeout"
+		s.problem("timeout", 0, "read %d (%s %s): %s", rd.Seq, rd.Method, s.clip(rd.Target), rd.Error)
+		// One stuck handler is the resource's; a server that answers
+		// nothing would cost a timeout per read left.
+		if perr := s.Ping(sc.ctx, 3*time.Second); perr != nil && sc.ctx.Err() == nil {
+			ended = fmt.Sprintf("the server stopped answering after read %d (not even ping)", rd.Seq)
+			s.problem("unresponsive", 0, "%s", ended)
+		}
 	case sc.ctx.Err() != nil:
-		rd.Error, rd.ErrorKind, gone = "the run ended during the read: "+context.Cause(sc.ctx).Error(), "interrupted", true
+		rd.Error, rd.ErrorKind = "the run ended during the read: "+context.Cause(sc.ctx).Error(), "interrupted"
+		ended = sc.why().Message
 	case errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe):
-		rd.Error, rd.ErrorKind, gone = s.clip(err.Error()), "transport", true
+		rd.Error, rd.ErrorKind = s.clip(err.Error()), "transport"
+		ended = fmt.Sprintf("the server closed the connection during read %d (%s %s)", rd.Seq, rd.Method, s.clip(rd.Target))
+		if st, exited := s.Exited(sc.ctx); exited {
+			ended = fmt.Sprintf("the server exited with code %d during read %d (%s %s)", st.ExitCode, rd.Seq, rd.Method, s.clip(rd.Target))
+		}
+		s.problem("crash", 0, "%s", ended)
 	default:
 		rd.Error, rd.ErrorKind = s.clip(err.Error()), "client"
 	}
 	rd.Effects = s.Mark(sc.ctx, true, 0)
 	s.rep.Reads = append(s.rep.Reads, rd)
-	if gone {
-		s.problem("surfaces", 0, "read %d (%s %s) ended the reads: %s", rd.Seq, rd.Method, s.clip(rd.Target), rd.Error)
-	}
-	return !gone
+	return ended
 }
 
 // listSurface follows nextCursor through a list method's pages, within
@@ -263,10 +288,12 @@ func listSurface[T any](ctx context.Context, s *Session, method string, page fun
 	var items []T
 	seen := map[string]bool{}
 	cursor, cut := "", ""
+	bound := false // cut at a bound, not by a failure
 	size := int64(0)
 	for pages := 0; ; pages++ {
 		if pages >= b.MaxToolPages {
 			cut = fmt.Sprintf("more than %d pages (the page bound)", b.MaxToolPages)
+			bound = true
 			break
 		}
 		lctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
@@ -275,6 +302,7 @@ func listSurface[T any](ctx context.Context, s *Session, method string, page fun
 		d, r := s.gate.take(method)
 		if r != nil {
 			cut = fmt.Sprintf("page %d: %s", pages+1, r)
+			bound = true
 			break
 		}
 		if err != nil {
@@ -283,12 +311,14 @@ func listSurface[T any](ctx context.Context, s *Session, method string, page fun
 		}
 		if size += d.Bytes; size > int64(b.MaxToolListBytes) {
 			cut = fmt.Sprintf("the results passed %d bytes in all (the tool list bound) at page %d, which was not kept", b.MaxToolListBytes, pages+1)
+			bound = true
 			break
 		}
 		items = append(items, got...)
 		if len(items) > b.MaxTools {
 			items = items[:b.MaxTools]
 			cut = fmt.Sprintf("more than %d items (the tool bound)", b.MaxTools)
+			bound = true
 			break
 		}
 		if next == "" {
@@ -302,8 +332,9 @@ func listSurface[T any](ctx context.Context, s *Session, method string, page fun
 	}
 	if cut != "" {
 		kind := "surfaces"
-		if strings.Contains(cut, "bound") {
+		if bound {
 			kind = ProblemProtocolBound
+			s.rep.Server.SurfacesTruncated = append(s.rep.Server.SurfacesTruncated, method)
 		}
 		s.problem(kind, 0, "%s was cut: %s; the %d item(s) listed before are kept", method, cut, len(items))
 	}

@@ -126,6 +126,11 @@ type Server struct {
 	// instructions: what reaches a client's logs or the model. Sorted;
 	// never the values.
 	StderrDisclosed []string `json:"stderrDisclosed,omitempty"`
+	// SurfacesTruncated names the lists of the other surfaces
+	// (resources/list, resources/templates/list, prompts/list) cut at a
+	// bound (pages, bytes, items, a page refused over a message bound):
+	// what was past it was neither read nor judged.
+	SurfacesTruncated []string `json:"surfacesTruncated,omitempty"`
 	// StdoutNoise counts stdout lines that were not JSON-RPC (dropped from
 	// the MCP stream); StdoutNoiseSample keeps the first few.
 	StdoutNoise       int      `json:"stdoutNoise"`

@@ -17,6 +17,30 @@ func readHasEffectsRule() Rule {
 		ServerMessage: "the server's %s changed %d thing(s)"}
 }
 
+// SurfaceListTruncated is raised when a list of resources, resource
+// templates or prompts was cut at one of the runner's bounds.
+const SurfaceListTruncated = "surface-list-truncated"
+
+func surfaceListRule() Rule {
+	return Rule{ID: SurfaceListTruncated, Severity: report.SeverityError,
+		Rationale: "The server's resource, template or prompt list broke one of the runner's bounds (pages, bytes, items, a message over the size or nesting bound): what was past it was neither read nor judged, so no verdict can clear it."}
+}
+
+// surfaceListCut raises surface-list-truncated, a finding on the server,
+// naming each list cut.
+func surfaceListCut(r *report.Report) []report.Finding {
+	if len(r.Server.SurfacesTruncated) == 0 {
+		return nil
+	}
+	rl := surfaceListRule()
+	f := report.Finding{Rule: rl.ID, Severity: rl.Severity, Isolation: r.Sandbox.Isolation}
+	for _, m := range r.Server.SurfacesTruncated {
+		f.Evidence, f.EvidencePaths = append(f.Evidence, m+" truncated"), append(f.EvidencePaths, "")
+	}
+	f.Message = fmt.Sprintf("%d list(s) of the server's resources or prompts were cut at a bound; %s", len(f.Evidence), rl.Rationale)
+	return []report.Finding{f}
+}
+
 // readDescribe names a read in evidence and messages.
 func readDescribe(rd report.Read) string {
 	target := rd.Target

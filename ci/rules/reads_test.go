@@ -58,3 +58,18 @@ func TestReadHasEffects(t *testing.T) {
 		}
 	}
 }
+
+// TestSurfaceListTruncated: a resource or prompt list cut at a bound is an
+// error on the server naming each list; none when nothing was cut.
+func TestSurfaceListTruncated(t *testing.T) {
+	r := report.New()
+	if f := surfaceListCut(r); len(f) != 0 {
+		t.Fatalf("nothing cut: %+v", f)
+	}
+	r.Server.SurfacesTruncated = []string{"resources/list", "prompts/list"}
+	f := Evaluate(r, Options{})
+	if len(f) != 1 || f[0].Rule != SurfaceListTruncated || f[0].Severity != report.SeverityError || f[0].Tool != "" ||
+		!reflect.DeepEqual(f[0].Evidence, []string{"resources/list truncated", "prompts/list truncated"}) || len(f[0].EvidencePaths) != 2 {
+		t.Errorf("findings %+v", f)
+	}
+}

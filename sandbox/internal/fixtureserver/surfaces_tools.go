@@ -59,3 +59,13 @@ func addSurfaces(s *mcp.Server) {
 func completeSurfaces(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
 	return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{req.Params.Argument.Name + "-one", req.Params.Argument.Name + "-two"}}}, nil
 }
+
+// addReadCrash adds a resource whose read kills the server (the
+// "readcrash" set).
+func addReadCrash(s *mcp.Server) {
+	s.AddResource(&mcp.Resource{URI: "crash://now", Name: "crash"},
+		func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			os.Exit(3)
+			return nil, nil
+		})
+}
