@@ -16,13 +16,19 @@ type tailBuffer struct {
 	head  []byte
 	total int64
 	// find, when set, names the planted secrets in data; it is run on
-	// every write, with the last secretCarry bytes before it, so that a
-	// secret anywhere in the stream is found however much is written and
-	// however it is split; found holds their names.
-	find  func(data string) []string
-	carry []byte
-	found map[string]bool
+	// every secretChunk bytes written (pending), with the last secretCarry
+	// bytes before them (carry), so that a secret anywhere in the stream
+	// is found however it is split, at a cost per byte that does not
+	// depend on how the server cuts its writes; found holds their names.
+	find    func(data string) []string
+	pending []byte
+	carry   []byte
+	found   map[string]bool
 }
+
+// secretChunk is how much stderr is gathered before it is looked
+// through for secrets.
+const secretChunk = 16 << 10
 
 // secretCarry is what of the stream before a write is looked at again
 // with it: more than the longest form of a planted secret (the hex of the
@@ -43,7 +49,10 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	}
 	t.total += int64(len(p))
 	if t.find != nil {
-		t.scan(p)
+		t.pending = append(t.pending, p...)
+		if len(t.pending) >= secretChunk {
+			t.scan()
+		}
 	}
 	if len(p) >= t.max {
 		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
@@ -69,9 +78,14 @@ func (t *tailBuffer) start() string {
 	return string(t.head)
 }
 
-// scan looks for the planted secrets in p and the carry before it.
-func (t *tailBuffer) scan(p []byte) {
-	data := append(t.carry, p...)
+// scan looks for the planted secrets in what is pending and the carry
+// before it.
+func (t *tailBuffer) scan() {
+	if len(t.pending) == 0 {
+		return
+	}
+	data := append(t.carry, t.pending...)
+	t.pending = t.pending[:0]
 	for _, name := range t.find(string(data)) {
 		if t.found == nil {
 			t.found = map[string]bool{}
@@ -86,6 +100,9 @@ func (t *tailBuffer) scan(p []byte) {
 func (t *tailBuffer) secrets() []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.find != nil {
+		t.scan()
+	}
 	var out []string
 	for name := range t.found {
 		out = append(out, name)

@@ -22,6 +22,16 @@ func TestStderrSecretsWholeStream(t *testing.T) {
 	if got := b.secrets(); !reflect.DeepEqual(got, []string{"github-token"}) {
 		t.Errorf("secrets %v, want [github-token]", got)
 	}
+	// Written a byte at a time across the point where a chunk is looked
+	// through: found, and at a cost per byte that does not depend on it.
+	bytewise := &tailBuffer{max: 16, find: bait.Find}
+	io.WriteString(bytewise, strings.Repeat("y", secretChunk-10))
+	for _, c := range []byte(bait.Tokens.AWSSecret) {
+		bytewise.Write([]byte{c})
+	}
+	if got := bytewise.secrets(); !reflect.DeepEqual(got, []string{"aws-secret-access-key"}) {
+		t.Errorf("bytewise: %v", got)
+	}
 	clean := &tailBuffer{max: 16, find: bait.Find}
 	io.WriteString(clean, strings.Repeat("nothing planted here ", 100))
 	if got := clean.secrets(); len(got) != 0 {
