@@ -343,6 +343,9 @@ func (sc *scanner) scanSession() (res Result, err error) {
 		return res, err
 	}
 	sc.endListing(s)
+	if err := sc.surfaces(s); err != nil {
+		return res, err
+	}
 	s.rep.Complete = true
 	return res, nil
 }

@@ -175,6 +175,19 @@ func WriteText(w io.Writer, r *report.Report) error {
 		}
 		tw.Flush()
 	}
+	if len(r.Reads) > 0 {
+		b.WriteString("\nreads (resources, prompts, completions):\n")
+		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		for _, rd := range r.Reads {
+			status := "ok"
+			if rd.ErrorKind != "" {
+				status = "error " + rd.ErrorKind
+			}
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\tfiles %d\tprocs %d\tnet %d\n", rd.Seq, rd.Method, esc(rd.Target), status,
+				len(rd.Effects.Files), len(rd.Effects.Processes), len(rd.Effects.Network))
+		}
+		tw.Flush()
+	}
 	if len(r.ToolChanges) > 0 {
 		b.WriteString("\ntool list changes:\n")
 		for _, c := range r.ToolChanges {

@@ -27,6 +27,11 @@ type Report struct {
 	Tools     []Tool      `json:"tools"`
 	Calls     []Call      `json:"calls"`
 	NotCalled []NotCalled `json:"notCalled"`
+	// Reads are the requests made of the server's other surfaces once its
+	// tools were called: resources read, resource templates read, prompts
+	// got, completions asked, each where the server declares the
+	// capability; in the order made.
+	Reads []Read `json:"reads"`
 	// Coverage says, for each listed tool in the order of Tools, whether
 	// it was exercised (a call returned a result that is not an error),
 	// errored or not called: what the verdict on a tool is worth. Finish
@@ -119,6 +124,17 @@ type Server struct {
 	StderrHead      string `json:"stderrHead,omitempty"`
 	StderrBytes     int64  `json:"stderrBytes"`
 	StderrTruncated bool   `json:"stderrTruncated"`
+	// StderrDisclosed are the roles ("<aws-secret-access-key>") of the
+	// planted secrets found anywhere in what the server wrote to stderr,
+	// the whole stream (not only what is kept), or in its initialize
+	// instructions: what reaches a client's logs or the model. Sorted;
+	// never the values.
+	StderrDisclosed []string `json:"stderrDisclosed,omitempty"`
+	// SurfacesTruncated names the lists of the other surfaces
+	// (resources/list, resources/templates/list, prompts/list) cut at a
+	// bound (pages, bytes, items, a page refused over a message bound):
+	// what was past it was neither read nor judged.
+	SurfacesTruncated []string `json:"surfacesTruncated,omitempty"`
 	// StdoutNoise counts stdout lines that were not JSON-RPC (dropped from
 	// the MCP stream); StdoutNoiseSample keeps the first few.
 	StdoutNoise       int      `json:"stdoutNoise"`
@@ -274,14 +290,67 @@ type Call struct {
 	// WholeBytes and WholeSha256 are ResultBytes and ResultSha256 for every
 	// result, kept whole or not: what shedding the result text over the
 	// report bound leaves in its place (not written themselves).
-	WholeBytes  int64   `json:"-"`
-	WholeSha256 string  `json:"-"`
-	Effects     Effects `json:"effects"`
+	WholeBytes  int64  `json:"-"`
+	WholeSha256 string `json:"-"`
+	// Disclosed are the roles ("<aws-secret-access-key>") of the planted
+	// secrets found in the whole result as received (every content item,
+	// structuredContent, embedded resources; not only Result), plain or
+	// encoded: secrets handed to the model. Sorted; never the values.
+	Disclosed []string `json:"disclosed,omitempty"`
+	Effects   Effects  `json:"effects"`
 	// Replay, when set, says how far the call's effects (with the
 	// "between" phase after it) were checked by replaying the call; only
 	// the effects it reproduced are the call's. Nil: not replayed, every
 	// effect is the call's (no rule needed checking, or --no-replay).
 	Replay *Replay `json:"replay,omitempty"`
+}
+
+// The surfaces a Read reads.
+const (
+	SurfaceResource   = "resource"   // resources/read of a listed resource
+	SurfaceTemplate   = "template"   // resources/read of a URI made from a resource template
+	SurfacePrompt     = "prompt"     // prompts/get
+	SurfaceCompletion = "completion" // completion/complete
+)
+
+// Read is one request made of a surface other than tools. Each is by the
+// specification a read (resources and prompts are data the client
+// fetches, completion a suggestion), so any effect is the server's
+// surprise: its effects are recorded as a call's are.
+type Read struct {
+	// Seq numbers the reads, from 1, in the order made.
+	Seq int `json:"seq"`
+	// Surface is SurfaceResource, SurfaceTemplate, SurfacePrompt or
+	// SurfaceCompletion; Method the JSON-RPC method sent.
+	Surface string `json:"surface"`
+	Method  string `json:"method"`
+	// Target is the resource's URI, the template's URI template, or the
+	// prompt's name; for a completion, the prompt's name or the template
+	// asked about.
+	Target string `json:"target"`
+	// URI is the URI read (a template's, with its variables filled in).
+	URI string `json:"uri,omitempty"`
+	// Arguments are the prompt's arguments, the template's variables, or
+	// the completion's argument, as sent.
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Error and ErrorKind are as a call's: no result.
+	Error     string `json:"error,omitempty"`
+	ErrorKind string `json:"errorKind,omitempty"`
+	// Result is the text of what was returned, bounded as a call's
+	// (--max-result); ResultBytes and ResultSha256 are the whole result's
+	// when it was not kept whole.
+	Result       string `json:"result"`
+	ResultBytes  int64  `json:"resultBytes,omitempty"`
+	ResultSha256 string `json:"resultSha256,omitempty"`
+	// Disclosed are the roles of the planted secrets in the whole result,
+	// as a call's.
+	Disclosed []string `json:"disclosed,omitempty"`
+	// WholeBytes and WholeSha256 are the whole result's, kept whole or not
+	// (for shedding; not written).
+	WholeBytes  int64   `json:"-"`
+	WholeSha256 string  `json:"-"`
+	DurationMs  int64   `json:"-"`
+	Effects     Effects `json:"effects"`
 }
 
 // Replay is the outcome of replaying one call: in a fresh container from
@@ -609,6 +678,7 @@ func New() *Report {
 		Tools:         []Tool{},
 		Calls:         []Call{},
 		NotCalled:     []NotCalled{},
+		Reads:         []Read{},
 		Coverage:      []ToolCoverage{},
 		Phases:        []Phase{},
 		ToolChanges:   []ToolChange{},

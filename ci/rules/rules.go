@@ -93,6 +93,9 @@ func All() []Rule {
 		diskRule(),
 		reportBoundRule(),
 		coverageRule(),
+		secretDisclosedRule(),
+		readHasEffectsRule(),
+		surfaceListRule(),
 	}
 	return append(append(all, phaseRules()...), toolListRules()...)
 }
@@ -161,6 +164,9 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 	e.out = append(e.out, disk(r)...)
 	e.out = append(e.out, reportBound(r)...)
 	e.out = append(e.out, coverage(r, opts.MinCoverage)...)
+	e.out = append(e.out, disclosed(r, r.Sandbox.Isolation)...)
+	e.out = append(e.out, reads(r, ownedSet(r), r.Sandbox.Isolation)...)
+	e.out = append(e.out, surfaceListCut(r)...)
 	if n := r.Sandbox.EventsTruncated; n > 0 {
 		rl, _ := ByID(CaptureTruncated)
 		e.out = append(e.out, report.Finding{Rule: rl.ID, Severity: rl.Severity, Message: fmt.Sprintf("%d agent events were cut at a bound; %s", n, rl.Rationale),
