@@ -62,6 +62,9 @@ type Bait struct {
 	// Project is the canary project's name (its directory); User the
 	// account named in the planted git and GitHub files.
 	Project, User string
+	// Boundary is the marker planted outside the workspace for the
+	// boundary probes (see WithBoundary).
+	Boundary BoundaryMarker
 }
 
 // MaxSeed is the largest bait seed: one that any JSON reader keeps exact.
@@ -126,6 +129,10 @@ func NewBait(seed uint64) Bait {
 		// Between an hour and about six weeks, to the second.
 		b.ages[role] = time.Hour + time.Duration(r.IntN(6*7*24*3600))*time.Second
 	}
+	// Drawn after everything above, so that adding it changed no earlier
+	// draw.
+	b.ages[boundaryRole] = time.Hour + time.Duration(r.IntN(6*7*24*3600))*time.Second
+	b.Boundary = newBoundaryMarker(b.Project, str(alnum, 32))
 	dir := "/workspace/" + b.Project
 	b.Canary = Canary{Dir: dir, Text: dir + "/README.md", JSON: dir + "/config/default.json", Nested: dir + "/src/lib",
 		New: dir + "/NOTES.md", NewDir: dir + "/docs", Marker: "/tmp/" + b.Project + ".test.log"}
@@ -236,7 +243,8 @@ func (b Bait) Placeholders() []report.Placeholder {
 		// Find matches hex in either case.
 		ps = append(ps, report.Placeholder{Value: strings.ToUpper(fs[len(fs)-1]), Role: "<" + name + ":HEX>"})
 	}
-	for _, s := range b.Seeds() {
+	ps = append(ps, report.Placeholder{Value: b.Boundary.Secret, Role: "<boundary-marker>"})
+	for _, s := range append(b.Seeds(), b.BoundarySeed()) {
 		sum := sha256.Sum256([]byte(s.Content))
 		ps = append(ps, report.Placeholder{Value: hex.EncodeToString(sum[:]), Role: "<sha256:" + s.Role + ">"})
 	}

@@ -42,6 +42,9 @@ type Call struct {
 	// Offer says that the arguments take, at call time, the ids and names
 	// that earlier results returned (see State.Offer).
 	Offer bool
+	// Boundary is what a boundary call tries (Source "boundary"; see
+	// WithBoundary).
+	Boundary *BoundaryProbe
 }
 
 // WithNegatives appends, for each tool's first call, calls whose inputs
