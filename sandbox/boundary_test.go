@@ -13,9 +13,10 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
 )
 
-// TestBoundaryProbes: the unguarded tools of the boundary set (open_note
-// follows "..", fetch_page fetches anything) get path-escape and
-// ssrf-followed on each of their boundary calls; the guarded ones
+// TestBoundaryProbes: the unguarded tools of the boundary set (open_note,
+// list_folder and save_copy follow "..", fetch_page fetches anything) get
+// path-escape and ssrf-followed on each of their boundary calls (the
+// marker read, its folder listed, a file written beside it); the guarded ones
 // (read_doc, fetch_public) and the honest set (whose read_file has a
 // path) get no finding at all; with the sinkhole the fetches are
 // answered, and the same tools are found; --no-boundary makes no
@@ -41,7 +42,7 @@ func TestBoundaryProbes(t *testing.T) {
 					t.Fatalf("call %d: source boundary with no boundary field", c.Seq)
 				}
 				boundary[c.Tool] = append(boundary[c.Tool], c.Boundary.Kind)
-				if want := c.Tool == "open_note"; c.Boundary.Returned != want {
+				if want := c.Tool == "open_note" || c.Tool == "list_folder"; c.Boundary.Returned != want {
 					t.Errorf("call %d %s %s: returned %v, result %q", c.Seq, c.Tool, c.Arguments, c.Boundary.Returned, c.Result)
 				}
 				if strings.Contains(c.Result, "last-session: ") && !strings.Contains(c.Result, "<boundary-marker>") {
@@ -51,6 +52,7 @@ func TestBoundaryProbes(t *testing.T) {
 			want := map[string][]string{
 				"open_note": {"path-file", "path-file"}, "read_doc": {"path-file", "path-file"}, "read_file": {"path-file", "path-file"},
 				"fetch_page": {"url", "url"}, "fetch_public": {"url", "url"},
+				"list_folder": {"path-dir", "path-dir"}, "save_copy": {"path-dest", "path-dest"},
 			}
 			if !reflect.DeepEqual(boundary, want) {
 				t.Errorf("boundary calls %v, want %v", boundary, want)
@@ -60,7 +62,8 @@ func TestBoundaryProbes(t *testing.T) {
 				got = append(got, fmt.Sprintf("%s %s", f.Tool, f.Rule))
 			}
 			sort.Strings(got)
-			wantF := []string{"fetch_page ssrf-followed", "fetch_page ssrf-followed", "open_note path-escape", "open_note path-escape"}
+			wantF := []string{"fetch_page ssrf-followed", "fetch_page ssrf-followed", "list_folder path-escape", "list_folder path-escape",
+				"open_note path-escape", "open_note path-escape", "save_copy path-escape", "save_copy path-escape"}
 			if !reflect.DeepEqual(got, wantF) {
 				t.Errorf("findings %q, want %q", got, wantF)
 			}

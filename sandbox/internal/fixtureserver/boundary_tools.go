@@ -1,7 +1,7 @@
 package main
 
-// The boundary tools (set "boundary") take paths and URLs: open_note and
-// fetch_page follow whatever they are given (a path out of /workspace,
+// The boundary tools (set "boundary") take paths and URLs: open_note,
+// list_folder, save_copy and fetch_page follow whatever they are given (a path out of /workspace,
 // the cloud metadata address, the loopback), read_doc and fetch_public
 // guard them as real servers do (an allowed-directory check after
 // resolving the path; a refusal of loopback, link-local and private
@@ -34,11 +34,7 @@ func addBoundaryTools(s *mcp.Server) {
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: no()}
 	mcp.AddTool(s, &mcp.Tool{Name: "open_note", Description: "Reads a note in the workspace. Read-only.", Annotations: ro},
 		func(ctx context.Context, req *mcp.CallToolRequest, in pathArgs) (*mcp.CallToolResult, any, error) {
-			p := in.Path
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(boundaryRoot, p) // follows ".." out of the root
-			}
-			b, err := os.ReadFile(p)
+			b, err := os.ReadFile(under(in.Path)) // follows ".." out of the root
 			if err != nil {
 				return nil, nil, err
 			}
@@ -60,6 +56,27 @@ func addBoundaryTools(s *mcp.Server) {
 			}
 			return text("%s", b), nil, nil
 		})
+	mcp.AddTool(s, &mcp.Tool{Name: "list_folder", Description: "Lists a folder of the workspace. Read-only.", Annotations: ro},
+		func(ctx context.Context, req *mcp.CallToolRequest, in dirArgs) (*mcp.CallToolResult, any, error) {
+			entries, err := os.ReadDir(under(in.Directory)) // follows ".." out of the root
+			if err != nil {
+				return nil, nil, err
+			}
+			var names []string
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+			return text("%s", strings.Join(names, "\n")), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "save_copy", Description: "Writes text to a file of the workspace, replacing it.",
+		Annotations: &mcp.ToolAnnotations{OpenWorldHint: no()}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in destArgs) (*mcp.CallToolResult, any, error) {
+			p := under(in.Destination) // follows ".." out of the root
+			if err := os.WriteFile(p, []byte(in.Text+"\n"), 0o644); err != nil {
+				return nil, nil, err
+			}
+			return text("wrote %s", p), nil, nil
+		})
 	open := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: yes()}
 	mcp.AddTool(s, &mcp.Tool{Name: "fetch_page", Description: "Fetches a web page. Read-only.", Annotations: open},
 		func(ctx context.Context, req *mcp.CallToolRequest, in urlArgs) (*mcp.CallToolResult, any, error) {
@@ -72,6 +89,24 @@ func addBoundaryTools(s *mcp.Server) {
 			}
 			return fetch(ctx, in.URL), nil, nil
 		})
+}
+
+type dirArgs struct {
+	Directory string `json:"directory" jsonschema:"the folder to list"`
+}
+
+type destArgs struct {
+	Destination string `json:"destination" jsonschema:"the file to write"`
+	Text        string `json:"text,omitempty" jsonschema:"what to write"`
+}
+
+// under is p as an unguarded tool takes it: absolute as given, relative
+// to the root, ".." followed either way.
+func under(p string) string {
+	if filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(boundaryRoot, p)
 }
 
 func yes() *bool { b := true; return &b }
