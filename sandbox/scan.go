@@ -452,7 +452,9 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 		rep.Calls = append(rep.Calls, call)
 		sc.args[seq] = step.Arguments
 		if call.ErrorKind == "" && !call.IsError {
-			sc.state.Harvest(seq, step.Tool, call.Result, s.Structured())
+			if step.Boundary == nil { // what a path out of bounds listed is no id for later calls
+				sc.state.Harvest(seq, step.Tool, call.Result, s.Structured())
+			}
 			if step.Setup && sc.opts.Isolation == IsolationCall {
 				if len(sc.setups) < maxSetups {
 					sc.setups = append(sc.setups, setupCall{seq: seq, call: step})
