@@ -136,7 +136,8 @@ func isURL(name string, p boundaryProp) bool {
 // project, absolute and relative, to the marker's file, directory or
 // destination; and for up to maxBoundaryURLs URL-like properties the
 // link-local and the loopback URL. A property with an enum or a const
-// is left alone: it takes no path of the caller's choosing.
+// is left alone: it takes no path of the caller's choosing. The calls'
+// Tool is the caller's to set.
 func Boundary(schema, base json.RawMessage, c Canary, m BoundaryMarker) []Call {
 	var s struct {
 		Properties map[string]json.RawMessage `json:"properties"`

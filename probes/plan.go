@@ -24,7 +24,9 @@ type Call struct {
 	Arguments json.RawMessage
 	// Source is "probe" for a step of the probe file, "synth" for
 	// arguments made from the input schema, "empty" for {}, "repeat" for a
-	// call made again with the same arguments.
+	// call made again with the same arguments, "negative" and "retry" (see
+	// Negative, Retries), "boundary" for a path or URL out of bounds (see
+	// Boundary).
 	Source      string
 	ExpectError bool
 	// Negative names the schema rule the arguments break (Source
