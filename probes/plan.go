@@ -24,7 +24,9 @@ type Call struct {
 	Arguments json.RawMessage
 	// Source is "probe" for a step of the probe file, "synth" for
 	// arguments made from the input schema, "empty" for {}, "repeat" for a
-	// call made again with the same arguments.
+	// call made again with the same arguments, "negative" and "retry" (see
+	// Negative, Retries), "boundary" for a path or URL out of bounds (see
+	// Boundary).
 	Source      string
 	ExpectError bool
 	// Negative names the schema rule the arguments break (Source
@@ -42,6 +44,9 @@ type Call struct {
 	// Offer says that the arguments take, at call time, the ids and names
 	// that earlier results returned (see State.Offer).
 	Offer bool
+	// Boundary is what a boundary call tries (Source "boundary"; see
+	// WithBoundary).
+	Boundary *BoundaryProbe
 }
 
 // WithNegatives appends, for each tool's first call, calls whose inputs

@@ -91,6 +91,10 @@ type ScanOptions struct {
 	// Negatives also calls each tool with inputs that break its schema,
 	// one rule at a time.
 	Negatives bool
+	// NoBoundary leaves out the boundary probes: path properties given a
+	// traversal out of the canary project, URL properties a link-local
+	// and a loopback URL (see probes.WithBoundary).
+	NoBoundary bool
 	// Bounds limit what is read and kept of what the server sends (zero
 	// fields: DefaultBounds).
 	Bounds Bounds
@@ -292,7 +296,7 @@ func (sc *scanner) open() (*Session, error) {
 		Disk: o.Disk, DiskInterval: o.DiskInterval}
 	if !o.NoSeed {
 		so.Env = append(sc.bait.Env(), so.Env...)
-		so.Seeds = sc.bait.Seeds()
+		so.Seeds = append(sc.bait.Seeds(), sc.boundarySeeds()...)
 		so.Secrets = sc.bait.Find
 		so.Placeholders = sc.bait.Placeholders()
 	}
@@ -397,6 +401,7 @@ func (sc *scanner) planTools(rep *report.Report, tools []report.Tool) []probes.C
 	if sc.opts.Negatives {
 		plan = probes.WithNegatives(ptools, plan)
 	}
+	plan = sc.withBoundary(ptools, plan, canary)
 	for _, s := range skips {
 		rep.NotCalled = append(rep.NotCalled, report.NotCalled{Tool: s.Tool, Reason: s.Reason})
 	}
@@ -439,6 +444,7 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 		sc.logf("call %d: %s %s", seq, step.Tool, step.Arguments)
 		call := s.Call(sc.ctx, CallRequest{Seq: seq, Tool: step.Tool, Arguments: step.Arguments, Source: step.Source, Negative: step.Negative})
 		call.Retries, call.Setup, call.ValuesFrom = step.Retries, step.Setup, from
+		call.Boundary = boundaryOutcome(step, call, s.Structured())
 		call.Effects = s.Mark(sc.ctx, true, seq)
 		if bg := s.Background(); len(bg) > 0 && call.ErrorKind != "transport" {
 			// Let what the call left running finish, so that its effects land
@@ -451,7 +457,9 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 		rep.Calls = append(rep.Calls, call)
 		sc.args[seq] = step.Arguments
 		if call.ErrorKind == "" && !call.IsError {
-			sc.state.Harvest(seq, step.Tool, call.Result, s.Structured())
+			if step.Boundary == nil { // what a path out of bounds listed is no id for later calls
+				sc.state.Harvest(seq, step.Tool, call.Result, s.Structured())
+			}
 			if step.Setup && sc.opts.Isolation == IsolationCall {
 				if len(sc.setups) < maxSetups {
 					sc.setups = append(sc.setups, setupCall{seq: seq, call: step})

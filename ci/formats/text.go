@@ -23,9 +23,10 @@ const notEvidence = "their code did not run as a client would run it, so the abs
 var legend = []string{
 	"RO DESTR IDEMP OPEN: the readOnlyHint, destructiveHint, idempotentHint and openWorldHint the tool declared:",
 	"  true, false, or · when not declared (the specification's default applies: false, true, false, true).",
-	"CALLS: every call, repeats and schema-breaking inputs included. STATUS: exercised (a call returned a",
-	"  result that is not an error), errored (every call failed), not called. Repeats and schema-breaking",
-	"  inputs do not exercise a tool. FILES PROCS NET: the effects its calls recorded.",
+	"CALLS: every call, repeats, schema-breaking inputs and boundary probes included. STATUS: exercised (a",
+	"  call returned a result that is not an error), errored (every call failed), not called. Repeats,",
+	"  schema-breaking inputs and boundary probes do not exercise a tool. FILES PROCS NET: the effects its",
+	"  calls recorded.",
 }
 
 // coverageLine is the coverage in words: "exercised 11 of 13 tools (84%):

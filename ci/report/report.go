@@ -250,7 +250,7 @@ type Call struct {
 	// "empty" ({}: the schema requires nothing), "repeat" (the previous
 	// call again, to check idempotentHint), "negative" (see Negative),
 	// "retry" (the next candidate arguments after the server refused the
-	// call Retries names).
+	// call Retries names), "boundary" (see Boundary).
 	Source string `json:"source"`
 	// Retries is the seq of the attempt this call retries (source "retry"):
 	// that call was refused as invalid (JSON-RPC -32602, or an isError
@@ -271,6 +271,12 @@ type Call struct {
 	// they come after the calls planned first, in the session where it
 	// appeared (with --isolation call, the session of the call before).
 	Late bool `json:"late,omitempty"`
+	// Boundary is set on the boundary probes (source "boundary"): a path
+	// property given a traversal out of the canary project, or a URL
+	// property given a link-local or loopback URL (see Probes in the
+	// README). Their effects are judged by path-escape and ssrf-followed
+	// (and secret-exfiltration), not by the hint rules.
+	Boundary *Boundary `json:"boundary,omitempty"`
 	// IsError is the result's isError flag.
 	IsError bool `json:"isError"`
 	// Error is set when the call got no result: a JSON-RPC error, a timeout,
@@ -351,6 +357,27 @@ type Read struct {
 	WholeSha256 string  `json:"-"`
 	DurationMs  int64   `json:"-"`
 	Effects     Effects `json:"effects"`
+}
+
+// Boundary is what a boundary probe tried, and what its result showed.
+type Boundary struct {
+	// Kind is path-file (read a file outside the root), path-dir (list a
+	// directory outside it), path-dest (write a file outside it) or url
+	// (fetch a link-local or loopback URL).
+	Kind string `json:"kind"`
+	// Property is the argument that carried the probe.
+	Property string `json:"property"`
+	// Target is the path the traversal names once resolved (a marker
+	// planted outside the workspace, its directory, or a destination that
+	// does not exist), or the URL.
+	Target string `json:"target"`
+	// Address and Port are where fetching the URL connects (port 0: any).
+	Address string `json:"address,omitempty"`
+	Port    int    `json:"port,omitempty"`
+	// Returned is set when the result held what only following the path
+	// shows: the marker file's secret content (path-file) or its name
+	// (path-dir).
+	Returned bool `json:"returned,omitempty"`
 }
 
 // Replay is the outcome of replaying one call: in a fresh container from

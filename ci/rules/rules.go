@@ -97,7 +97,7 @@ func All() []Rule {
 		readHasEffectsRule(),
 		surfaceListRule(),
 	}
-	return append(append(all, phaseRules()...), toolListRules()...)
+	return append(append(append(all, phaseRules()...), toolListRules()...), boundaryRules()...)
 }
 
 // ByID returns the rule with id.
@@ -140,6 +140,10 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 		// What a call caused includes what it left running did after it
 		// returned.
 		effs := append([]report.Effects{c.Effects}, after[c.Seq]...)
+		if c.Source == "boundary" {
+			e.boundary(c, effs)
+			continue
+		}
 		if c.Replay == nil {
 			e.call(r, i, c, tools[c.Tool], effs, true)
 			continue
