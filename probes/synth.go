@@ -485,6 +485,7 @@ func (y *synth) str(s map[string]any, name string, alt int) string {
 	// they say what this server accepts.
 	cand = append(cand, DescriptionExamples(desc)...)
 	cand = append(cand, NameValues(name)...)
+	cand = append(cand, DescriptionValues(desc)...)
 	if p, ok := s["pattern"].(string); ok {
 		cand = append(cand, patternExamples(p)...)
 	}
@@ -562,8 +563,9 @@ func patternExamples(p string) []string {
 }
 
 // number makes a number within the schema's bounds: 1 (a count, a limit,
-// a page), 0 for offsets and indexes, the year for years; the next choices
-// are 10, then the lowest allowed.
+// a page), 0 for offsets and indexes, the year for years, NoPID for a
+// process id; the next choices (not for a pid) are 10, then the lowest
+// allowed.
 func number(s map[string]any, integer bool, name string, alt int) any {
 	lo, hasLo := num(s["minimum"])
 	hi, hasHi := num(s["maximum"])
@@ -580,9 +582,9 @@ func number(s map[string]any, integer bool, name string, alt int) any {
 		}
 	}
 	v := NameNumber(name)
-	switch alt {
-	case 0:
-	case 1:
+	switch {
+	case alt == 0 || PIDLike(name): // a pid's next choices could be a live process
+	case alt == 1:
 		v = 10
 	default:
 		v = 0

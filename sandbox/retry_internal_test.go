@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
@@ -41,5 +42,42 @@ func TestFollowUpdatesRepeats(t *testing.T) {
 	follow(rest, "t", old, args)
 	if string(rest[0].Arguments) != `{"n":10}` || string(rest[1].Arguments) != `{"n":1}` {
 		t.Errorf("after follow: %s, %s", rest[0].Arguments, rest[1].Arguments)
+	}
+}
+
+// TestOfferNeverAPIDAResultNamed: a status dump's pid (the server's own)
+// is never offered to a pid property, which keeps its synthesized value,
+// or takes a process an earlier call started; other ids still come from
+// results.
+func TestOfferNeverAPIDAResultNamed(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{"pid":{"type":"number"},"sessionId":{"type":"string"}},"required":["pid"]}`)
+	sc := &scanner{schemas: map[string]json.RawMessage{"kill_process": schema}, state: &probes.State{}}
+	sc.state.Harvest(3, "get_config", `{"processInfo":{"pid":12},"sessionId":"s-1"}`, nil)
+	planned := json.RawMessage(`{"pid":4194304}`)
+
+	args, from := sc.offer("kill_process", planned, nil)
+	if string(args) != `{"pid":4194304,"sessionId":"s-1"}` || !slices.Equal(from, []int{3}) {
+		t.Errorf("no process started: %s from %v", args, from)
+	}
+
+	exit := 0
+	calls := []report.Call{
+		{Seq: 5, Effects: report.Effects{Processes: []report.Process{{PID: 40, PPID: 12, ExitCode: &exit}}}},
+		{Seq: 7, Effects: report.Effects{Processes: []report.Process{
+			{PID: 99, PPID: 12, ExitCode: &exit}, {PID: 100, PPID: 99}, {PID: 12, PPID: 1}, {PID: 101, PPID: 12, ExecError: "ENOENT"}}}},
+		{Seq: 8},
+	}
+	if pids, seq := startedPIDs(calls); !slices.Equal(pids, []int{100, 99}) || seq != 7 {
+		t.Errorf("startedPIDs = %v from %d", pids, seq)
+	}
+	args, from = sc.offer("kill_process", planned, calls)
+	if string(args) != `{"pid":100,"sessionId":"s-1"}` || !slices.Equal(from, []int{3, 7}) {
+		t.Errorf("a process started: %s from %v", args, from)
+	}
+
+	// Without a pid property, the offer is the state's.
+	sc.schemas["read"] = json.RawMessage(`{"type":"object","properties":{"sessionId":{"type":"string"}},"required":["sessionId"]}`)
+	if args, from := sc.offer("read", json.RawMessage(`{"sessionId":"example"}`), calls); string(args) != `{"sessionId":"s-1"}` || !slices.Equal(from, []int{3}) {
+		t.Errorf("no pid: %s from %v", args, from)
 	}
 }

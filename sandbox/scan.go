@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -428,7 +430,7 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 		var from []int
 		if step.Offer {
 			var args json.RawMessage
-			if args, from = sc.state.Offer(sc.schemas[step.Tool], step.Arguments); from != nil {
+			if args, from = sc.offer(step.Tool, step.Arguments, rep.Calls); from != nil {
 				follow(plan[i+1:], step.Tool, step.Arguments, args)
 				step.Arguments = args
 			}
@@ -636,4 +638,127 @@ func resultText(res *mcp.CallToolResult, limit int) string {
 		s = s[:cut] + "…"
 	}
 	return report.EscapeInvalid(s)
+}
+
+// startedPIDs are the processes this session's calls started (kernel
+// pids: the report's are normalized only at the session's end), best
+// first, and the seq of the call that started them: those of the latest
+// call that started any, live ones before those that exited, each in
+// the order they ran (the one the call spawned before what that
+// spawned). Neither the sandbox's init (pid 1) nor the server (a child
+// of init) is ever among them.
+func startedPIDs(calls []report.Call) ([]int, int) {
+	for i := len(calls) - 1; i >= 0; i-- {
+		var live, exited []int
+		for _, p := range calls[i].Effects.Processes {
+			if p.PID <= 1 || p.PPID <= 1 || p.ExecError != "" || slices.Contains(live, p.PID) || slices.Contains(exited, p.PID) {
+				continue
+			}
+			if p.ExitCode == nil {
+				live = append(live, p.PID)
+			} else {
+				exited = append(exited, p.PID)
+			}
+		}
+		if out := append(live, exited...); len(out) > 0 {
+			return out, calls[i].Seq
+		}
+	}
+	return nil, 0
+}
+
+// offer gives a call's arguments the values earlier results returned
+// (see probes.State.Offer), but never to a process-id property (see
+// probes.PIDLike): a pid a result named may be the server's own (a status
+// dump) and a kill tool given it would end the scan for no fault of the
+// tool. A pid property takes instead the first process the latest call
+// that started any started (see startedPIDs), or keeps its synthesized
+// value (probes.NoPID: no process has it). It returns the arguments and
+// the seqs of the calls whose results or processes they took.
+func (sc *scanner) offer(tool string, planned json.RawMessage, calls []report.Call) (json.RawMessage, []int) {
+	schema := sc.schemas[tool]
+	args, from := sc.state.Offer(schema, planned)
+	var pm, am map[string]json.RawMessage
+	if json.Unmarshal(planned, &pm) != nil || json.Unmarshal(args, &am) != nil || pm == nil || am == nil {
+		return args, from
+	}
+	var pidKeys []string
+	for k := range am {
+		if probes.PIDLike(k) {
+			pidKeys = append(pidKeys, k)
+		}
+	}
+	if len(pidKeys) == 0 {
+		return args, from
+	}
+	sort.Strings(pidKeys)
+	touched := false
+	for _, k := range pidKeys {
+		if v, ok := pm[k]; ok {
+			touched = touched || !bytes.Equal(am[k], v)
+			am[k] = v
+		} else {
+			touched = true
+			delete(am, k) // an optional pid the state added
+		}
+	}
+	if touched {
+		from = sc.fromValues(am, pm)
+	}
+	if pids, seq := startedPIDs(calls); len(pids) > 0 {
+		withPID := maps.Clone(am)
+		for _, k := range pidKeys {
+			if _, ok := withPID[k]; !ok {
+				continue
+			}
+			enc := mustJSON(pids[0])
+			if len(withPID[k]) > 0 && withPID[k][0] == '"' {
+				enc = mustJSON(fmt.Sprint(pids[0]))
+			}
+			withPID[k] = enc
+		}
+		if b, err := json.Marshal(withPID); err == nil && probes.Validate(schema, b) == nil {
+			am = withPID
+			if !slices.Contains(from, seq) {
+				from = append(from, seq)
+			}
+		}
+	}
+	b, err := json.Marshal(am)
+	if err != nil || probes.Validate(schema, b) != nil {
+		return planned, nil
+	}
+	if len(from) == 0 {
+		return planned, nil
+	}
+	sort.Ints(from)
+	return b, from
+}
+
+// fromValues are the seqs of the calls whose values the state gave to
+// the properties of am that differ from planned pm: for each, the latest
+// value equal to it.
+func (sc *scanner) fromValues(am, pm map[string]json.RawMessage) []int {
+	var from []int
+	vals := sc.state.Values()
+	for k, v := range am {
+		if bytes.Equal(v, pm[k]) {
+			continue
+		}
+		for i := len(vals) - 1; i >= 0; i-- {
+			x := vals[i].Value
+			if bytes.Equal(mustJSON(x), v) || bytes.Equal(mustJSON(fmt.Sprint(x)), v) {
+				if !slices.Contains(from, vals[i].From) {
+					from = append(from, vals[i].From)
+				}
+				break
+			}
+		}
+	}
+	return from
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
 }
