@@ -67,7 +67,7 @@ func TestDescriptionExamples(t *testing.T) {
 		"For example: 'main'.":                           {"main"},
 		// a template cut at its commas is no example, nor "value:" a list
 		"Color value: #hex (3/4/6 digits), rgb(r,g,b), or named color": nil,
-		"Nothing to see here.":                           nil,
+		"Nothing to see here.": nil,
 	} {
 		if got := DescriptionExamples(desc); !slices.Equal(got, want) {
 			t.Errorf("DescriptionExamples(%q) = %q, want %q", desc, got, want)
