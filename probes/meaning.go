@@ -86,7 +86,10 @@ var (
 		"pathname": true, "dir": true, "dirs": true, "dirname": true, "directory": true, "directories": true, "folder": true,
 		"folders": true, "root": true, "cwd": true, "src": true, "source": true, "sources": true, "dest": true,
 		"destination": true, "target": true}
-	dirWords       = map[string]bool{"dir": true, "dirs": true, "dirname": true, "directory": true, "directories": true, "folder": true, "folders": true, "root": true, "cwd": true}
+	// dirWords name directories; a path of a repository, a project or a
+	// workspace ("repo_path") is one too.
+	dirWords = map[string]bool{"dir": true, "dirs": true, "dirname": true, "directory": true, "directories": true, "folder": true, "folders": true, "root": true, "cwd": true,
+		"repo": true, "repository": true, "project": true, "workspace": true, "worktree": true}
 	destWords      = map[string]bool{"dest": true, "destination": true, "target": true, "new": true}
 	ambiguousWords = map[string]bool{"source": true, "sources": true, "src": true, "target": true, "dest": true, "destination": true, "root": true}
 	// notPathWords make a name something else whatever its other words:
@@ -270,6 +273,7 @@ const (
 	maxDescription = 2000 // bytes of a description mined for examples
 	maxExamples    = 8    // examples taken from one description
 	maxExample     = 100  // runes of one example
+	negationWindow = 40   // bytes before a quoted example read for a negation
 )
 
 var (
@@ -277,6 +281,9 @@ var (
 	oneOf        = regexp.MustCompile(`(?i)\b(?:one of|either|values:|options:|allowed:?)\s*:?\s*([^.;\n]+)`)
 	quoted       = regexp.MustCompile("`([^`\\n]+)`|\"([^\"\\n]+)\"|'([^'\\n]+)'")
 	listSep      = regexp.MustCompile(`\s*(?:,|\bor\b|\band\b|\|)\s*`)
+	// negated ends the text before a quoted value that says what a value
+	// must not be or hold.
+	negated = regexp.MustCompile(`(?i)\b(?:not|no|never|without|avoid|cannot|can't|don't|mustn't|except|forbidden|disallowed)\b[^.;:]*$`)
 )
 
 // DescriptionExamples mines a property's description for example values,
@@ -290,7 +297,10 @@ func DescriptionExamples(desc string) []string {
 	add := func(v string) {
 		v = strings.Trim(strings.TrimSpace(v), "\"'`")
 		v = strings.TrimRight(v, ".:")
-		if v == "" || utf8.RuneCountInString(v) > maxExample || len(out) >= maxExamples || slices.Contains(out, v) {
+		if !strings.ContainsFunc(v, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
+			return // "-", "...": punctuation, no value
+		}
+		if utf8.RuneCountInString(v) > maxExample || len(out) >= maxExamples || slices.Contains(out, v) {
 			return
 		}
 		out = append(out, v)
@@ -306,8 +316,12 @@ func DescriptionExamples(desc string) []string {
 			}
 		}
 	}
-	for _, m := range quoted.FindAllStringSubmatch(desc, -1) {
-		add(m[1] + m[2] + m[3])
+	for _, m := range quoted.FindAllStringSubmatchIndex(desc, -1) {
+		if negated.MatchString(desc[max(0, m[0]-negationWindow):m[0]]) {
+			continue // `must not start with "-"`: what the value must not be
+		}
+		v := desc[m[0]:m[1]]
+		add(v[1 : len(v)-1])
 	}
 	return out
 }

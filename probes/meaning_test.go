@@ -51,6 +51,8 @@ func TestClassifyPath(t *testing.T) {
 		{"profile", "", "", PathNone}, // "file" inside a word is not a word
 		{"directoryId", "", "", PathNone},
 		{"rootPassword", "", "", PathNone},
+		{"repo_path", "", "", PathDir},
+		{"projectPath", "", "", PathDir},
 	} {
 		if got := ClassifyPath(c.name, c.desc, c.format); got != c.want {
 			t.Errorf("ClassifyPath(%q, %q) = %v, want %v", c.name, c.desc, got, c.want)
@@ -67,7 +69,10 @@ func TestDescriptionExamples(t *testing.T) {
 		"For example: 'main'.":                           {"main"},
 		// a template cut at its commas is no example, nor "value:" a list
 		"Color value: #hex (3/4/6 digits), rgb(r,g,b), or named color": nil,
-		"Nothing to see here.": nil,
+		// what a value must not be is no example
+		`Branch name (no leading "-"), e.g. "main"`:            {"main"},
+		`Must not start with "--" or contain "..", use "HEAD"`: {"HEAD"},
+		"Nothing to see here.":                                 nil,
 	} {
 		if got := DescriptionExamples(desc); !slices.Equal(got, want) {
 			t.Errorf("DescriptionExamples(%q) = %q, want %q", desc, got, want)

@@ -31,6 +31,22 @@ func TestRetryOf(t *testing.T) {
 			t.Errorf("retry %+v", r)
 		}
 	}
+	empty := probes.Call{Tool: "t", Arguments: json.RawMessage(`{}`), Source: "empty", Alternatives: alts}
+	for _, c := range []struct {
+		call report.Call
+		want bool
+	}{
+		{report.Call{Seq: 2, IsError: true, Result: "Provide one of: coordinates, a city_name"}, true},
+		{report.Call{Seq: 2, ErrorKind: "rpc", Error: "JSON-RPC error -32603: fetch failed"}, true},
+		{report.Call{Seq: 2, IsError: true, Result: "MCP error -32601: Tool t requires task augmentation"}, false},
+		{report.Call{Seq: 2, ErrorKind: "rpc", Error: "JSON-RPC error -32601: method not found"}, false},
+		{report.Call{Seq: 2, ErrorKind: "transport", Error: "EOF"}, false},
+		{report.Call{Seq: 2, Result: "ok"}, false},
+	} {
+		if _, ok := retryOf(empty, c.call); ok != c.want {
+			t.Errorf("empty call, %+v: retry %v", c.call, ok)
+		}
+	}
 	if _, ok := retryOf(probes.Call{Tool: "t", Source: "probe"}, report.Call{ErrorKind: "rpc", Error: "JSON-RPC error -32602: x"}); ok {
 		t.Error("a probe step without candidates was retried")
 	}

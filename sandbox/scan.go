@@ -528,7 +528,8 @@ func follow(rest []probes.Call, tool string, old, args json.RawMessage) {
 }
 
 // retryOf is the retry of a call the server refused as invalid (see
-// probes.Refused), with the next candidate arguments, if there is one
+// probes.Refused), or of a call with no arguments that failed, with the
+// next candidate arguments, if there is one
 // left: at most probes.MaxCandidates-1 retries per planned call.
 func retryOf(step probes.Call, call report.Call) (probes.Call, bool) {
 	if len(step.Alternatives) == 0 {
@@ -542,7 +543,14 @@ func retryOf(step probes.Call, call report.Call) (probes.Call, bool) {
 	} else if call.ErrorKind != "" {
 		return probes.Call{}, false // a timeout, a crash: not a refusal
 	}
-	if !probes.Refused(code, call.IsError || call.ErrorKind == "rpc", text) {
+	// A call with no arguments ({}: the tool requires none) that failed
+	// lacked something its optional properties say, whatever the error's
+	// words ("Provide one of: ...", a default URL that cannot be fetched
+	// offline): it is retried with them, unless the method itself is
+	// wanting.
+	failed := call.IsError || call.ErrorKind == "rpc"
+	emptyFailed := step.Source == "empty" && failed && code != codeMethodNotFound && !strings.Contains(text, methodNotFound)
+	if !emptyFailed && !probes.Refused(code, failed, text) {
 		return probes.Call{}, false
 	}
 	r := step
@@ -550,6 +558,13 @@ func retryOf(step probes.Call, call report.Call) (probes.Call, bool) {
 	r.Source, r.Retries = "retry", call.Seq
 	return r, true
 }
+
+// JSON-RPC's method not found, as a code and as the TypeScript SDK words
+// it in an isError result: no argument fixes it.
+const (
+	codeMethodNotFound = -32601
+	methodNotFound     = "MCP error -32601:"
+)
 
 // decodeTool reads one raw tool, keeping annotations and schemas as sent
 // and telling "not declared" from "declared false" for each hint.
