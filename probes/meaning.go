@@ -278,7 +278,7 @@ const (
 
 var (
 	exampleAfter = regexp.MustCompile("(?i)(?:\\be\\.g\\.|\\beg\\.|\\bfor example\\b|\\bfor instance\\b|\\bsuch as\\b|\\bexamples?:)\\s*[:,]?\\s*([\"'`]?[^\\s,;)\"'`]+)")
-	oneOf        = regexp.MustCompile(`(?i)\b(?:one of|either|values:|options:|allowed:?)\s*:?\s*([^.;\n]+)`)
+	oneOf        = regexp.MustCompile(`(?i)\b(?:one of|either|values:|options:|(?:supported|allowed|valid|accepted|available)\s+[a-z]+\s*:|allowed:?)\s*:?\s*([^.;\n]+)`)
 	quoted       = regexp.MustCompile("`([^`\\n]+)`|\"([^\"\\n]+)\"|'([^'\\n]+)'")
 	listSep      = regexp.MustCompile(`\s*(?:,|\bor\b|\band\b|\|)\s*`)
 	// negated ends the text before a quoted value that says what a value

@@ -69,6 +69,7 @@ func TestDescriptionExamples(t *testing.T) {
 		"For example: 'main'.":                           {"main"},
 		// a template cut at its commas is no example, nor "value:" a list
 		"Color value: #hex (3/4/6 digits), rgb(r,g,b), or named color": nil,
+		"Supported formats: png, jpeg.":                                {"png", "jpeg"},
 		// what a value must not be is no example
 		`Branch name (no leading "-"), e.g. "main"`:            {"main"},
 		`Must not start with "--" or contain "..", use "HEAD"`: {"HEAD"},
