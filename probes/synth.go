@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -664,4 +666,114 @@ func without(s map[string]any, key string) map[string]any {
 		}
 	}
 	return out
+}
+
+// maxErrorText bounds the bytes of an error read by Repair: the server
+// writes it.
+const maxErrorText = 8 << 10
+
+var (
+	// needWords mark an error that asks for something.
+	needWords = regexp.MustCompile(`(?i)\b(required|missing|provide|provided|must|needs?|expected|specify)\b`)
+	identWord = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+)
+
+// RepairIn reads the error a tool answered arguments args with for what
+// to change, with paths into canary c: each property of the schema that
+// args leave out and that the error names where it asks for something
+// ("date2 is required for diff", "ip or cidr is required") is added with
+// its synthesized value; each string the error quotes back ("Unknown
+// unit: example") takes the first of the error's own examples ("Supported
+// units: m, km") that the schema accepts. It says false when nothing
+// changes or the result is not valid. Bounded: the first maxErrorText
+// bytes of the error.
+func RepairIn(c Canary, tool string, schema, args json.RawMessage, errText string) (json.RawMessage, bool) {
+	root, err := decodeSchema(schema)
+	if err != nil {
+		return nil, false
+	}
+	v, err := compile(schema)
+	if err != nil {
+		return nil, false
+	}
+	var m map[string]any
+	if json.Unmarshal(args, &m) != nil || m == nil {
+		return nil, false
+	}
+	props, _ := root["properties"].(map[string]any)
+	errText = clip(errText, maxErrorText)
+	changed := false
+	if needWords.MatchString(errText) {
+		named := map[string]bool{}
+		for _, w := range identWord.FindAllString(errText, -1) {
+			named[w] = true
+		}
+		s := &synth{canary: c, root: root, dirs: dirTool.MatchString(tool), create: createTool.MatchString(tool), mode: modeAllProps, budget: maxValues}
+		full, _ := s.value(root, "", 0)
+		fm, _ := full.(map[string]any)
+		for _, name := range sortedKeys(props) {
+			if _, present := m[name]; present || !named[name] {
+				continue
+			}
+			if fv, ok := fm[name]; ok {
+				m[name], changed = fv, true
+			}
+		}
+	}
+	if ex := DescriptionExamples(errText); len(ex) > 0 {
+		for _, name := range sortedKeys(m) {
+			cur, ok := m[name].(string)
+			if !ok || cur == "" || slices.Contains(ex, cur) || !containsToken(errText, cur) {
+				continue
+			}
+			for _, e := range ex {
+				if e == cur {
+					continue
+				}
+				m[name] = e
+				if b, err := json.Marshal(m); err == nil && validate(v, b) == nil {
+					changed = true
+					break
+				}
+				m[name] = cur
+			}
+		}
+	}
+	if !changed {
+		return nil, false
+	}
+	b, err := json.Marshal(m)
+	if err != nil || validate(v, b) != nil || bytes.Equal(b, args) {
+		return nil, false
+	}
+	return b, true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// containsToken says whether s occurs in text as a whole token: not
+// inside a longer word ("example" is not in "examples").
+func containsToken(text, s string) bool {
+	isWord := func(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }
+	for i := 0; i <= len(text)-len(s); {
+		j := strings.Index(text[i:], s)
+		if j < 0 {
+			return false
+		}
+		j += i
+		before, _ := utf8.DecodeLastRuneInString(text[:j])
+		after, _ := utf8.DecodeRuneInString(text[j+len(s):])
+		if (j == 0 || !isWord(before)) && (j+len(s) == len(text) || !isWord(after)) {
+			return true
+		}
+		i = j + 1
+	}
+	return false
 }

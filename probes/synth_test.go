@@ -120,3 +120,34 @@ func TestHostileSchemas(t *testing.T) {
 		}
 	}
 }
+
+// TestRepair: an error that names a missing property has it added; one
+// that quotes a value back and lists what it accepts has the value
+// replaced; an error that says neither changes nothing.
+func TestRepair(t *testing.T) {
+	c := DefaultCanary()
+	date := json.RawMessage(`{"type":"object","properties":{"action":{"enum":["diff","add"]},"date":{"type":"string"},"date2":{"type":"string","description":"Second date for diff"},"amount":{"type":"number"}},"required":["action","date"]}`)
+	units := json.RawMessage(`{"type":"object","properties":{"value":{"type":"number"},"from":{"type":"string"},"to":{"type":"string"}},"required":["value","from","to"]}`)
+	for _, tc := range []struct {
+		schema     json.RawMessage
+		args, text string
+		want       string // "" for no repair
+	}{
+		{date, `{"action":"diff","date":"2026-01-01"}`, "Error: date2 is required for diff", `{"action":"diff","date":"2026-01-01","date2":"2026-01-01"}`},
+		{units, `{"from":"example","to":"example","value":1}`, "Error: Unknown unit: example. Supported units: m, km, cm", `{"from":"m","to":"m","value":1}`},
+		{units, `{"from":"examples","to":"m","value":1}`, "Unknown unit: example. Supported units: m, km", ""},
+		{date, `{"action":"diff","date":"2026-01-01"}`, "Error: something broke (date2)", ""},
+		{date, `{"action":"diff","date":"2026-01-01"}`, "Error: Invalid date", ""},
+	} {
+		got, ok := RepairIn(c, "t", tc.schema, json.RawMessage(tc.args), tc.text)
+		if tc.want == "" {
+			if ok {
+				t.Errorf("%s / %q: repaired to %s", tc.args, tc.text, got)
+			}
+			continue
+		}
+		if !ok || string(got) != tc.want {
+			t.Errorf("%s / %q: %s (%v), want %s", tc.args, tc.text, got, ok, tc.want)
+		}
+	}
+}

@@ -22,7 +22,7 @@ func TestRetryOf(t *testing.T) {
 		{report.Call{Seq: 4, IsError: true, Result: "ENOENT"}, false},
 		{report.Call{Seq: 4, ErrorKind: "timeout", Error: "no result: invalid"}, false},
 	} {
-		r, ok := retryOf(step, c.call)
+		r, ok := retryOf(step, c.call, nil)
 		if ok != c.want {
 			t.Errorf("%+v: retry %v", c.call, ok)
 			continue
@@ -30,6 +30,11 @@ func TestRetryOf(t *testing.T) {
 		if ok && (r.Source != "retry" || r.Retries != 4 || string(r.Arguments) != `{"n":10}` || len(r.Alternatives) != 1 || !r.Setup) {
 			t.Errorf("retry %+v", r)
 		}
+	}
+	// A repair's arguments come before the next candidate's, and use it up.
+	fix := func(json.RawMessage, string) (json.RawMessage, bool) { return json.RawMessage(`{"n":5}`), true }
+	if r, ok := retryOf(step, report.Call{Seq: 4, ErrorKind: "rpc", Error: "JSON-RPC error -32602: n must be at least 5"}, fix); !ok || string(r.Arguments) != `{"n":5}` || len(r.Alternatives) != 1 {
+		t.Errorf("repaired retry %+v", r)
 	}
 	empty := probes.Call{Tool: "t", Arguments: json.RawMessage(`{}`), Source: "empty", Alternatives: alts}
 	for _, c := range []struct {
@@ -43,11 +48,11 @@ func TestRetryOf(t *testing.T) {
 		{report.Call{Seq: 2, ErrorKind: "transport", Error: "EOF"}, false},
 		{report.Call{Seq: 2, Result: "ok"}, false},
 	} {
-		if _, ok := retryOf(empty, c.call); ok != c.want {
+		if _, ok := retryOf(empty, c.call, nil); ok != c.want {
 			t.Errorf("empty call, %+v: retry %v", c.call, ok)
 		}
 	}
-	if _, ok := retryOf(probes.Call{Tool: "t", Source: "probe"}, report.Call{ErrorKind: "rpc", Error: "JSON-RPC error -32602: x"}); ok {
+	if _, ok := retryOf(probes.Call{Tool: "t", Source: "probe"}, report.Call{ErrorKind: "rpc", Error: "JSON-RPC error -32602: x"}, nil); ok {
 		t.Error("a probe step without candidates was retried")
 	}
 }

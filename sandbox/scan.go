@@ -459,7 +459,7 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 					s.problem("probe", seq, "more than %d setup calls: from call %d on, a setup call is not replayed before the calls after it", maxSetups, seq)
 				}
 			}
-		} else if r, ok := retryOf(step, call); ok {
+		} else if r, ok := retryOf(step, call, sc.repairer(step.Tool)); ok {
 			follow(plan[i+1:], step.Tool, step.Arguments, r.Arguments)
 			plan = slices.Insert(plan, i+1, r)
 		}
@@ -513,6 +513,18 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 	return nil
 }
 
+// repairer reads a refusal of tool's arguments for what to change (see
+// probes.RepairIn), with paths into the run's canary.
+func (sc *scanner) repairer(tool string) func(json.RawMessage, string) (json.RawMessage, bool) {
+	canary := probes.DefaultCanary()
+	if !sc.opts.NoSeed {
+		canary = sc.bait.Canary
+	}
+	return func(args json.RawMessage, errText string) (json.RawMessage, bool) {
+		return probes.RepairIn(canary, tool, sc.schemas[tool], args, errText)
+	}
+}
+
 // follow gives the repeats right after a call (which repeat it to check
 // idempotentHint) the arguments the call was made with at last: with the
 // values offered, or a retry's.
@@ -531,7 +543,11 @@ func follow(rest []probes.Call, tool string, old, args json.RawMessage) {
 // probes.Refused), or of a call with no arguments that failed, with the
 // next candidate arguments, if there is one
 // left: at most probes.MaxCandidates-1 retries per planned call.
-func retryOf(step probes.Call, call report.Call) (probes.Call, bool) {
+//
+// The retry's arguments are those repair (nil: none) makes of the call's
+// and its error (see probes.RepairIn), else the next candidate; either
+// way a retry uses up a candidate, so that retries stay bounded.
+func retryOf(step probes.Call, call report.Call, repair func(args json.RawMessage, errText string) (json.RawMessage, bool)) (probes.Call, bool) {
 	if len(step.Alternatives) == 0 {
 		return probes.Call{}, false
 	}
@@ -555,6 +571,11 @@ func retryOf(step probes.Call, call report.Call) (probes.Call, bool) {
 	}
 	r := step
 	r.Arguments, r.Alternatives = step.Alternatives[0], step.Alternatives[1:]
+	if repair != nil {
+		if args, ok := repair(step.Arguments, text); ok {
+			r.Arguments = args
+		}
+	}
 	r.Source, r.Retries = "retry", call.Seq
 	return r, true
 }
