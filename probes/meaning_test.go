@@ -122,6 +122,7 @@ func TestMeaningfulValues(t *testing.T) {
 		{`"pid":{"type":"number"}`, `4194304`},
 		{`"processId":{"type":"integer","maximum":99999}`, `99999`},
 		{`"target_dir":{"type":"string"}`, `"` + c.New + `"`},
+		{`"repo_path":{"type":"string"}`, `"` + c.Dir + `"`},
 	} {
 		var one map[string]any
 		json.Unmarshal([]byte("{"+tc.prop+"}"), &one)
@@ -222,5 +223,19 @@ func TestDescriptionValues(t *testing.T) {
 		if (want == "" && got != nil) || (want != "" && (len(got) == 0 || got[0] != want)) {
 			t.Errorf("DescriptionValues(%q) = %q, want %q first", desc, got, want)
 		}
+	}
+}
+
+// TestRepoPathOfACreateTool: a create tool's repository exists.
+func TestRepoPathOfACreateTool(t *testing.T) {
+	c := DefaultCanary()
+	args, err := SynthesizeIn(c, "git_create_branch", json.RawMessage(`{"type":"object","properties":{"repo_path":{"type":"string"},"path":{"type":"string"}},"required":["repo_path","path"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]string
+	json.Unmarshal(args, &m)
+	if m["repo_path"] != c.Dir || m["path"] != c.New {
+		t.Errorf("%s", args)
 	}
 }
