@@ -88,6 +88,11 @@ func TestOfferNeverAPIDAResultNamed(t *testing.T) {
 			{PID: 99, PPID: 12, ExitCode: &exit}, {PID: 100, PPID: 99}, {PID: 12, PPID: 1}, {PID: 101, PPID: 12, ExecError: "ENOENT"}}}},
 		{Seq: 8},
 	}
+	setup := append(slices.Clone(calls[:1]), report.Call{Seq: 6, Setup: true, Effects: report.Effects{Processes: []report.Process{{PID: 50, PPID: 12, ExitCode: &exit}}}})
+	setup = append(setup, calls[1:]...)
+	if pids, seq := startedPIDs(setup); !slices.Equal(pids, []int{50}) || seq != 6 {
+		t.Errorf("with a setup call, startedPIDs = %v from %d", pids, seq)
+	}
 	if pids, seq := startedPIDs(calls); !slices.Equal(pids, []int{100, 99}) || seq != 7 {
 		t.Errorf("startedPIDs = %v from %d", pids, seq)
 	}

@@ -679,12 +679,26 @@ func resultText(res *mcp.CallToolResult, limit int) string {
 // startedPIDs are the processes this session's calls started (kernel
 // pids: the report's are normalized only at the session's end), best
 // first, and the seq of the call that started them: those of the latest
-// call that started any, live ones before those that exited, each in
+// setup call (see probes.IsSetup) that started any, else of the latest
+// call that did, live ones before those that exited, each in
 // the order they ran (the one the call spawned before what that
 // spawned). Neither the sandbox's init (pid 1) nor the server (a child
 // of init) is ever among them.
 func startedPIDs(calls []report.Call) ([]int, int) {
+	// A setup call's first (start_process): the process meant to be read
+	// and ended; else any call's (a helper the server ran).
+	if pids, seq := startedBy(calls, func(c report.Call) bool { return c.Setup }); len(pids) > 0 {
+		return pids, seq
+	}
+	return startedBy(calls, func(report.Call) bool { return true })
+}
+
+// startedBy is startedPIDs over the calls that pass keep.
+func startedBy(calls []report.Call, keep func(report.Call) bool) ([]int, int) {
 	for i := len(calls) - 1; i >= 0; i-- {
+		if !keep(calls[i]) {
+			continue
+		}
 		var live, exited []int
 		for _, p := range calls[i].Effects.Processes {
 			if p.PID <= 1 || p.PPID <= 1 || p.ExecError != "" || slices.Contains(live, p.PID) || slices.Contains(exited, p.PID) {
