@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -99,6 +100,9 @@ func CandidatesIn(c Canary, tool string, schema json.RawMessage, n int) ([]json.
 			continue
 		}
 		seen[string(b)] = true
+		if seen["{}"] && onlyDefaults(s.root, val) {
+			continue // what {} means already: the server fills in the defaults
+		}
 		if err := validate(v, b); err != nil {
 			if len(out) == 0 {
 				lastErr = err
@@ -783,4 +787,22 @@ func containsToken(text, s string) bool {
 		i = j + 1
 	}
 	return false
+}
+
+// onlyDefaults says whether each of an object's properties holds its
+// schema's default.
+func onlyDefaults(schema map[string]any, val any) bool {
+	m, ok := val.(map[string]any)
+	if !ok || len(m) == 0 {
+		return false
+	}
+	props, _ := schema["properties"].(map[string]any)
+	for k, v := range m {
+		ps, _ := props[k].(map[string]any)
+		d, ok := ps["default"]
+		if !ok || !reflect.DeepEqual(d, v) {
+			return false
+		}
+	}
+	return true
 }

@@ -151,3 +151,16 @@ func TestRepair(t *testing.T) {
 		}
 	}
 }
+
+// TestNoCandidateOfDefaultsAfterEmpty: after {}, a candidate that only
+// spells out the defaults is the same call; the next one differs.
+func TestNoCandidateOfDefaultsAfterEmpty(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{"data":{"type":"string","format":"uri","default":"https://example.org/x"},"kind":{"enum":["a","b"],"default":"a"}}}`)
+	cands, err := CandidatesIn(DefaultCanary(), "t", schema, MaxCandidates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(cands[0]) != "{}" || len(cands) < 2 || string(cands[1]) != `{"data":"http://example.com/","kind":"b"}` {
+		t.Errorf("candidates %s", cands)
+	}
+}
