@@ -685,7 +685,7 @@ const maxErrorText = 8 << 10
 
 var (
 	// needWords mark an error that asks for something.
-	needWords = regexp.MustCompile(`(?i)\b(required|missing|provide|provided|must|needs?|expected|specify)\b`)
+	needWords = regexp.MustCompile(`(?i)\b(required|missing|provide|provided|must|needs?|expected|specify|specified)\b`)
 	identWord = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
 )
 

@@ -138,6 +138,8 @@ func TestRepair(t *testing.T) {
 		{units, `{"from":"examples","to":"m","value":1}`, "Unknown unit: example. Supported units: m, km", ""},
 		{date, `{"action":"diff","date":"2026-01-01"}`, "Error: something broke (date2)", ""},
 		{date, `{"action":"diff","date":"2026-01-01"}`, "Error: Invalid date", ""},
+		{json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"mode":{"enum":["rewrite","append"],"default":"rewrite"}},"required":["path"]}`),
+			`{"path":"/w/a"}`, "Write rejected: /w/a exists, and no 'mode' was specified", `{"mode":"rewrite","path":"/w/a"}`},
 	} {
 		got, ok := RepairIn(c, "t", tc.schema, json.RawMessage(tc.args), tc.text)
 		if tc.want == "" {

@@ -36,6 +36,11 @@ func TestRetryOf(t *testing.T) {
 	if r, ok := retryOf(step, report.Call{Seq: 4, ErrorKind: "rpc", Error: "JSON-RPC error -32602: n must be at least 5"}, fix); !ok || string(r.Arguments) != `{"n":5}` || len(r.Alternatives) != 1 {
 		t.Errorf("repaired retry %+v", r)
 	}
+	// An error that is no validation message but asks for a property is
+	// a refusal: the repair says so.
+	if r, ok := retryOf(step, report.Call{Seq: 4, IsError: true, Result: "Write rejected: no 'mode' was specified"}, fix); !ok || string(r.Arguments) != `{"n":5}` {
+		t.Errorf("retry of a repairable error %+v, %v", r, ok)
+	}
 	empty := probes.Call{Tool: "t", Arguments: json.RawMessage(`{}`), Source: "empty", Alternatives: alts}
 	for _, c := range []struct {
 		call report.Call

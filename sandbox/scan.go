@@ -566,15 +566,19 @@ func retryOf(step probes.Call, call report.Call, repair func(args json.RawMessag
 	// wanting.
 	failed := call.IsError || call.ErrorKind == "rpc"
 	emptyFailed := step.Source == "empty" && failed && code != codeMethodNotFound && !strings.Contains(text, methodNotFound)
-	if !emptyFailed && !probes.Refused(code, failed, text) {
+	var repaired json.RawMessage
+	if repair != nil && failed && code != codeMethodNotFound {
+		repaired, _ = repair(step.Arguments, text)
+	}
+	// An error that asks for what the call left out, or lists what it
+	// takes instead of a value sent, is a refusal whatever its words.
+	if !emptyFailed && repaired == nil && !probes.Refused(code, failed, text) {
 		return probes.Call{}, false
 	}
 	r := step
 	r.Arguments, r.Alternatives = step.Alternatives[0], step.Alternatives[1:]
-	if repair != nil {
-		if args, ok := repair(step.Arguments, text); ok {
-			r.Arguments = args
-		}
+	if repaired != nil {
+		r.Arguments = repaired
 	}
 	r.Source, r.Retries = "retry", call.Seq
 	return r, true
