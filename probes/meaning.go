@@ -308,13 +308,8 @@ func DescriptionExamples(desc string) []string {
 	for _, m := range exampleAfter.FindAllStringSubmatch(desc, -1) {
 		add(m[1])
 	}
-	for _, m := range oneOf.FindAllStringSubmatch(desc, -1) {
-		for _, item := range listSep.Split(m[1], -1) {
-			// "rgb(r" is a piece of "rgb(r,g,b)", a template cut at its commas
-			if !strings.Contains(strings.TrimSpace(item), " ") && balanced(item) {
-				add(item)
-			}
-		}
+	for _, item := range listed(desc) {
+		add(item)
 	}
 	for _, m := range quoted.FindAllStringSubmatchIndex(desc, -1) {
 		if negated.MatchString(desc[max(0, m[0]-negationWindow):m[0]]) {
@@ -342,4 +337,36 @@ func balanced(s string) bool {
 		}
 	}
 	return len(open) == 0
+}
+
+// listed are the items of the lists a text introduces ("one of a, b",
+// "Supported units: m, km"), in order, unbounded: the callers bound them.
+func listed(text string) []string {
+	var out []string
+	for _, m := range oneOf.FindAllStringSubmatch(text, -1) {
+		for _, item := range listSep.Split(m[1], -1) {
+			// "rgb(r" is a piece of "rgb(r,g,b)", a template cut at its commas
+			if !strings.Contains(strings.TrimSpace(item), " ") && balanced(item) {
+				out = append(out, item)
+			}
+		}
+	}
+	return out
+}
+
+// ListedValues are the values of the lists a text introduces (see
+// DescriptionExamples), bounded as examples are.
+func ListedValues(text string) []string {
+	text = clip(text, maxDescription)
+	var out []string
+	for _, v := range listed(text) {
+		v = strings.TrimRight(strings.Trim(strings.TrimSpace(v), "\"'`"), ".:")
+		if v == "" || utf8.RuneCountInString(v) > maxExample || slices.Contains(out, v) {
+			continue
+		}
+		if out = append(out, v); len(out) >= maxExamples {
+			break
+		}
+	}
+	return out
 }

@@ -694,8 +694,9 @@ var (
 // args leave out and that the error names where it asks for something
 // ("date2 is required for diff", "ip or cidr is required") is added with
 // its synthesized value; each string the error quotes back ("Unknown
-// unit: example") takes the first of the error's own examples ("Supported
-// units: m, km") that the schema accepts. It says false when nothing
+// unit: example") takes the first value of a list the error gives
+// ("Supported units: m, km") that the schema accepts; a path keeps its
+// canary. It says false when nothing
 // changes or the result is not valid. Bounded: the first maxErrorText
 // bytes of the error.
 func RepairIn(c Canary, tool string, schema, args json.RawMessage, errText string) (json.RawMessage, bool) {
@@ -731,11 +732,16 @@ func RepairIn(c Canary, tool string, schema, args json.RawMessage, errText strin
 			}
 		}
 	}
-	if ex := DescriptionExamples(errText); len(ex) > 0 {
+	if ex := ListedValues(errText); len(ex) > 0 {
 		for _, name := range sortedKeys(m) {
 			cur, ok := m[name].(string)
 			if !ok || cur == "" || slices.Contains(ex, cur) || !containsToken(errText, cur) {
 				continue
+			}
+			if ps, _ := props[name].(map[string]any); ps != nil {
+				if desc, _ := ps["description"].(string); ClassifyPath(name, desc, "") != PathNone {
+					continue // a path keeps its canary
+				}
 			}
 			for _, e := range ex {
 				if e == cur {

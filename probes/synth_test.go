@@ -139,7 +139,9 @@ func TestRepair(t *testing.T) {
 		{date, `{"action":"diff","date":"2026-01-01"}`, "Error: something broke (date2)", ""},
 		{date, `{"action":"diff","date":"2026-01-01"}`, "Error: Invalid date", ""},
 		{json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"mode":{"enum":["rewrite","append"],"default":"rewrite"}},"required":["path"]}`),
-			`{"path":"/w/a"}`, "Write rejected: /w/a exists, and no 'mode' was specified", `{"mode":"rewrite","path":"/w/a"}`},
+			`{"path":"/w/a"}`, "Write rejected: /w/a exists, and no 'mode' was specified, the default 'rewrite' would replace it", `{"mode":"rewrite","path":"/w/a"}`},
+		{json.RawMessage(`{"type":"object","properties":{"key":{"type":"string"},"value":{"type":"boolean"}},"required":["key","value"]}`),
+			`{"key":"example","value":false}`, `Key "example" is not configurable. Allowed keys: telemetryEnabled, defaultShell`, `{"key":"telemetryEnabled","value":false}`},
 	} {
 		got, ok := RepairIn(c, "t", tc.schema, json.RawMessage(tc.args), tc.text)
 		if tc.want == "" {
