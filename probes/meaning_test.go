@@ -13,7 +13,10 @@ func TestWords(t *testing.T) {
 		"HTTPPath":        {"http", "path"},
 		"file-path":       {"file", "path"},
 		"sessionId":       {"session", "id"},
-		"page2Size":       {"page2", "size"},
+		"page2Size":       {"page", "2", "size"},
+		"date2":           {"date", "2"},
+		"ipv4":            {"ipv", "4"},
+		"2fa":             {"2fa"},
 		"":                nil,
 	} {
 		if got := Words(in); !slices.Equal(got, want) {
@@ -48,6 +51,8 @@ func TestClassifyPath(t *testing.T) {
 		{"profile", "", "", PathNone}, // "file" inside a word is not a word
 		{"directoryId", "", "", PathNone},
 		{"rootPassword", "", "", PathNone},
+		{"repo_path", "", "", PathDir},
+		{"projectPath", "", "", PathDir},
 	} {
 		if got := ClassifyPath(c.name, c.desc, c.format); got != c.want {
 			t.Errorf("ClassifyPath(%q, %q) = %v, want %v", c.name, c.desc, got, c.want)
@@ -62,7 +67,13 @@ func TestDescriptionExamples(t *testing.T) {
 		"Use `json` or `yaml`":                           {"json", "yaml"},
 		`Sort order ("asc" or "desc")`:                   {"asc", "desc"},
 		"For example: 'main'.":                           {"main"},
-		"Nothing to see here.":                           nil,
+		// a template cut at its commas is no example, nor "value:" a list
+		"Color value: #hex (3/4/6 digits), rgb(r,g,b), or named color": nil,
+		"Supported formats: png, jpeg.":                                {"png", "jpeg"},
+		// what a value must not be is no example
+		`Branch name (no leading "-"), e.g. "main"`:            {"main"},
+		`Must not start with "--" or contain "..", use "HEAD"`: {"HEAD"},
+		"Nothing to see here.":                                 nil,
 	} {
 		if got := DescriptionExamples(desc); !slices.Equal(got, want) {
 			t.Errorf("DescriptionExamples(%q) = %q, want %q", desc, got, want)
@@ -98,7 +109,20 @@ func TestMeaningfulValues(t *testing.T) {
 		{`"offset":{"type":"integer"}`, `0`},
 		{`"year":{"type":"integer","maximum":2100}`, `2026`},
 		{`"filePath":{"type":"string"}`, `"` + c.Text + `"`},
+		{`"date2":{"type":"string","description":"Second date for diff"}`, `"2026-01-01"`},
+		{`"version2":{"type":"string"}`, `"1.0.0"`},
+		{`"ip":{"type":"string"}`, `"192.0.2.1"`},
+		{`"target":{"type":"string","description":"Target IP to check against the CIDR"}`, `"192.0.2.1"`},
+		{`"cidr":{"type":"string"}`, `"192.0.2.0/24"`},
+		{`"expression":{"type":"string","description":"Cron expression (5 fields)"}`, `"0 0 * * *"`},
+		{`"expression":{"type":"string","description":"Math expression to evaluate"}`, `"1 + 2"`},
+		{`"from":{"type":"string","description":"Source unit"}`, `"m"`},
+		{`"number":{"type":"string","description":"Number string to validate"}`, `"12345"`},
+		{`"color":{"type":"string","description":"Color value: #hex (3/4/6 digits), rgb(r,g,b), or named color"}`, `"#336699"`},
+		{`"pid":{"type":"number"}`, `4194304`},
+		{`"processId":{"type":"integer","maximum":99999}`, `99999`},
 		{`"target_dir":{"type":"string"}`, `"` + c.New + `"`},
+		{`"repo_path":{"type":"string"}`, `"` + c.Dir + `"`},
 	} {
 		var one map[string]any
 		json.Unmarshal([]byte("{"+tc.prop+"}"), &one)
@@ -159,5 +183,59 @@ func TestCandidates(t *testing.T) {
 	}
 	if !sawString {
 		t.Errorf("no candidate tries the union's string: %s", first)
+	}
+}
+
+func TestPIDLike(t *testing.T) {
+	for name, want := range map[string]bool{"pid": true, "targetPid": true, "process_id": true, "pids": true,
+		"processName": false, "id": false, "rapid": false, "paid": false} {
+		if got := PIDLike(name); got != want {
+			t.Errorf("PIDLike(%q) = %v", name, got)
+		}
+	}
+}
+
+// TestPIDNoNextChoice: a pid's next candidates never try a small pid (1
+// is the sandbox's init; the server's own is small too).
+func TestPIDNoNextChoice(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{"pid":{"type":"number"},"signal":{"enum":["TERM","KILL"]}},"required":["pid","signal"]}`)
+	cands, err := CandidatesIn(DefaultCanary(), "kill_process", schema, MaxCandidates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cands {
+		var m map[string]any
+		json.Unmarshal(c, &m)
+		if m["pid"] != float64(NoPID) {
+			t.Errorf("candidate %s", c)
+		}
+	}
+}
+
+func TestDescriptionValues(t *testing.T) {
+	for desc, want := range map[string]string{
+		"Cron expression (5 fields: min hour dom mon dow)": "0 0 * * *",
+		"Target IP to check against CIDR":                  "192.0.2.1",
+		"IPv4 address":                                     "192.0.2.1",
+		"Nothing here":                                     "",
+	} {
+		got := DescriptionValues(desc)
+		if (want == "" && got != nil) || (want != "" && (len(got) == 0 || got[0] != want)) {
+			t.Errorf("DescriptionValues(%q) = %q, want %q first", desc, got, want)
+		}
+	}
+}
+
+// TestRepoPathOfACreateTool: a create tool's repository exists.
+func TestRepoPathOfACreateTool(t *testing.T) {
+	c := DefaultCanary()
+	args, err := SynthesizeIn(c, "git_create_branch", json.RawMessage(`{"type":"object","properties":{"repo_path":{"type":"string"},"path":{"type":"string"}},"required":["repo_path","path"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]string
+	json.Unmarshal(args, &m)
+	if m["repo_path"] != c.Dir || m["path"] != c.New {
+		t.Errorf("%s", args)
 	}
 }
