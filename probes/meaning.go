@@ -74,10 +74,16 @@ var (
 	pathWords = map[string]bool{"path": true, "paths": true, "file": true, "files": true, "filename": true, "filepath": true,
 		"pathname": true, "dir": true, "dirs": true, "dirname": true, "directory": true, "directories": true, "folder": true,
 		"folders": true, "root": true, "cwd": true, "src": true, "source": true, "sources": true, "dest": true,
-		"destination": true, "target": true}
+		"destination": true, "target": true, "workdir": true}
 	dirWords       = map[string]bool{"dir": true, "dirs": true, "dirname": true, "directory": true, "directories": true, "folder": true, "folders": true, "root": true, "cwd": true}
 	destWords      = map[string]bool{"dest": true, "destination": true, "target": true, "new": true}
 	ambiguousWords = map[string]bool{"source": true, "sources": true, "src": true, "target": true, "dest": true, "destination": true, "root": true}
+	// repoDirWords name a directory among a path's words (repo_path,
+	// workspaceDir, project_root): a repository is a directory, the
+	// project's (with pathWords' workdir, a path by itself); not with
+	// fileWords (repo_file_path is a file in it).
+	repoDirWords = map[string]bool{"repo": true, "repository": true, "workspace": true, "project": true, "worktree": true, "workdir": true}
+	fileWords    = map[string]bool{"file": true, "files": true, "filename": true, "filepath": true}
 	// notPathWords make a name something else whatever its other words:
 	// "targetTimezone" is a time zone, "fileContent" text, "sourceLang" a
 	// language.
@@ -109,7 +115,7 @@ func ClassifyPath(name, desc, format string) PathKind {
 			has = true
 			unambiguous = unambiguous || !ambiguousWords[w]
 		}
-		dir = dir || dirWords[w]
+		dir = dir || dirWords[w] || (repoDirWords[w] && !slices.ContainsFunc(ws, func(x string) bool { return fileWords[x] }))
 		dest = dest || destWords[w]
 	}
 	last := ws[len(ws)-1]

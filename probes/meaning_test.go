@@ -33,6 +33,10 @@ func TestClassifyPath(t *testing.T) {
 		{"directory", "", "", PathDir},
 		{"rootDir", "", "", PathDir},
 		{"cwd", "", "", PathDir},
+		{"repo_path", "Path to Git repository", "", PathDir}, // a repository is a directory
+		{"workdir", "", "", PathDir},
+		{"projectFilePath", "", "", PathFile},
+		{"repo", "owner/name", "", PathNone},
 		{"destination", "", "", PathDest},
 		{"newPath", "", "", PathDest},
 		{"target_dir", "", "", PathDest},

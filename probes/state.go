@@ -11,16 +11,103 @@ import (
 	"unicode/utf8"
 )
 
-// SetupWords are the first words of the names of tools that set up state
-// others read: set_working_dir, init, open_project, connect, create_session,
-// start_server, login, begin_transaction, new_document.
-var SetupWords = []string{"set", "init", "initialize", "open", "connect", "create", "start", "login", "begin", "new"}
+// SetupWords are the verbs of the names of tools that set up state
+// others read: set_working_dir, open_project, connect, login,
+// start_server, begin_transaction, init, create_session, new_document.
+// Their order is the order setup tools are called in: those that choose
+// where or as whom (a working directory, a project, a connection, an
+// account) come before those that make something there.
+var SetupWords = []string{"set", "open", "connect", "login", "start", "begin", "init", "initialize", "create", "new"}
+
+// TeardownWords are the verbs of the names of tools that undo the state
+// setup tools made: clear_working_dir, close_session, disconnect, logout.
+// Such tools are called last, so that the others find the state there.
+var TeardownWords = []string{"clear", "close", "disconnect", "logout", "unset", "end", "stop", "quit", "exit", "shutdown", "terminate"}
+
+// Prefixes of tool names: a namespace most of a server's tools share.
+const (
+	minPrefixTools  = 2 // tools that must share a prefix for it to be one
+	prefixShareNum  = 3 // and at least prefixShareNum/prefixShareDen of
+	prefixShareDen  = 4 // the server's tools
+	maxPrefixLength = 4 // words of a prefix considered
+)
+
+// noVerb is verbIndex's answer for a tool none of whose verbs is listed.
+const noVerb = -1
+
+// ServerPrefix is the longest run of leading words that at least three
+// quarters of a server's tools (and two) share and go on after: a
+// namespace ("git" of git_status, git_set_working_dir), not a verb. Nil
+// when there is none. It depends only on the set of names, not on their
+// order.
+func ServerPrefix(tools []string) []string {
+	count := map[string]int{}
+	words := map[string][]string{}
+	for _, name := range uniqueSorted(tools) {
+		ws := Words(name)
+		for n := 1; n < len(ws) && n <= maxPrefixLength; n++ {
+			k := strings.Join(ws[:n], " ")
+			count[k]++
+			words[k] = ws[:n]
+		}
+	}
+	n := len(uniqueSorted(tools))
+	var best []string
+	bestKey := ""
+	for k, c := range count {
+		if c < minPrefixTools || c*prefixShareDen < n*prefixShareNum {
+			continue
+		}
+		w := words[k]
+		if len(w) > len(best) || (len(w) == len(best) && k < bestKey) {
+			best, bestKey = w, k
+		}
+	}
+	return best
+}
+
+func uniqueSorted(ss []string) []string {
+	out := slices.Clone(ss)
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// verbs are the words of a tool's name that may say what it does: its
+// first word, and the first word after the server's prefix.
+func verbs(tool string, prefix []string) []string {
+	ws := Words(tool)
+	if len(ws) == 0 {
+		return nil
+	}
+	out := []string{ws[0]}
+	if len(prefix) > 0 && len(ws) > len(prefix) && slices.Equal(ws[:len(prefix)], prefix) {
+		out = append(out, ws[len(prefix)])
+	}
+	return out
+}
+
+// verbIndex is the index in list of the first of the tool's verbs found
+// there (see verbs), noVerb for none.
+func verbIndex(tool string, prefix []string, list []string) int {
+	for _, v := range verbs(tool, prefix) {
+		if i := slices.Index(list, v); i >= 0 {
+			return i
+		}
+	}
+	return noVerb
+}
 
 // IsSetup says whether a tool's name makes it a setup tool: its first
-// word is one of SetupWords.
-func IsSetup(tool string) bool {
-	ws := Words(tool)
-	return len(ws) > 0 && slices.Contains(SetupWords, ws[0])
+// word, or its first word after the server's prefix (see ServerPrefix),
+// is one of SetupWords.
+func IsSetup(tool string, prefix []string) bool {
+	return verbIndex(tool, prefix, SetupWords) != noVerb
+}
+
+// IsTeardown says the same of TeardownWords, for a tool that is not a
+// setup tool: the tool undoes state.
+func IsTeardown(tool string, prefix []string) bool {
+	return !IsSetup(tool, prefix) && verbIndex(tool, prefix, TeardownWords) != noVerb
 }
 
 // Bounds on the values kept from results: the server writes them.
