@@ -115,7 +115,7 @@ func ClassifyPath(name, desc, format string) PathKind {
 			has = true
 			unambiguous = unambiguous || !ambiguousWords[w]
 		}
-		dir = dir || dirWords[w] || (repoDirWords[w] && !slices.ContainsFunc(ws, func(x string) bool { return fileWords[x] }))
+		dir = dir || dirWords[w] || RepoDir(name)
 		dest = dest || destWords[w]
 	}
 	last := ws[len(ws)-1]
@@ -133,6 +133,40 @@ func ClassifyPath(name, desc, format string) PathKind {
 		return PathDir
 	}
 	return PathFile
+}
+
+// RepoDir says whether a path property's name names a repository or
+// the project (repo_path, workspaceDir, projectRoot), not a file in it:
+// the existing project directory, even for a tool that creates (a
+// branch is made in the repository, not the repository).
+func RepoDir(name string) bool {
+	ws := Words(name)
+	return slices.ContainsFunc(ws, func(w string) bool { return repoDirWords[w] }) &&
+		!slices.ContainsFunc(ws, func(w string) bool { return fileWords[w] })
+}
+
+// revisionValue is given to properties that name a git revision: every
+// repository with a commit has it (the canary clone has commits).
+const revisionValue = "HEAD"
+
+var (
+	revisionWords = map[string]bool{"revision": true, "rev": true, "commit": true, "commits": true, "sha": true, "ref": true, "treeish": true, "committish": true}
+	revisionDesc  = regexp.MustCompile(`(?i)\b(commit (?:hash|reference|ref|sha|id)|revision|commit-ish|tree-ish|branch or commit|commit or branch)\b`)
+)
+
+// RevisionValues are the strings for a property that names a git
+// revision, by the last word of its name (commitSha, revision, commits)
+// or by its description ("commit hash", "branch or commit"): HEAD. None
+// for others (commitMessage, described as a "Commit message").
+func RevisionValues(name, desc string) []string {
+	if len(desc) > maxDescription {
+		desc = desc[:maxDescription] // the server writes it; a cut word only misses
+	}
+	ws := Words(name)
+	if (len(ws) > 0 && revisionWords[ws[len(ws)-1]]) || revisionDesc.MatchString(desc) {
+		return []string{revisionValue}
+	}
+	return nil
 }
 
 // nameValues are strings for properties whose words say what they hold,

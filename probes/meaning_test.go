@@ -165,3 +165,49 @@ func TestCandidates(t *testing.T) {
 		t.Errorf("no candidate tries the union's string: %s", first)
 	}
 }
+
+// TestRevisionValues: properties that name a git revision, by name or by
+// description, are given HEAD; a commit message is not a revision.
+func TestRevisionValues(t *testing.T) {
+	for _, c := range []struct {
+		name, desc string
+		want       bool
+	}{
+		{"revision", "", true},
+		{"commitSha", "", true},
+		{"commits", "Commit hashes to cherry-pick.", true},
+		{"target", "Target branch or commit to compare with", true},
+		{"object", "Git object to show (commit hash, branch, tag, tree, or blob).", true},
+		{"message", "Commit message.", false},
+		{"commitMessage", "", false},
+		{"target", "Target language", false},
+	} {
+		got := RevisionValues(c.name, c.desc)
+		if (len(got) > 0) != c.want || (c.want && got[0] != "HEAD") {
+			t.Errorf("RevisionValues(%q, %q) = %q, want a revision: %v", c.name, c.desc, got, c.want)
+		}
+	}
+}
+
+// TestRepoPathIsProjectDir: a repository's path is the canary project,
+// also for a tool that creates (a branch, in it), and a revision is HEAD
+// before what the description quotes.
+func TestRepoPathIsProjectDir(t *testing.T) {
+	c := DefaultCanary()
+	schema := json.RawMessage(`{"type":"object","properties":{
+		"repo_path":{"type":"string","description":"Path to Git repository"},
+		"branch_name":{"type":"string"},
+		"start_point":{"type":"string","description":"Must not start with \"-\"; a commit reference"}},
+		"required":["repo_path","branch_name","start_point"]}`)
+	got, err := SynthesizeIn(c, "git_create_branch", schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]string
+	if err := json.Unmarshal(got, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["repo_path"] != c.Dir || m["start_point"] != "HEAD" {
+		t.Errorf("synthesized %s, want repo_path %s and start_point HEAD", got, c.Dir)
+	}
+}

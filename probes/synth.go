@@ -481,6 +481,7 @@ func (y *synth) str(s map[string]any, name string, alt int) string {
 	if v, ok := formatExample(format); ok {
 		cand = append(cand, v)
 	}
+	cand = append(cand, RevisionValues(name, desc)...) // before the description's examples: "-" of "must not start with "-""
 	// The description's own examples come before what the name suggests:
 	// they say what this server accepts.
 	cand = append(cand, DescriptionExamples(desc)...)
@@ -530,6 +531,8 @@ func (y *synth) pathFor(name, desc, format string) string {
 		return ""
 	case k == PathDest:
 		return y.canary.New
+	case k == PathDir && RepoDir(name):
+		return y.canary.Dir // the repository the tool works in, even when it creates
 	case y.create && y.dirs:
 		return y.canary.NewDir
 	case y.create:
