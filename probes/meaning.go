@@ -150,14 +150,19 @@ func RepoDir(name string) bool {
 const revisionValue = "HEAD"
 
 var (
-	revisionWords = map[string]bool{"revision": true, "rev": true, "commit": true, "commits": true, "sha": true, "ref": true, "treeish": true, "committish": true}
-	revisionDesc  = regexp.MustCompile(`(?i)\b(commit (?:hash|reference|ref|sha|id)|revision|commit-ish|tree-ish|branch or commit|commit or branch)\b`)
+	// Not "commit", nor "commit reference" in a description: the items of
+	// a list of commits to apply (cherry-pick, revert) are named so, and
+	// HEAD, already applied, leaves the operation half done (git's
+	// CHERRY_PICK_HEAD), failing the calls after it.
+	revisionWords = map[string]bool{"revision": true, "rev": true, "sha": true, "ref": true, "treeish": true, "committish": true, "upstream": true, "onto": true}
+	revisionDesc  = regexp.MustCompile(`(?i)\b(commit (?:hash|sha|id)|revision|commit-ish|tree-ish|branch or commit|commit or branch)\b`)
 )
 
 // RevisionValues are the strings for a property that names a git
-// revision, by the last word of its name (commitSha, revision, commits)
-// or by its description ("commit hash", "branch or commit"): HEAD. None
-// for others (commitMessage, described as a "Commit message").
+// revision to read or move to, by the last word of its name (commitSha,
+// revision, upstream) or by its description ("commit hash", "branch or
+// commit"): HEAD. None for others (commitMessage, described as a "Commit
+// message"), nor for commits to apply (see revisionWords).
 func RevisionValues(name, desc string) []string {
 	if len(desc) > maxDescription {
 		desc = desc[:maxDescription] // the server writes it; a cut word only misses

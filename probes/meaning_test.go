@@ -175,7 +175,8 @@ func TestRevisionValues(t *testing.T) {
 	}{
 		{"revision", "", true},
 		{"commitSha", "", true},
-		{"commits", "Commit hashes to cherry-pick.", true},
+		{"upstream", "Upstream branch to rebase onto", true},
+		{"commit", "Commit reference: full/short hash", false}, // an item of commits to cherry-pick
 		{"target", "Target branch or commit to compare with", true},
 		{"object", "Git object to show (commit hash, branch, tag, tree, or blob).", true},
 		{"message", "Commit message.", false},
