@@ -198,7 +198,7 @@ func TestRepoPathIsProjectDir(t *testing.T) {
 	schema := json.RawMessage(`{"type":"object","properties":{
 		"repo_path":{"type":"string","description":"Path to Git repository"},
 		"branch_name":{"type":"string"},
-		"start_point":{"type":"string","description":"Must not start with \"-\"; a commit reference"}},
+		"start_point":{"type":"string","description":"Must not start with \"-\"; a commit hash or branch"}},
 		"required":["repo_path","branch_name","start_point"]}`)
 	got, err := SynthesizeIn(c, "git_create_branch", schema)
 	if err != nil {
