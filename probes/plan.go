@@ -75,7 +75,7 @@ type Skip struct {
 // listed tool without a probe: setup tools first (see IsSetup; those that
 // declare destructiveHint: true stay with the rest), then read-only ones,
 // then additive, then the rest, then teardown tools (see IsTeardown),
-// each in listing order (setup tools in the order of SetupWords first), with arguments
+// each in listing order (setup tools that choose a place first), with arguments
 // synthesized from its input schema ({} when it requires nothing) and
 // the next candidates for retries. Steps naming unlisted tools are
 // returned apart. Paths point into canary c.
@@ -119,37 +119,40 @@ func Plan(tools []Tool, steps []Step, c Canary) (calls []Call, skips []Skip, unk
 	return withRepeats(tools, calls), skips, unknown
 }
 
-// rank orders the tools without probes. Setup tools come first, in the
-// order of SetupWords, so that the state they make (a working directory,
-// a session, a connection) is there for the tools that read it; then
-// read-only tools, then additive, then the rest, so that a tool that
-// moves or deletes the canaries comes after the tools that read them;
-// teardown tools last, so that they do not undo the setup before the
-// others ran. A setup tool that declares itself destructive keeps its
-// place among the rest, for the same reason. Names are read after the
-// server's prefix too (see ServerPrefix): git_set_working_dir is a setup
-// tool.
+// rank orders the tools without probes. Setup tools come first, those
+// that choose a place (see IsPlaceSetup) before the others, so that the
+// state they make (a working directory, a session, a connection) is
+// there for the tools that read it; then read-only tools, then additive,
+// then the rest, so that a tool that moves or deletes the canaries comes
+// after the tools that read them; teardown tools last, so that they do
+// not undo the setup before the others ran. A setup tool that declares
+// itself destructive keeps its place among the rest, for the same
+// reason. Names are read after the server's prefix too (see
+// ServerPrefix): git_set_working_dir is a setup tool.
 func rank(t Tool, prefix []string) int {
 	const (
-		readOnly = iota + 1
+		placeSetup = iota
+		setup
+		readOnly
 		additive
 		rest
 		teardown
 	)
-	base := len(SetupWords) // ranks below are setup tools'
-	switch i := verbIndex(t.Name, prefix, SetupWords); {
-	case i != noVerb && !t.Destructive:
-		return i
-	case i != noVerb:
-		return base + rest
+	switch {
+	case IsSetup(t.Name, prefix) && t.Destructive:
+		return rest
+	case IsPlaceSetup(t.Name, prefix):
+		return placeSetup
+	case IsSetup(t.Name, prefix):
+		return setup
 	case IsTeardown(t.Name, prefix):
-		return base + teardown
+		return teardown
 	case t.ReadOnly:
-		return base + readOnly
+		return readOnly
 	case t.NonDestructive:
-		return base + additive
+		return additive
 	}
-	return base + rest
+	return rest
 }
 
 // withRepeats calls each idempotent tool a second time, right after its

@@ -12,12 +12,27 @@ import (
 )
 
 // SetupWords are the verbs of the names of tools that set up state
-// others read: set_working_dir, open_project, connect, login,
-// start_server, begin_transaction, init, create_session, new_document.
-// Their order is the order setup tools are called in: those that choose
-// where or as whom (a working directory, a project, a connection, an
-// account) come before those that make something there.
-var SetupWords = []string{"set", "open", "connect", "login", "start", "begin", "init", "initialize", "create", "new"}
+// others read: set_working_dir, init, open_project, connect,
+// create_session, start_server, login, begin_transaction, new_document.
+var SetupWords = []string{"set", "init", "initialize", "open", "connect", "create", "start", "login", "begin", "new"}
+
+// placeWords name, in a setup tool's name, the place the other tools work
+// in; with a choosing verb (chooseWords) the tool chooses it
+// (set_working_dir, open_project) and is called before the other setup
+// tools, which may make something there (git_init). create_directory
+// makes a place, and chooses none.
+var (
+	placeWords = map[string]bool{"dir": true, "directory": true, "cwd": true, "folder": true, "root": true, "workdir": true,
+		"workspace": true, "project": true, "repo": true, "repository": true, "worktree": true}
+	chooseWords = []string{"set", "open"}
+)
+
+// IsPlaceSetup says whether a setup tool (see IsSetup) chooses the place
+// the others work in: one of its verbs is a choosing one and a word of
+// its name a place.
+func IsPlaceSetup(tool string, prefix []string) bool {
+	return hasVerb(tool, prefix, chooseWords) && slices.ContainsFunc(Words(tool), func(w string) bool { return placeWords[w] })
+}
 
 // TeardownWords are the verbs of the names of tools that undo the state
 // setup tools made: clear_working_dir, close_session, disconnect, logout.
@@ -31,9 +46,6 @@ const (
 	prefixShareDen  = 4 // the server's tools
 	maxPrefixLength = 4 // words of a prefix considered
 )
-
-// noVerb is verbIndex's answer for a tool none of whose verbs is listed.
-const noVerb = -1
 
 // ServerPrefix is the longest run of leading words that at least three
 // quarters of a server's tools (and two) share and go on after: a
@@ -86,28 +98,22 @@ func verbs(tool string, prefix []string) []string {
 	return out
 }
 
-// verbIndex is the index in list of the first of the tool's verbs found
-// there (see verbs), noVerb for none.
-func verbIndex(tool string, prefix []string, list []string) int {
-	for _, v := range verbs(tool, prefix) {
-		if i := slices.Index(list, v); i >= 0 {
-			return i
-		}
-	}
-	return noVerb
+// hasVerb says whether one of the tool's verbs (see verbs) is in list.
+func hasVerb(tool string, prefix []string, list []string) bool {
+	return slices.ContainsFunc(verbs(tool, prefix), func(v string) bool { return slices.Contains(list, v) })
 }
 
 // IsSetup says whether a tool's name makes it a setup tool: its first
 // word, or its first word after the server's prefix (see ServerPrefix),
 // is one of SetupWords.
 func IsSetup(tool string, prefix []string) bool {
-	return verbIndex(tool, prefix, SetupWords) != noVerb
+	return hasVerb(tool, prefix, SetupWords)
 }
 
 // IsTeardown says the same of TeardownWords, for a tool that is not a
 // setup tool: the tool undoes state.
 func IsTeardown(tool string, prefix []string) bool {
-	return !IsSetup(tool, prefix) && verbIndex(tool, prefix, TeardownWords) != noVerb
+	return !IsSetup(tool, prefix) && hasVerb(tool, prefix, TeardownWords)
 }
 
 // Bounds on the values kept from results: the server writes them.

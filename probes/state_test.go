@@ -71,6 +71,21 @@ func TestPlanSetupAfterPrefix(t *testing.T) {
 	}
 }
 
+// TestPlanSetupKeepsListing: setup tools that choose no place keep their
+// listing order (open_nodes reads what create_entities made).
+func TestPlanSetupKeepsListing(t *testing.T) {
+	obj := json.RawMessage(`{"type":"object"}`)
+	tools := []Tool{{Name: "create_entities", InputSchema: obj}, {Name: "read_graph", InputSchema: obj, ReadOnly: true}, {Name: "open_nodes", InputSchema: obj}}
+	calls, _, _ := Plan(tools, nil, DefaultCanary())
+	var got []string
+	for _, c := range calls {
+		got = append(got, c.Tool)
+	}
+	if want := []string{"create_entities", "open_nodes", "read_graph"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("order %q, want %q", got, want)
+	}
+}
+
 func TestServerPrefix(t *testing.T) {
 	for _, tc := range []struct {
 		tools []string
@@ -93,6 +108,11 @@ func TestServerPrefix(t *testing.T) {
 	}
 	if IsTeardown("git_open_close", []string{"git"}) || !IsTeardown("disconnect", nil) {
 		t.Error("IsTeardown")
+	}
+	for tool, want := range map[string]bool{"git_set_working_dir": true, "openProject": true, "create_directory": false, "open_nodes": false, "init_repo": false} {
+		if got := IsPlaceSetup(tool, []string{"git"}); got != want {
+			t.Errorf("IsPlaceSetup(%q) = %v", tool, got)
+		}
 	}
 }
 
