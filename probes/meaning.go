@@ -85,13 +85,16 @@ var (
 	pathWords = map[string]bool{"path": true, "paths": true, "file": true, "files": true, "filename": true, "filepath": true,
 		"pathname": true, "dir": true, "dirs": true, "dirname": true, "directory": true, "directories": true, "folder": true,
 		"folders": true, "root": true, "cwd": true, "src": true, "source": true, "sources": true, "dest": true,
-		"destination": true, "target": true}
-	// dirWords name directories; a path of a repository, a project or a
-	// workspace ("repo_path") is one too.
-	dirWords = map[string]bool{"dir": true, "dirs": true, "dirname": true, "directory": true, "directories": true, "folder": true, "folders": true, "root": true, "cwd": true,
-		"repo": true, "repository": true, "project": true, "workspace": true, "worktree": true}
+		"destination": true, "target": true, "workdir": true}
+	dirWords       = map[string]bool{"dir": true, "dirs": true, "dirname": true, "directory": true, "directories": true, "folder": true, "folders": true, "root": true, "cwd": true}
 	destWords      = map[string]bool{"dest": true, "destination": true, "target": true, "new": true}
 	ambiguousWords = map[string]bool{"source": true, "sources": true, "src": true, "target": true, "dest": true, "destination": true, "root": true}
+	// repoDirWords name a directory among a path's words (repo_path,
+	// workspaceDir, project_root): a repository is a directory, the
+	// project's (with pathWords' workdir, a path by itself); not with
+	// fileWords (repo_file_path is a file in it).
+	repoDirWords = map[string]bool{"repo": true, "repository": true, "workspace": true, "project": true, "worktree": true, "workdir": true}
+	fileWords    = map[string]bool{"file": true, "files": true, "filename": true, "filepath": true}
 	// notPathWords make a name something else whatever its other words:
 	// "targetTimezone" is a time zone, "fileContent" text, "sourceLang" a
 	// language.
@@ -123,7 +126,7 @@ func ClassifyPath(name, desc, format string) PathKind {
 			has = true
 			unambiguous = unambiguous || !ambiguousWords[w]
 		}
-		dir = dir || dirWords[w]
+		dir = dir || dirWords[w] || RepoDir(name)
 		dest = dest || destWords[w]
 	}
 	last := ws[len(ws)-1]
@@ -141,6 +144,45 @@ func ClassifyPath(name, desc, format string) PathKind {
 		return PathDir
 	}
 	return PathFile
+}
+
+// RepoDir says whether a path property's name names a repository or
+// the project (repo_path, workspaceDir, projectRoot), not a file in it:
+// the existing project directory, even for a tool that creates (a
+// branch is made in the repository, not the repository).
+func RepoDir(name string) bool {
+	ws := Words(name)
+	return slices.ContainsFunc(ws, func(w string) bool { return repoDirWords[w] }) &&
+		!slices.ContainsFunc(ws, func(w string) bool { return fileWords[w] })
+}
+
+// revisionValue is given to properties that name a git revision: every
+// repository with a commit has it (the canary clone has commits).
+const revisionValue = "HEAD"
+
+var (
+	// Not "commit", nor "commit reference" in a description: the items of
+	// a list of commits to apply (cherry-pick, revert) are named so, and
+	// HEAD, already applied, leaves the operation half done (git's
+	// CHERRY_PICK_HEAD), failing the calls after it.
+	revisionWords = map[string]bool{"revision": true, "rev": true, "sha": true, "ref": true, "treeish": true, "committish": true, "upstream": true, "onto": true}
+	revisionDesc  = regexp.MustCompile(`(?i)\b(commit (?:hash|sha|id)|revision|commit-ish|tree-ish|branch or commit|commit or branch)\b`)
+)
+
+// RevisionValues are the strings for a property that names a git
+// revision to read or move to, by the last word of its name (commitSha,
+// revision, upstream) or by its description ("commit hash", "branch or
+// commit"): HEAD. None for others (commitMessage, described as a "Commit
+// message"), nor for commits to apply (see revisionWords).
+func RevisionValues(name, desc string) []string {
+	if len(desc) > maxDescription {
+		desc = desc[:maxDescription] // the server writes it; a cut word only misses
+	}
+	ws := Words(name)
+	if (len(ws) > 0 && revisionWords[ws[len(ws)-1]]) || revisionDesc.MatchString(desc) {
+		return []string{revisionValue}
+	}
+	return nil
 }
 
 // nameValues are strings for properties whose words say what they hold,

@@ -36,6 +36,10 @@ func TestClassifyPath(t *testing.T) {
 		{"directory", "", "", PathDir},
 		{"rootDir", "", "", PathDir},
 		{"cwd", "", "", PathDir},
+		{"repo_path", "Path to Git repository", "", PathDir}, // a repository is a directory
+		{"workdir", "", "", PathDir},
+		{"projectFilePath", "", "", PathFile},
+		{"repo", "owner/name", "", PathNone},
 		{"destination", "", "", PathDest},
 		{"newPath", "", "", PathDest},
 		{"target_dir", "", "", PathDest},
@@ -237,5 +241,52 @@ func TestRepoPathOfACreateTool(t *testing.T) {
 	json.Unmarshal(args, &m)
 	if m["repo_path"] != c.Dir || m["path"] != c.New {
 		t.Errorf("%s", args)
+	}
+}
+
+// TestRevisionValues: properties that name a git revision, by name or by
+// description, are given HEAD; a commit message is not a revision.
+func TestRevisionValues(t *testing.T) {
+	for _, c := range []struct {
+		name, desc string
+		want       bool
+	}{
+		{"revision", "", true},
+		{"commitSha", "", true},
+		{"upstream", "Upstream branch to rebase onto", true},
+		{"commit", "Commit reference: full/short hash", false}, // an item of commits to cherry-pick
+		{"target", "Target branch or commit to compare with", true},
+		{"object", "Git object to show (commit hash, branch, tag, tree, or blob).", true},
+		{"message", "Commit message.", false},
+		{"commitMessage", "", false},
+		{"target", "Target language", false},
+	} {
+		got := RevisionValues(c.name, c.desc)
+		if (len(got) > 0) != c.want || (c.want && got[0] != "HEAD") {
+			t.Errorf("RevisionValues(%q, %q) = %q, want a revision: %v", c.name, c.desc, got, c.want)
+		}
+	}
+}
+
+// TestRepoPathIsProjectDir: a repository's path is the canary project,
+// also for a tool that creates (a branch, in it), and a revision is HEAD
+// before what the description quotes.
+func TestRepoPathIsProjectDir(t *testing.T) {
+	c := DefaultCanary()
+	schema := json.RawMessage(`{"type":"object","properties":{
+		"repo_path":{"type":"string","description":"Path to Git repository"},
+		"branch_name":{"type":"string"},
+		"start_point":{"type":"string","description":"Must not start with \"-\"; a commit hash or branch"}},
+		"required":["repo_path","branch_name","start_point"]}`)
+	got, err := SynthesizeIn(c, "git_create_branch", schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]string
+	if err := json.Unmarshal(got, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["repo_path"] != c.Dir || m["start_point"] != "HEAD" {
+		t.Errorf("synthesized %s, want repo_path %s and start_point HEAD", got, c.Dir)
 	}
 }

@@ -487,6 +487,7 @@ func (y *synth) str(s map[string]any, name string, alt int) string {
 	if v, ok := formatExample(format); ok {
 		cand = append(cand, v)
 	}
+	cand = append(cand, RevisionValues(name, desc)...) // before the description's examples: "-" of "must not start with "-""
 	// The description's own examples come before what the name suggests:
 	// they say what this server accepts.
 	cand = append(cand, DescriptionExamples(desc)...)
@@ -527,10 +528,6 @@ func (y *synth) str(s map[string]any, name string, alt int) string {
 	return strings.Repeat("x", int(math.Max(minLen, 1)))
 }
 
-// containerWords name a directory that holds what a tool works on: it
-// exists, even for a tool that creates something (in it).
-var containerWords = map[string]bool{"repo": true, "repository": true, "project": true, "workspace": true, "worktree": true}
-
 // pathFor is the canary path a path-like property points at, or "": a
 // new path for destinations and for tools that create, a directory for
 // directory properties and directory tools, else the canary text file.
@@ -541,9 +538,8 @@ func (y *synth) pathFor(name, desc, format string) string {
 		return ""
 	case k == PathDest:
 		return y.canary.New
-	case slices.ContainsFunc(Words(name), func(w string) bool { return containerWords[w] }):
-		// the repository a branch is created in exists
-		return y.canary.Dir
+	case k == PathDir && RepoDir(name):
+		return y.canary.Dir // the repository the tool works in, even when it creates
 	case y.create && y.dirs:
 		return y.canary.NewDir
 	case y.create:
