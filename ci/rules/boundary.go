@@ -64,15 +64,7 @@ func (e *evaluator) boundary(c report.Call, effs []report.Effects) {
 		}
 		e.add(SsrfFollowed, c, "", net, nil)
 	}
-	var leaked []string
-	for _, ef := range effs {
-		for _, n := range ef.Network {
-			for _, sec := range n.Secrets {
-				leaked = append(leaked, fmt.Sprintf("%s in %s", sec, describeNet(n)))
-			}
-		}
-	}
-	e.add(SecretExfiltration, c, "", leaked, nil)
+	e.exfiltration(c, effs)
 }
 
 // reached says whether network event n went to the probe's address: a

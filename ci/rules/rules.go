@@ -242,15 +242,7 @@ func (e *evaluator) call(r *report.Report, i int, c report.Call, t report.Tool, 
 			e.add(SchemaViolationEffects, c, "", ev, paths)
 		}
 	}
-	var leaked []string
-	for _, ef := range effs {
-		for _, n := range ef.Network {
-			for _, sec := range n.Secrets {
-				leaked = append(leaked, fmt.Sprintf("%s in %s", sec, describeNet(n)))
-			}
-		}
-	}
-	e.add(SecretExfiltration, c, "", leaked, nil)
+	e.exfiltration(c, effs)
 	e.files(ShellOrCredentialFiles, c, effs, "", func(f report.FileChange) bool { return IsShellOrCredentialFile(f.Path) })
 	// Shell start-up and credential files are the rule above's, at its
 	// higher severity: not listed twice.
@@ -459,4 +451,18 @@ func Brief(f report.Finding) string {
 		}
 	}
 	return f.Message
+}
+
+// exfiltration raises secret-exfiltration on call c for every planted
+// secret its network events carried.
+func (e *evaluator) exfiltration(c report.Call, effs []report.Effects) {
+	var leaked []string
+	for _, ef := range effs {
+		for _, n := range ef.Network {
+			for _, sec := range n.Secrets {
+				leaked = append(leaked, fmt.Sprintf("%s in %s", sec, describeNet(n)))
+			}
+		}
+	}
+	e.add(SecretExfiltration, c, "", leaked, nil)
 }
