@@ -135,6 +135,13 @@ func (s *scratch) ownInPhase(p string) bool {
 	return ok && fc.created
 }
 
+// madeByServer reports whether p is a path the scan saw made (its first
+// change a creation) that no argument named.
+func (s *scratch) madeByServer(p string) bool {
+	fc, ok := s.first[p]
+	return ok && fc.created && !s.isNamed(p)
+}
+
 // isNamed reports whether an argument of any call names p: the path
 // itself or a directory above it, absolute, relative (the end of p) or
 // as a file: URL.
