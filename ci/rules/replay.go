@@ -67,6 +67,16 @@ func (e *evaluator) replayed(r *report.Report, i int, c report.Call, tools map[s
 	for _, k := range c.Replay.Reproduced {
 		keep[k] = true
 	}
+	// The server's own changes are its own whatever the replay saw (a log
+	// it appends on every call lands in the control's window as well):
+	// judged with the call, they are folded into the server's finding.
+	for _, ef := range effs {
+		for _, f := range ef.Files {
+			if _, own := e.owned[f.Path]; own {
+				keep[f.Key()] = true
+			}
+		}
+	}
 	mine, rest := splitEffects(effs, keep)
 	own := c
 	own.Effects = mine[0]

@@ -59,3 +59,26 @@ func TestCandidatesFollowTheSession(t *testing.T) {
 		t.Errorf("call: %v", got)
 	}
 }
+
+// TestReplayLeavesTheServersOwnToTheServer: the server's own log, which a
+// replay's control session writes as well (so it is never reproduced),
+// is folded into the server's finding, not pinned on no call as an effect
+// "during call N"; the call's own unreproduced write still is.
+func TestReplayLeavesTheServersOwnToTheServer(t *testing.T) {
+	stray := report.FileChange{Path: "/tmp/stray", Change: report.ChangeCreated, Type: "file", Scope: "outside", Area: "tmp"}
+	r := scenario(bookkeeping(ro1, true), bookkeeping(ro2, false, stray), bookkeeping(free, false), bookkeeping(ro1, false))
+	r.Calls[1].Replay = &report.Replay{Status: "replayed", Reproduced: []string{}, Candidates: report.Candidates(r, 1)}
+	var got []string
+	for _, f := range Evaluate(r, Options{}) {
+		got = append(got, f.Rule+" "+f.Tool+" "+strings.Join(f.Evidence, ","))
+	}
+	want := []string{
+		"readonly-writes  during call 2 (ro2): created /tmp/stray",
+		"writes-outside-workspace  during call 2 (ro2): created /tmp/stray",
+		"readonly-writes  changed /home/sandbox/.fixture/log,changed /home/sandbox/.fixture/counters.json",
+		"writes-outside-workspace  changed /home/sandbox/.fixture/log,changed /home/sandbox/.fixture/counters.json",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("findings:\n got %q\nwant %q", got, want)
+	}
+}
