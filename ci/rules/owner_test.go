@@ -221,11 +221,12 @@ func TestCallRanges(t *testing.T) {
 	}
 }
 
-// withPhase adds a server phase (outside any call) with files to r.
-func withPhase(r *report.Report, name string, files ...report.FileChange) *report.Report {
+// withPhase adds a server phase (outside any call) after call after
+// with files to r.
+func withPhase(r *report.Report, name string, after int, files ...report.FileChange) *report.Report {
 	eff := report.NewEffects()
 	eff.Files = append(eff.Files, files...)
-	r.Phases = append(r.Phases, report.Phase{Name: name, Effects: eff})
+	r.Phases = append(r.Phases, report.Phase{Name: name, After: after, Effects: eff})
 	return r
 }
 
@@ -253,9 +254,9 @@ func TestTheServersOwnDirectoryIsOnePlace(t *testing.T) {
 		call{tool: ro1, files: []report.FileChange{log}},
 		call{tool: ro2, files: []report.FileChange{log, hist}},
 	)
-	withPhase(r, "initialize", outside(dir, report.ChangeCreated, "dir"), outside(dir+"/calls.log", report.ChangeCreated, "file"))
+	withPhase(r, "initialize", 0, outside(dir, report.ChangeCreated, "dir"), outside(dir+"/calls.log", report.ChangeCreated, "file"))
 	exp := []want{
-		{PhaseWritesOutsideWorkspace, "", nil, []string{"startup: created " + dir, "startup: created " + dir + "/calls.log"}, report.SeverityNote},
+		{PhaseWritesOutsideWorkspace, "", nil, []string{"startup: changed " + dir, "startup: changed " + dir + "/calls.log"}, report.SeverityNote},
 		{ReadonlyWrites, "", []int{1, 2, 5, 6}, []string{"changed " + dir + "/calls.log", "changed " + dir + "/history.jsonl"}, report.SeverityError},
 		{WritesOutsideWorkspace, "", []int{1, 2, 3, 4, 5, 6}, []string{"changed " + dir + "/calls.log", "changed " + dir + "/history.jsonl"}, report.SeverityWarning},
 		{WritesOutsideWorkspace, "free", nil, []string{"created " + dir + "/saved.json"}, report.SeverityWarning},
@@ -304,10 +305,13 @@ func TestLockAndTemporaryFilesAreTheirFilesFamily(t *testing.T) {
 		bookkeeping(nd1, false, unlock),
 		call{tool: ro2, args: `{"backup":"` + counters + `.bak"}`, files: []report.FileChange{bak}},
 	)
+	// A lock a listing caught removed is the counters' change there too.
+	withPhase(r, "tools/list", 1, unlock)
 	both := []string{"changed /home/sandbox/.fixture/log", "changed " + counters}
 	exp := []want{
 		// The counters rewritten on an additive tool's call: not additive.
 		{NondestructiveDeletes, "", []int{5}, []string{"changed " + counters}, report.SeverityError},
+		{PhaseWritesOutsideWorkspace, "", nil, []string{"tools/list: changed " + counters}, report.SeverityNote},
 		{ReadonlyWrites, "", []int{1, 2, 4}, both, report.SeverityError},
 		{ReadonlyWrites, "ro2", nil, []string{"created " + counters + ".bak"}, report.SeverityError},
 		{WritesOutsideWorkspace, "", []int{1, 2, 3, 4, 5}, both, report.SeverityWarning},
