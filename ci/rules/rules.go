@@ -150,8 +150,10 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 		}
 		e.replayed(r, i, c, tools, effs)
 	}
-	// What the server does on most calls whatever the tool is its own.
+	// What the server does on most calls whatever the tool is its own;
+	// what the replays pinned on no call is one finding per rule.
 	e.out = e.fold(e.owned, e.out)
+	e.out = append(e.out, e.unpinnedFindings()...)
 	// Outside calls: startup, initialize, tools/list, before the first
 	// call, teardown; then the snapshot's bounds, wherever they were hit.
 	e.phases(r)
@@ -259,6 +261,8 @@ type evaluator struct {
 	scratch *scratch
 	// owned are the server's own file changes (see serverOwned).
 	owned ownership
+	// unpinned gathers, per rule, what the replays pinned on no call.
+	unpinned map[string]*unpinned
 }
 
 // files raises rule on the call's file changes that match keep.
