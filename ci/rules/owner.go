@@ -92,16 +92,15 @@ func ownPlaces(r *report.Report) places {
 		}
 	}
 	pl := places{key: map[string]string{}, family: map[string]string{}, dir: map[string]bool{}, phase: map[string]bool{}}
-	var dirs []string
+	dirs := map[string]bool{}
 	for _, p := range serverPhases(r) {
 		for _, f := range p.Effects.Files {
 			pl.phase[f.Path] = true
 			if f.Type == "dir" && f.Change == report.ChangeCreated && ok[f.Path] {
-				dirs = append(dirs, f.Path)
+				dirs[f.Path] = true
 			}
 		}
 	}
-	sort.Strings(dirs) // an outer directory before the ones under it
 	sc := newScratch(r)
 	for p, o := range ok {
 		if !o {
@@ -112,12 +111,18 @@ func ownPlaces(r *report.Report) places {
 			pl.family[p] = f
 			pl.key[p] = f
 		}
-		for _, d := range dirs {
-			if p == d || strings.HasPrefix(p, d+"/") {
+		// The outermost of the server's directories above p, p included:
+		// as many lookups as p has levels, however many there are.
+		for d := p; ; d = path.Dir(d) {
+			if dirs[d] {
 				pl.key[p] = d
-				pl.dir[d] = true
+			}
+			if d == "/" || d == "." {
 				break
 			}
+		}
+		if k := pl.key[p]; dirs[k] {
+			pl.dir[k] = true
 		}
 	}
 	return pl
@@ -127,15 +132,17 @@ func ownPlaces(r *report.Report) places {
 // file the server made, is named after ("" if none): the longest one, and
 // that one's own family if it has one.
 func familyOf(p string, ok map[string]bool, sc *scratch) string {
-	if !sc.madeByServer(p) {
-		return ""
-	}
 	dir, name := path.Split(p)
 	for i := len(name) - 1; i > 0; i-- {
 		if name[i] != '.' {
 			continue
 		}
 		if q := dir + name[:i]; ok[q] {
+			// Asked only of a name that has a family: the arguments are
+			// searched once per such file, not once per file changed.
+			if !sc.madeByServer(p) {
+				return ""
+			}
 			if f := familyOf(q, ok, sc); f != "" {
 				return f
 			}
