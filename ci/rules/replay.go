@@ -150,7 +150,7 @@ func (e *evaluator) unpinnedFindings() []report.Finding {
 		for _, k := range u.cands {
 			cands = append(cands, fmt.Sprintf("call %d (%s)", k, quote(u.tools[k])))
 		}
-		u.f.Message = fmt.Sprintf("%d effect(s) seen during %s that replaying the call did not reproduce, so no call is pinned with them; the calls that could have caused them and whose claims they break: %s. %s",
+		u.f.Message = fmt.Sprintf("%d effect(s) seen during %s that replaying those calls did not reproduce, so no call is pinned with them; the calls that could have caused them and whose claims they break: %s. %s",
 			len(u.f.Evidence), callRanges(u.seen), strings.Join(cands, ", "), rl.Rationale)
 		out = append(out, u.f)
 	}
