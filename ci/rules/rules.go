@@ -135,7 +135,7 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 		tools[t.Name] = t
 	}
 	after := afterCalls(r)
-	e := &evaluator{opts: opts, isolation: r.Sandbox.Isolation, out: []report.Finding{}, scratch: newScratch(r)}
+	e := &evaluator{opts: opts, isolation: r.Sandbox.Isolation, out: []report.Finding{}, scratch: newScratch(r), owned: ownedSet(r)}
 	for i, c := range r.Calls {
 		// What a call caused includes what it left running did after it
 		// returned.
@@ -150,8 +150,10 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 		}
 		e.replayed(r, i, c, tools, effs)
 	}
-	// What the server does on most calls whatever the tool is its own.
-	e.out = e.fold(ownedSet(r), e.out)
+	// What the server does on most calls whatever the tool is its own;
+	// what the replays pinned on no call is one finding per rule.
+	e.out = e.fold(e.owned, e.out)
+	e.out = append(e.out, e.unpinnedFindings()...)
 	// Outside calls: startup, initialize, tools/list, before the first
 	// call, teardown; then the snapshot's bounds, wherever they were hit.
 	e.phases(r)
@@ -169,7 +171,7 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 	e.out = append(e.out, reportBound(r)...)
 	e.out = append(e.out, coverage(r, opts.MinCoverage)...)
 	e.out = append(e.out, disclosed(r, r.Sandbox.Isolation)...)
-	e.out = append(e.out, reads(r, ownedSet(r), r.Sandbox.Isolation)...)
+	e.out = append(e.out, reads(r, e.owned, r.Sandbox.Isolation)...)
 	e.out = append(e.out, surfaceListCut(r)...)
 	if n := r.Sandbox.EventsTruncated; n > 0 {
 		rl, _ := ByID(CaptureTruncated)
@@ -257,6 +259,10 @@ type evaluator struct {
 	out       []report.Finding
 	// scratch knows the server's own scratch files (nil: none is).
 	scratch *scratch
+	// owned are the server's own file changes (see serverOwned).
+	owned ownership
+	// unpinned gathers, per rule, what the replays pinned on no call.
+	unpinned map[string]*unpinned
 }
 
 // files raises rule on the call's file changes that match keep.
