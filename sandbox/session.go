@@ -309,7 +309,7 @@ func (s *Session) open(ctx context.Context) error {
 		// Counted only: the scan lists the tools at fixed points (see
 		// toollist.go), whenever the notification comes.
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { s.listChanged.Add(1) }})
-	cs, err := client.Connect(startCtx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	cs, err := client.Connect(startCtx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion()})
 	if err != nil {
 		// Under the agent a command that is not there is the child's exit
 		// 127 (126: not executable), not a start error from the engine.
@@ -340,19 +340,39 @@ func (s *Session) open(ctx context.Context) error {
 	s.Phase(ctx, "initialize", 0)
 
 	s.rep.Server.ProtocolVersion = cs.InitializeResult().ProtocolVersion
-	if raw := s.transcript.Results("initialize"); len(raw) > 0 {
-		var ir struct {
-			ServerInfo   json.RawMessage `json:"serverInfo"`
-			Capabilities json.RawMessage `json:"capabilities"`
-			Instructions string          `json:"instructions"`
-		}
-		if json.Unmarshal(raw[0], &ir) == nil {
-			s.rep.Server.ServerInfo, s.rep.Server.Capabilities, s.rep.Server.Instructions = ir.ServerInfo, ir.Capabilities, ir.Instructions
-			s.boundServer()
-		}
+	s.serverFromHandshake()
+	if !report.ToolAnnotationsIn(s.rep.Server.ProtocolVersion) {
+		s.problem("protocol", 0, "the server speaks protocol version %s, which has no tool annotations: whatever hints its tools send, none is judged", s.rep.Server.ProtocolVersion)
 	}
 	s.logf("initialized %s (protocol %s)", s.rep.Server.ServerInfo, s.rep.Server.ProtocolVersion)
 	return nil
+}
+
+// serverFromHandshake records serverInfo, capabilities and instructions as
+// the server sent them: in its answer to initialize or, when the session
+// began with server/discover (2026-07-28 on), in that answer, where
+// serverInfo is under _meta.
+func (s *Session) serverFromHandshake() {
+	var hs struct {
+		ServerInfo   json.RawMessage `json:"serverInfo"`
+		Capabilities json.RawMessage `json:"capabilities"`
+		Instructions string          `json:"instructions"`
+		Meta         struct {
+			ServerInfo json.RawMessage `json:"io.modelcontextprotocol/serverInfo"`
+		} `json:"_meta"`
+	}
+	raw := s.transcript.Results("initialize")
+	if len(raw) == 0 {
+		raw = s.transcript.Results("server/discover")
+	}
+	if len(raw) == 0 || json.Unmarshal(raw[len(raw)-1], &hs) != nil {
+		return
+	}
+	if hs.ServerInfo == nil {
+		hs.ServerInfo = hs.Meta.ServerInfo
+	}
+	s.rep.Server.ServerInfo, s.rep.Server.Capabilities, s.rep.Server.Instructions = hs.ServerInfo, hs.Capabilities, hs.Instructions
+	s.boundServer()
 }
 
 // start creates and starts the container: the seeds go in, and the state
