@@ -112,6 +112,8 @@ type Session struct {
 	// result), for the values later calls are offered (probes.State).
 	structured any
 	image      string // the image the container runs (the workspace image, when there is one)
+	workDir    string // the server's working directory ("": /workspace)
+	home       string // the server's HOME when the image gives the user none (see layout)
 	mounts     []*overlayMount
 	wsSince    time.Time // host edits to the mounted directories after this are someone else's
 
@@ -204,10 +206,12 @@ func (s *Session) problem(kind string, call int, format string, args ...any) {
 }
 
 func (s *Session) open(ctx context.Context) error {
-	o := s.opts
-	if len(o.Argv) == 0 {
-		return &InfraError{Cause: "no server command given"}
+	if len(s.opts.Argv) == 0 {
+		if err := s.imageCommand(ctx); err != nil {
+			return err
+		}
 	}
+	o := s.opts
 	switch o.Network {
 	case NetworkNone, NetworkSinkhole:
 	case NetworkBridge, NetworkHost:
@@ -401,6 +405,9 @@ func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Contai
 		}
 	}
 	beforeStart := func(ctx context.Context, id string) error {
+		if err := s.layout(ctx, id); err != nil {
+			return err
+		}
 		if len(seeds) > 0 {
 			if err := seed(ctx, s.cli, id, seeds, o.Workspace); err != nil {
 				return err
@@ -476,7 +483,7 @@ func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Contai
 	s.logf("starting %s in %s", strings.Join(o.Argv, " "), s.image)
 	ctr, err := Start(startCtx, s.cli, ContainerOptions{Image: s.image, Argv: o.Argv, Env: o.Env, User: o.User,
 		Mounts: o.Mounts, Limits: o.Limits, RunID: o.RunID, keep: o.Keep,
-		Agent: o.Agent != "", Network: o.Network, MaxEvents: o.MaxEvents, ShmSize: o.Disk, Secrets: o.Secrets, BeforeStart: beforeStart, AfterStart: afterStart})
+		Agent: o.Agent != "", WorkingDir: s.workDir, Home: func() string { return s.home }, Network: o.Network, MaxEvents: o.MaxEvents, ShmSize: o.Disk, Secrets: o.Secrets, BeforeStart: beforeStart, AfterStart: afterStart})
 	if err != nil {
 		if s.rec.src != nil {
 			err = errors.Join(err, s.rec.src.Close(context.WithoutCancel(ctx)))
