@@ -77,3 +77,29 @@ func TestProtocolVersions(t *testing.T) {
 		})
 	}
 }
+
+// TestToolAsksForInput: a tool that asks the client for input the scan
+// does not give (an elicitation) ends its call with an error and the scan
+// goes on: at 2026-07-28 a multi-round-trip result the client fails
+// (errorKind client, the client's doing), before it the server's own
+// error once the client refused its elicitation request (rpc).
+func TestToolAsksForInput(t *testing.T) {
+	cli := sandboxtest.Docker(t)
+	for v, kind := range map[string]string{"2026-07-28": "client", "2025-11-25": "rpc"} {
+		t.Run(v, func(t *testing.T) {
+			opts := fixtureOpts(t, "asks", "--protocol="+v)
+			opts.NoSeed, opts.NoBoundary = true, true
+			res, err := scan(t, cli, opts)
+			if err != nil {
+				t.Fatalf("scan: %v", err)
+			}
+			c := callsOf(res.Report, "ask_confirm")
+			if len(c) != 1 || c[0].ErrorKind != kind || !strings.Contains(c[0].Error, "elicitation") || !res.Report.Complete {
+				t.Errorf("calls %+v (complete %v): want one ended by a %s error over the elicitation", c, res.Report.Complete, kind)
+			}
+			if kind == "client" && !strings.HasPrefix(c[0].Error, "the tool asked for input the client does not give") {
+				t.Errorf("error %q does not say the tool asked for input", c[0].Error)
+			}
+		})
+	}
+}

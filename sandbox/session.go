@@ -828,6 +828,11 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 		// The SDK could not read the server and closed the session: the
 		// connection is gone, on the client's side (see ClientClosed).
 		call.Error, call.ErrorKind = "the client closed the session: it could not read a message from the server: "+s.clip(s.gate.lostBy().Error()), "transport"
+	case askedForInput(err):
+		// A multi-round-trip result (2026-07-28) asked for input the
+		// client does not give: the SDK's client failed the call, not the
+		// server.
+		call.Error, call.ErrorKind = "the tool asked for input the client does not give: "+s.clip(err.Error()), "client"
 	case errors.As(err, &rpcErr):
 		call.Error, call.ErrorKind = fmt.Sprintf("JSON-RPC error %d: %s", rpcErr.Code, s.clip(rpcErr.Message)), "rpc"
 	case cctx.Err() != nil && ctx.Err() == nil:
@@ -842,6 +847,18 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 		call.Error, call.ErrorKind = s.clip(err.Error()), "client"
 	}
 	return call
+}
+
+// askedForInput says whether err is the SDK client's failure to fulfil the
+// input requests of a multi-round-trip result (it offers no elicitation
+// or sampling; roots it answers with none), as opposed to an error the
+// server sent.
+func askedForInput(err error) bool {
+	var direct *jsonrpc.Error
+	if errors.As(err, &direct) && error(direct) == err {
+		return false
+	}
+	return strings.HasPrefix(err.Error(), "multi round-trip:") || strings.HasPrefix(err.Error(), "multi-round-trip:")
 }
 
 // disclosed are the roles of the planted secrets in v, a result as

@@ -2,7 +2,7 @@
 // demo: honest tools, and tools that lie about their side effects in each
 // way mcpsandbox must catch. Arguments choose the tool sets:
 //
-//	fixtureserver [honest] [liar] [bad] [hostile] [wary] [stateful] [held] [ipc] [flaky] [env] [leaky] [owner] [boundary] [secrets] [surfaces] [readcrash] [coverage] [garbage] [hang] [crash] ... [--banner] [--protocol=V]
+//	fixtureserver [honest] [liar] [bad] [hostile] [wary] [stateful] [held] [ipc] [flaky] [env] [leaky] [owner] [boundary] [secrets] [surfaces] [readcrash] [asks] [coverage] [garbage] [hang] [crash] ... [--banner] [--protocol=V]
 //	fixtureserver flood [pages=N] [page-bytes=B] ... (see flood.go: a server that floods its client)
 //
 // (default: honest liar); each misbehaving tool may be named alone. --banner prints a line of non-JSON to stdout
@@ -150,6 +150,9 @@ func main() {
 	}
 	if sets["boundary"] {
 		addBoundaryTools(s)
+	}
+	if sets["asks"] {
+		addAsks(s)
 	}
 	if err := s.Run(context.Background(), transport); err != nil {
 		log.Fatal(err)
