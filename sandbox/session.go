@@ -25,7 +25,9 @@ import (
 
 // SessionOptions configures one server in one sandbox.
 type SessionOptions struct {
-	Image  string
+	Image string
+	// Argv is the server's command; empty runs the image's own entrypoint
+	// and command, in its working directory.
 	Argv   []string
 	Env    []string
 	Mounts []Mount
