@@ -830,11 +830,11 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 		// The SDK could not read the server and closed the session: the
 		// connection is gone, on the client's side (see ClientClosed).
 		call.Error, call.ErrorKind = "the client closed the session: it could not read a message from the server: "+s.clip(s.gate.lostBy().Error()), "transport"
-	case askedForInput(err):
+	case inputError(err) != "":
 		// A multi-round-trip result (2026-07-28) asked for input the
-		// client does not give: the SDK's client failed the call, not the
-		// server.
-		call.Error, call.ErrorKind = "the tool asked for input the client does not give: "+s.clip(err.Error()), "client"
+		// client does not give, or asked too often: the SDK's client
+		// failed the call, not the server.
+		call.Error, call.ErrorKind = inputError(err)+s.clip(err.Error()), "client"
 	case errors.As(err, &rpcErr):
 		call.Error, call.ErrorKind = fmt.Sprintf("JSON-RPC error %d: %s", rpcErr.Code, s.clip(rpcErr.Message)), "rpc"
 	case cctx.Err() != nil && ctx.Err() == nil:
@@ -851,16 +851,24 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 	return call
 }
 
-// askedForInput says whether err is the SDK client's failure to fulfil the
-// input requests of a multi-round-trip result (it offers no elicitation
-// or sampling; roots it answers with none), as opposed to an error the
-// server sent.
-func askedForInput(err error) bool {
+// inputError says why the SDK's client failed a call whose results asked
+// for input (multi-round-trip, 2026-07-28), to begin the call's error
+// with: it could not fulfil a request (it offers no elicitation or
+// sampling; roots it answers with none), or the server asked more rounds
+// than the SDK allows. "" when err is not that, an error the server sent
+// included.
+func inputError(err error) string {
 	var direct *jsonrpc.Error
 	if errors.As(err, &direct) && error(direct) == err {
-		return false
+		return ""
 	}
-	return strings.HasPrefix(err.Error(), "multi round-trip:") || strings.HasPrefix(err.Error(), "multi-round-trip:")
+	switch msg := err.Error(); {
+	case strings.HasPrefix(msg, "multi round-trip:"):
+		return "the tool asked for input the client does not give: "
+	case strings.HasPrefix(msg, "multi-round-trip:"):
+		return "the tool asked for input more rounds than the client allows: "
+	}
+	return ""
 }
 
 // disclosed are the roles of the planted secrets in v, a result as

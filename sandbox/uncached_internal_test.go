@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -32,5 +34,26 @@ func TestListResultsAreNeverCached(t *testing.T) {
 	call := &jsonrpc.Response{ID: id, Result: json.RawMessage(`{"content":[],"ttlMs":5}`)}
 	if uncached("tools/call", call) != jsonrpc.Message(call) {
 		t.Errorf("a tools/call result was changed")
+	}
+}
+
+// TestInputError: the SDK client's own failures over a result that asks
+// for input are told apart from an error the server sent, whatever its
+// text.
+func TestInputError(t *testing.T) {
+	wire := &jsonrpc.Error{Code: 0, Message: `multi-round-trip: fulfilling input request "confirm": client does not support elicitation`}
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("multi round-trip: %w", fmt.Errorf(`fulfilling input request "confirm": %w`, &jsonrpc.Error{Code: -32602, Message: "client does not support elicitation"})),
+			"the tool asked for input the client does not give: "},
+		{errors.New("multi-round-trip: exceeded maximum retries (10)"), "the tool asked for input more rounds than the client allows: "},
+		{wire, ""},
+		{errors.New("connection closed"), ""},
+	} {
+		if got := inputError(tc.err); got != tc.want {
+			t.Errorf("inputError(%v) = %q, want %q", tc.err, got, tc.want)
+		}
 	}
 }
