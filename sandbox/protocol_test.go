@@ -103,3 +103,24 @@ func TestToolAsksForInput(t *testing.T) {
 		})
 	}
 }
+
+// TestProtocolNoteOnce: with --isolation call every session meets the
+// version without annotations; the report says so once.
+func TestProtocolNoteOnce(t *testing.T) {
+	cli := sandboxtest.Docker(t)
+	opts := fixtureOpts(t, "flaky", "asks", "--protocol=2024-11-05")
+	opts.NoSeed, opts.NoBoundary, opts.Isolation = true, true, sandbox.IsolationCall
+	res, err := scan(t, cli, opts)
+	if err != nil {
+		t.Fatalf("scan: %v", err)
+	}
+	n := 0
+	for _, p := range res.Report.Problems {
+		if p.Kind == "protocol" && strings.Contains(p.Message, "no tool annotations") {
+			n++
+		}
+	}
+	if len(res.Report.Calls) < 2 || n != 1 {
+		t.Errorf("%d calls, %d notes of the version; want a session per call, one note; problems %+v", len(res.Report.Calls), n, res.Report.Problems)
+	}
+}
