@@ -25,7 +25,9 @@ import (
 
 // ScanOptions configures a scan.
 type ScanOptions struct {
-	Image  string
+	Image string
+	// Argv is the server's command; empty runs the image's own entrypoint
+	// and command, in its working directory.
 	Argv   []string
 	Env    []string
 	Mounts []Mount
@@ -131,9 +133,15 @@ type Result struct {
 	Placeholders []report.Placeholder
 }
 
-// ProtocolVersion is the MCP version the scan asks for; servers may answer
-// with an older one they support.
-const ProtocolVersion = "2025-11-25"
+// ProtocolVersion is the MCP version the scan asks for: the newest the
+// MCP SDK speaks (2026-07-28 with the SDK in go.mod, which asks with
+// server/discover first and falls back to initialize at 2025-11-25). A
+// server may answer any older version the SDK speaks (ProtocolVersions);
+// the session goes on in it, and the report records it.
+func ProtocolVersion() string { return mcp.SupportedProtocolVersions()[0] }
+
+// ProtocolVersions are the MCP versions a scan accepts, newest first.
+func ProtocolVersions() []string { return mcp.SupportedProtocolVersions() }
 
 // ErrIncomplete marks a scan that could not run every step: the server did
 // not start or died, the run timed out or was interrupted. The report is

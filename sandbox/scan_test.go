@@ -144,8 +144,8 @@ func TestScanFixture(t *testing.T) {
 	if dropped != 0 || len(frames) < 2*(len(r.Calls)+2) {
 		t.Fatalf("transcript: %d frames, %d dropped", len(frames), dropped)
 	}
-	if frames[0].Dir != "send" || !bytes.Contains(frames[0].Message, []byte(`"initialize"`)) {
-		t.Errorf("first frame = %s %s, want the initialize request", frames[0].Dir, frames[0].Message)
+	if frames[0].Dir != "send" || !bytes.Contains(frames[0].Message, []byte(`"server/discover"`)) {
+		t.Errorf("first frame = %s %s, want the server/discover request", frames[0].Dir, frames[0].Message)
 	}
 	for i := 1; i < len(frames); i++ {
 		if frames[i].Time.Before(frames[i-1].Time) || frames[i].Seq != i+1 {

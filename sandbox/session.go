@@ -25,7 +25,9 @@ import (
 
 // SessionOptions configures one server in one sandbox.
 type SessionOptions struct {
-	Image  string
+	Image string
+	// Argv is the server's command; empty runs the image's own entrypoint
+	// and command, in its working directory.
 	Argv   []string
 	Env    []string
 	Mounts []Mount
@@ -112,6 +114,8 @@ type Session struct {
 	// result), for the values later calls are offered (probes.State).
 	structured any
 	image      string // the image the container runs (the workspace image, when there is one)
+	workDir    string // the server's working directory ("": /workspace)
+	home       string // the server's HOME when the image gives the user none (see layout)
 	mounts     []*overlayMount
 	wsSince    time.Time // host edits to the mounted directories after this are someone else's
 
@@ -204,10 +208,12 @@ func (s *Session) problem(kind string, call int, format string, args ...any) {
 }
 
 func (s *Session) open(ctx context.Context) error {
-	o := s.opts
-	if len(o.Argv) == 0 {
-		return &InfraError{Cause: "no server command given"}
+	if len(s.opts.Argv) == 0 {
+		if err := s.imageCommand(ctx); err != nil {
+			return err
+		}
 	}
+	o := s.opts
 	switch o.Network {
 	case NetworkNone, NetworkSinkhole:
 	case NetworkBridge, NetworkHost:
@@ -309,7 +315,7 @@ func (s *Session) open(ctx context.Context) error {
 		// Counted only: the scan lists the tools at fixed points (see
 		// toollist.go), whenever the notification comes.
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { s.listChanged.Add(1) }})
-	cs, err := client.Connect(startCtx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	cs, err := client.Connect(startCtx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion()})
 	if err != nil {
 		// Under the agent a command that is not there is the child's exit
 		// 127 (126: not executable), not a start error from the engine.
@@ -340,19 +346,39 @@ func (s *Session) open(ctx context.Context) error {
 	s.Phase(ctx, "initialize", 0)
 
 	s.rep.Server.ProtocolVersion = cs.InitializeResult().ProtocolVersion
-	if raw := s.transcript.Results("initialize"); len(raw) > 0 {
-		var ir struct {
-			ServerInfo   json.RawMessage `json:"serverInfo"`
-			Capabilities json.RawMessage `json:"capabilities"`
-			Instructions string          `json:"instructions"`
-		}
-		if json.Unmarshal(raw[0], &ir) == nil {
-			s.rep.Server.ServerInfo, s.rep.Server.Capabilities, s.rep.Server.Instructions = ir.ServerInfo, ir.Capabilities, ir.Instructions
-			s.boundServer()
-		}
+	s.serverFromHandshake()
+	if !report.ToolAnnotationsIn(s.rep.Server.ProtocolVersion) {
+		s.problem("protocol", 0, "the server speaks protocol version %s, which has no tool annotations: whatever hints its tools send, none is judged", s.rep.Server.ProtocolVersion)
 	}
 	s.logf("initialized %s (protocol %s)", s.rep.Server.ServerInfo, s.rep.Server.ProtocolVersion)
 	return nil
+}
+
+// serverFromHandshake records serverInfo, capabilities and instructions as
+// the server sent them: in its answer to initialize or, when the session
+// began with server/discover (2026-07-28 on), in that answer, where
+// serverInfo is under _meta.
+func (s *Session) serverFromHandshake() {
+	var hs struct {
+		ServerInfo   json.RawMessage `json:"serverInfo"`
+		Capabilities json.RawMessage `json:"capabilities"`
+		Instructions string          `json:"instructions"`
+		Meta         struct {
+			ServerInfo json.RawMessage `json:"io.modelcontextprotocol/serverInfo"`
+		} `json:"_meta"`
+	}
+	raw := s.transcript.Results("initialize")
+	if len(raw) == 0 {
+		raw = s.transcript.Results("server/discover")
+	}
+	if len(raw) == 0 || json.Unmarshal(raw[len(raw)-1], &hs) != nil {
+		return
+	}
+	if hs.ServerInfo == nil {
+		hs.ServerInfo = hs.Meta.ServerInfo
+	}
+	s.rep.Server.ServerInfo, s.rep.Server.Capabilities, s.rep.Server.Instructions = hs.ServerInfo, hs.Capabilities, hs.Instructions
+	s.boundServer()
 }
 
 // start creates and starts the container: the seeds go in, and the state
@@ -381,6 +407,9 @@ func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Contai
 		}
 	}
 	beforeStart := func(ctx context.Context, id string) error {
+		if err := s.layout(ctx, id); err != nil {
+			return err
+		}
 		if len(seeds) > 0 {
 			if err := seed(ctx, s.cli, id, seeds, o.Workspace); err != nil {
 				return err
@@ -456,7 +485,7 @@ func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Contai
 	s.logf("starting %s in %s", strings.Join(o.Argv, " "), s.image)
 	ctr, err := Start(startCtx, s.cli, ContainerOptions{Image: s.image, Argv: o.Argv, Env: o.Env, User: o.User,
 		Mounts: o.Mounts, Limits: o.Limits, RunID: o.RunID, keep: o.Keep,
-		Agent: o.Agent != "", Network: o.Network, MaxEvents: o.MaxEvents, ShmSize: o.Disk, Secrets: o.Secrets, BeforeStart: beforeStart, AfterStart: afterStart})
+		Agent: o.Agent != "", WorkingDir: s.workDir, Home: func() string { return s.home }, Network: o.Network, MaxEvents: o.MaxEvents, ShmSize: o.Disk, Secrets: o.Secrets, BeforeStart: beforeStart, AfterStart: afterStart})
 	if err != nil {
 		if s.rec.src != nil {
 			err = errors.Join(err, s.rec.src.Close(context.WithoutCancel(ctx)))
@@ -801,6 +830,11 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 		// The SDK could not read the server and closed the session: the
 		// connection is gone, on the client's side (see ClientClosed).
 		call.Error, call.ErrorKind = "the client closed the session: it could not read a message from the server: "+s.clip(s.gate.lostBy().Error()), "transport"
+	case inputError(err) != "":
+		// A multi-round-trip result (2026-07-28) asked for input the
+		// client does not give, or asked too often: the SDK's client
+		// failed the call, not the server.
+		call.Error, call.ErrorKind = inputError(err)+s.clip(err.Error()), "client"
 	case errors.As(err, &rpcErr):
 		call.Error, call.ErrorKind = fmt.Sprintf("JSON-RPC error %d: %s", rpcErr.Code, s.clip(rpcErr.Message)), "rpc"
 	case cctx.Err() != nil && ctx.Err() == nil:
@@ -815,6 +849,26 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 		call.Error, call.ErrorKind = s.clip(err.Error()), "client"
 	}
 	return call
+}
+
+// inputError says why the SDK's client failed a call whose results asked
+// for input (multi-round-trip, 2026-07-28), to begin the call's error
+// with: it could not fulfil a request (it offers no elicitation or
+// sampling; roots it answers with none), or the server asked more rounds
+// than the SDK allows. "" when err is not that, an error the server sent
+// included.
+func inputError(err error) string {
+	var direct *jsonrpc.Error
+	if errors.As(err, &direct) && error(direct) == err {
+		return ""
+	}
+	switch msg := err.Error(); {
+	case strings.HasPrefix(msg, "multi round-trip:"):
+		return "the tool asked for input the client does not give: "
+	case strings.HasPrefix(msg, "multi-round-trip:"):
+		return "the tool asked for input more rounds than the client allows: "
+	}
+	return ""
 }
 
 // disclosed are the roles of the planted secrets in v, a result as

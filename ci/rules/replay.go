@@ -20,6 +20,7 @@ import (
 // for any earlier call of their session, as the rules stand without a
 // replay. A scan with no such call replays nothing.
 func Suspects(r *report.Report, opts Options) []int {
+	r = hinted(r)
 	tools := toolMap(r)
 	after := afterCalls(r)
 	sc, owned := newScratch(r), ownedSet(r)

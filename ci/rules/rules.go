@@ -130,6 +130,7 @@ type Options struct {
 // Evaluate returns what the rules find in r's calls and sandbox, at each
 // rule's default severity, with no policy applied; r is not changed.
 func Evaluate(r *report.Report, opts Options) []report.Finding {
+	r = hinted(r)
 	tools := map[string]report.Tool{}
 	for _, t := range r.Tools {
 		tools[t.Name] = t
@@ -179,6 +180,23 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 			Evidence: []string{fmt.Sprintf("%d events truncated", n)}, EvidencePaths: []string{""}, Isolation: r.Sandbox.Isolation})
 	}
 	return e.out
+}
+
+// hinted is r as the rules judge it: a server whose protocol version has
+// no tool annotations (2024-11-05) makes no hint claim, so its tools'
+// hints are left out, whatever it sent (the report keeps them as sent,
+// and the sandbox says so in a protocol problem); r is not changed.
+func hinted(r *report.Report) *report.Report {
+	if report.ToolAnnotationsIn(r.Server.ProtocolVersion) {
+		return r
+	}
+	c := *r
+	c.Tools = make([]report.Tool, len(r.Tools))
+	for i, t := range r.Tools {
+		t.Hints = report.Hints{}
+		c.Tools[i] = t
+	}
+	return &c
 }
 
 // call raises the rules on call c (the i-th) as if tool t made effs; full

@@ -19,6 +19,7 @@ tools and reports every side effect.
 
 Usage:
   mcpsandbox scan [flags] -- COMMAND [ARG...]   scan a stdio MCP server
+  mcpsandbox scan [flags] --image REF           scan the server an image runs (its entrypoint and command)
   mcpsandbox images build [node|python|base]    build runtime images from the host
   mcpsandbox images ls                          list the images mcpsandbox made, with the cache's sizes
   mcpsandbox images prune [--cache-size SIZE]   evict cached images, least recently used first

@@ -32,6 +32,10 @@ type Config struct {
 	// arrived: whatever the runner mounts after the container starts (the
 	// workspace) is in place by then.
 	Dir string `json:"dir,omitempty"`
+	// Home, when set, is the server's HOME, in place of the one the
+	// engine gave (its place in the environment kept): for an image whose
+	// /etc/passwd gives the user no home, where the engine says "/".
+	Home string `json:"home,omitempty"`
 }
 
 // maxConfig bounds the config frame the agent reads.

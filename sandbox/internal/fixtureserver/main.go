@@ -2,11 +2,12 @@
 // demo: honest tools, and tools that lie about their side effects in each
 // way mcpsandbox must catch. Arguments choose the tool sets:
 //
-//	fixtureserver [honest] [liar] [bad] [hostile] [wary] [stateful] [held] [ipc] [flaky] [env] [leaky] [owner] [boundary] [secrets] [surfaces] [readcrash] [coverage] [garbage] [hang] [crash] ... [--banner]
+//	fixtureserver [honest] [liar] [bad] [hostile] [wary] [stateful] [held] [ipc] [flaky] [env] [leaky] [owner] [boundary] [secrets] [surfaces] [readcrash] [asks] [coverage] [garbage] [hang] [crash] ... [--banner] [--protocol=V]
 //	fixtureserver flood [pages=N] [page-bytes=B] ... (see flood.go: a server that floods its client)
 //
 // (default: honest liar); each misbehaving tool may be named alone. --banner prints a line of non-JSON to stdout
-// before serving, as some real servers do.
+// before serving, as some real servers do. --protocol=V makes V the only
+// protocol version the server speaks.
 package main
 
 import (
@@ -57,6 +58,12 @@ func main() {
 			fmt.Println("fixture server starting (this line is not JSON-RPC)")
 			continue
 		}
+		if v, ok := strings.CutPrefix(a, "--protocol="); ok {
+			// The only protocol version the server speaks: asked for a
+			// newer one, it answers this (see TestProtocolVersions).
+			protocol = v
+			continue
+		}
 		if a == "--v2" {
 			// The next release: echo's argument renamed, list_workspace no
 			// longer read-only. A contract must catch both.
@@ -76,6 +83,12 @@ func main() {
 	var sopts *mcp.ServerOptions
 	if sets["surfaces"] {
 		sopts = &mcp.ServerOptions{CompletionHandler: completeSurfaces}
+	}
+	if protocol != "" {
+		if sopts == nil {
+			sopts = &mcp.ServerOptions{}
+		}
+		sopts.SupportedProtocolVersions = []string{protocol}
 	}
 	s := mcp.NewServer(info, sopts)
 	if sets["surfaces"] {
@@ -138,6 +151,9 @@ func main() {
 	if sets["boundary"] {
 		addBoundaryTools(s)
 	}
+	if sets["asks"] {
+		addAsks(s)
+	}
 	if err := s.Run(context.Background(), transport); err != nil {
 		log.Fatal(err)
 	}
@@ -145,6 +161,10 @@ func main() {
 
 // v2 switches to the drifted tool list (see --v2).
 var v2 bool
+
+// protocol is the one protocol version the server speaks ("": every
+// version the SDK speaks; see --protocol=V).
+var protocol string
 
 func no() *bool { b := false; return &b }
 
