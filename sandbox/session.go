@@ -86,6 +86,9 @@ type SessionOptions struct {
 	// DefaultDiskInterval); past it the server is stopped.
 	Disk         int64
 	DiskInterval time.Duration
+	// Transport is how the server is reached (default stdio; see
+	// Transport).
+	Transport Transport
 }
 
 // Session is one MCP server running in one sandbox, seen from a client:
@@ -128,6 +131,11 @@ type Session struct {
 	closeOnce sync.Once
 	closeErr  error
 	kept      string
+
+	// Over HTTP: the way into the container's network namespace, and the
+	// client's idle connections to close at the end.
+	netns *netnsDialer
+	idle  func()
 }
 
 // DefaultClientInfo is what the client calls itself in initialize unless
@@ -178,9 +186,13 @@ func newSession(cli Engine, opts SessionOptions) *Session {
 		opts.User = images.User()
 	}
 	opts.Bounds = opts.Bounds.withDefaults()
+	opts.Transport = opts.Transport.withDefaults()
 	rep := report.New()
 	rep.Server.Command = append([]string{}, opts.Argv...)
 	rep.Server.Image = opts.Image
+	if opts.Transport.Kind.OverHTTP() {
+		rep.Server.Transport = opts.Transport.Kind.String()
+	}
 	if opts.FileLimits.HashBudget <= 0 {
 		opts.FileLimits.HashBudget = overlay.DefaultHashBudget
 	}
@@ -217,6 +229,9 @@ func (s *Session) open(ctx context.Context) error {
 	}
 	if o.Network == NetworkSinkhole && o.Agent == "" {
 		return &InfraError{Cause: "--network sinkhole needs the agent", Fix: "leave out --no-agent"}
+	}
+	if err := o.Transport.Check(o.Network); err != nil {
+		return &InfraError{Cause: "--transport " + o.Transport.Kind.String() + ": " + err.Error()}
 	}
 	// The agent's layer, then the workspace's on top of it. Each is held
 	// until the container exists, so that no eviction removes it first.
@@ -298,12 +313,19 @@ func (s *Session) open(ctx context.Context) error {
 	}
 	s.Phase(ctx, "startup", 0)
 
-	pr, pw := io.Pipe()
-	go s.noise.filter(ctr.Stdout(), pw, s.gate)
-	// The filter passes no line over the message bound; the SDK's own cap
-	// leaves room for the error a refusal puts in a message's place.
-	transport := recordingTransport{Transport: &mcp.IOTransport{Reader: pr, Writer: ctr.Stdin(), MaxLineLength: o.Bounds.MaxMessage + 64<<10},
-		t: s.transcript, gate: s.gate}
+	var inner mcp.Transport
+	if o.Transport.Kind.OverHTTP() {
+		if inner, err = s.httpTransport(ctx, startCtx, ctr); err != nil {
+			return err
+		}
+	} else {
+		pr, pw := io.Pipe()
+		go s.noise.filter(ctr.Stdout(), pw, s.gate)
+		// The filter passes no line over the message bound; the SDK's own
+		// cap leaves room for the error a refusal puts in a message's place.
+		inner = &mcp.IOTransport{Reader: pr, Writer: ctr.Stdin(), MaxLineLength: o.Bounds.MaxMessage + 64<<10}
+	}
+	transport := recordingTransport{Transport: inner, t: s.transcript, gate: s.gate}
 	info := o.ClientInfo
 	client := mcp.NewClient(&info, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{},
 		// Counted only: the scan lists the tools at fixed points (see
@@ -451,6 +473,11 @@ func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Contai
 		}
 		s.watchHeld(pid, targets)
 		s.watchDisk(ctx, id, pid, targets)
+		if o.Transport.Kind.OverHTTP() {
+			if s.netns, err = openNetns(id, pid); err != nil {
+				return err
+			}
+		}
 		return nil
 	}
 	s.logf("starting %s in %s", strings.Join(o.Argv, " "), s.image)
@@ -807,7 +834,7 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 		call.Error, call.ErrorKind = fmt.Sprintf("no result within --call-timeout %s", timeout), "timeout"
 	case ctx.Err() != nil:
 		call.Error, call.ErrorKind = "the run ended during the call: "+context.Cause(ctx).Error(), "interrupted"
-	case errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe):
+	case errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) || isNetError(err):
 		call.Error, call.ErrorKind = s.clip(err.Error()), "transport"
 	default:
 		// The SDK may reject a result (for example one that does not match
@@ -942,6 +969,10 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 	// Not past the run's deadline, though: a scan that timed out is
 	// incomplete, and its teardown is bounded too.
 	grace := time.Now().Add(exitGrace)
+	if s.opts.Transport.Kind.OverHTTP() {
+		// Nothing tells a server over HTTP to end: it is stopped at once.
+		grace = time.Now()
+	}
 	if !deadline.IsZero() && deadline.Before(grace) {
 		grace = deadline
 	}
@@ -951,6 +982,10 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 		}
 	}
 	errs = append(errs, ctr.Stop(ctx))
+	if s.idle != nil {
+		s.idle()
+	}
+	s.netns.close()
 	s.finishDisk()
 	// What the server (or what it left running) did since the last mark,
 	// read before the container and its upper dir go away.

@@ -5,7 +5,10 @@
 //	fixtureserver [honest] [liar] [bad] [hostile] [wary] [stateful] [held] [ipc] [flaky] [env] [leaky] [owner] [boundary] [secrets] [surfaces] [readcrash] [coverage] [garbage] [hang] [crash] ... [--banner]
 //	fixtureserver flood [pages=N] [page-bytes=B] ... (see flood.go: a server that floods its client)
 //
-// (default: honest liar); each misbehaving tool may be named alone. --banner prints a line of non-JSON to stdout
+// (default: honest liar); each misbehaving tool may be named alone.
+// --http=ADDR serves them over streamable HTTP at /mcp, --sse=ADDR over
+// HTTP+SSE at /sse, instead of stdio (":0": a port the kernel picks; the
+// server prints where it listens). --banner prints a line of non-JSON to stdout
 // before serving, as some real servers do.
 package main
 
@@ -52,7 +55,16 @@ func main() {
 		return
 	}
 	sets := map[string]bool{}
+	httpAddr, sse := "", false
 	for _, a := range os.Args[1:] {
+		if addr, ok := strings.CutPrefix(a, "--http="); ok {
+			httpAddr = addr
+			continue
+		}
+		if addr, ok := strings.CutPrefix(a, "--sse="); ok {
+			httpAddr, sse = addr, true
+			continue
+		}
 		if a == "--banner" {
 			fmt.Println("fixture server starting (this line is not JSON-RPC)")
 			continue
@@ -137,6 +149,9 @@ func main() {
 	}
 	if sets["boundary"] {
 		addBoundaryTools(s)
+	}
+	if httpAddr != "" {
+		log.Fatal(serveHTTP(s, httpAddr, sse))
 	}
 	if err := s.Run(context.Background(), transport); err != nil {
 		log.Fatal(err)
