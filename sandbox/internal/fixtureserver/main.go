@@ -8,7 +8,8 @@
 // (default: honest liar); each misbehaving tool may be named alone.
 // --http=ADDR serves them over streamable HTTP at /mcp, --sse=ADDR over
 // HTTP+SSE at /sse, instead of stdio (":0": a port the kernel picks; the
-// server prints where it listens). --banner prints a line of non-JSON to stdout
+// server prints where it listens); --want-header='Name: value' answers
+// 401 to a request without that header. --banner prints a line of non-JSON to stdout
 // before serving, as some real servers do.
 package main
 
@@ -55,8 +56,12 @@ func main() {
 		return
 	}
 	sets := map[string]bool{}
-	httpAddr, sse := "", false
+	httpAddr, sse, wantHeader := "", false, ""
 	for _, a := range os.Args[1:] {
+		if h, ok := strings.CutPrefix(a, "--want-header="); ok {
+			wantHeader = h
+			continue
+		}
 		if addr, ok := strings.CutPrefix(a, "--http="); ok {
 			httpAddr = addr
 			continue
@@ -151,7 +156,7 @@ func main() {
 		addBoundaryTools(s)
 	}
 	if httpAddr != "" {
-		log.Fatal(serveHTTP(s, httpAddr, sse))
+		log.Fatal(serveHTTP(s, httpAddr, sse, wantHeader))
 	}
 	if err := s.Run(context.Background(), transport); err != nil {
 		log.Fatal(err)
