@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -24,6 +25,15 @@ import (
 type httpGate struct {
 	gate *frameGate
 	raw  func(line []byte) // receives a message cleaning changed, as it was
+	// failed, if set, is told of a body that broke off (not at its end).
+	failed func(error)
+}
+
+// broke tells failed of a body's read error that is no end.
+func (h *httpGate) broke(err error) {
+	if h.failed != nil && err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, context.Canceled) {
+		h.failed(err)
+	}
 }
 
 // admit decides what the client reads of one message: msg is what was
@@ -115,6 +125,7 @@ func (j *jsonBody) fill() {
 		if err != nil {
 			if !errors.Is(err, io.EOF) {
 				j.rerr = err
+				j.h.broke(err)
 			}
 			break
 		}
@@ -218,6 +229,7 @@ func (s *sseBody) next() {
 				// An event the stream ends in the middle of is not
 				// dispatched (the specification's rule).
 				s.rerr = err
+				s.h.broke(err)
 				return
 			}
 			if !isPrefix {

@@ -68,7 +68,7 @@ func (s *Session) httpClient(port int) *http.Client {
 	}
 	s.idle = tr.CloseIdleConnections
 	return &http.Client{
-		Transport:     &gateRoundTripper{base: tr, h: &httpGate{gate: s.gate, raw: s.transcript.recordRaw}, headers: s.opts.Transport.Headers},
+		Transport:     &gateRoundTripper{base: tr, h: &httpGate{gate: s.gate, raw: s.transcript.recordRaw, failed: s.connFailed}, headers: s.opts.Transport.Headers},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 }
@@ -97,6 +97,9 @@ func (g *gateRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	resp, err := g.base.RoundTrip(req)
 	if err != nil {
+		if req.Context().Err() == nil {
+			g.h.failed(err)
+		}
 		return nil, err
 	}
 	g.h.body(resp)
@@ -145,6 +148,9 @@ func (s *Session) waitReady(ctx, startCtx context.Context, ctr *Container) (int,
 			continue
 		case <-ctr.drained:
 			// It exited: what it printed says why.
+			if nf := s.notFound(ctx, ctr, nil); nf != nil {
+				return 0, nf
+			}
 			if exit := s.exitBeforeInitialize(ctx, ctr, errors.New("the server exited before it accepted a connection")); exit != nil {
 				s.problem("crash", 0, "%s", exit)
 				return 0, fmt.Errorf("%w: %w", ErrServerStart, exit)
@@ -242,4 +248,20 @@ func (c cancelConn) Close() error {
 	err := c.Connection.Close()
 	c.cancel()
 	return err
+}
+
+// sdkRejected is the JSON-RPC error code the SDK gives a request its
+// transport could not deliver (jsonrpc2.ErrRejected, internal to it).
+const sdkRejected = -32005
+
+// connFailed notes a request or a response stream that failed on the
+// connection (not by our cancelling it).
+func (s *Session) connFailed(err error) {
+	s.lastFailure.Store(report.OneLine(err.Error()))
+	s.connFailures.Add(1)
+}
+
+func (s *Session) lastConnFailure() string {
+	v, _ := s.lastFailure.Load().(string)
+	return v
 }

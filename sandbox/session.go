@@ -136,6 +136,10 @@ type Session struct {
 	// client's idle connections to close at the end.
 	netns *netnsDialer
 	idle  func()
+	// connFailures counts the HTTP requests and response streams that
+	// failed on the connection; lastFailure says how the last did.
+	connFailures atomic.Int64
+	lastFailure  atomic.Value // string
 }
 
 // DefaultClientInfo is what the client calls itself in initialize unless
@@ -333,12 +337,8 @@ func (s *Session) open(ctx context.Context) error {
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { s.listChanged.Add(1) }})
 	cs, err := client.Connect(startCtx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
 	if err != nil {
-		// Under the agent a command that is not there is the child's exit
-		// 127 (126: not executable), not a start error from the engine.
-		if st, serr := ctr.State(context.WithoutCancel(ctx)); serr == nil && !st.Running && o.Agent != "" && (st.ExitCode == 127 || st.ExitCode == 126) {
-			tail, _, _ := ctr.Stderr()
-			return &InfraError{Cause: fmt.Sprintf("the server command %q is not found or not executable in image %s (%s)", o.Argv[0], o.Image, report.OneLine(lastLine(tail))),
-				Fix: "check the command, or mount it with --mount", Err: err}
+		if nf := s.notFound(ctx, ctr, err); nf != nil {
+			return nf
 		}
 		switch {
 		case ctx.Err() != nil:
@@ -374,6 +374,20 @@ func (s *Session) open(ctx context.Context) error {
 		}
 	}
 	s.logf("initialized %s (protocol %s)", s.rep.Server.ServerInfo, s.rep.Server.ProtocolVersion)
+	return nil
+}
+
+// notFound is the error for a server command that is not there, if that
+// is why the server ended: under the agent a command that is not there is
+// the child's exit 127 (126: not executable), not a start error from the
+// engine.
+func (s *Session) notFound(ctx context.Context, ctr *Container, err error) error {
+	o := s.opts
+	if st, serr := ctr.State(context.WithoutCancel(ctx)); serr == nil && !st.Running && o.Agent != "" && (st.ExitCode == 127 || st.ExitCode == 126) {
+		tail, _, _ := ctr.Stderr()
+		return &InfraError{Cause: fmt.Sprintf("the server command %q is not found or not executable in image %s (%s)", o.Argv[0], o.Image, report.OneLine(lastLine(tail))),
+			Fix: "check the command, or mount it with --mount", Err: err}
+	}
 	return nil
 }
 
@@ -800,6 +814,7 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
+	lost := s.connFailures.Load()
 	res, err := s.cs.CallTool(cctx, &mcp.CallToolParams{Name: req.Tool, Arguments: req.Arguments})
 	call.DurationMs = time.Since(start).Milliseconds()
 	whole, refused := s.gate.take("tools/call")
@@ -828,6 +843,11 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 		// The SDK could not read the server and closed the session: the
 		// connection is gone, on the client's side (see ClientClosed).
 		call.Error, call.ErrorKind = "the client closed the session: it could not read a message from the server: "+s.clip(s.gate.lostBy().Error()), "transport"
+	case errors.As(err, &rpcErr) && rpcErr.Code == sdkRejected && s.connFailures.Load() > lost:
+		// Over HTTP the SDK reports a request it could not send, or a
+		// stream that broke, as this error: the connection failed during
+		// the call, not the server's answer.
+		call.Error, call.ErrorKind = "the connection to the server failed: "+s.clip(s.lastConnFailure()), "transport"
 	case errors.As(err, &rpcErr):
 		call.Error, call.ErrorKind = fmt.Sprintf("JSON-RPC error %d: %s", rpcErr.Code, s.clip(rpcErr.Message)), "rpc"
 	case cctx.Err() != nil && ctx.Err() == nil:
