@@ -315,14 +315,17 @@ func (s *Session) open(ctx context.Context) error {
 		// a startup effect.
 		ctr.events.waitExec(ctx, o.StartTimeout)
 	}
-	s.Phase(ctx, "startup", 0)
-
 	var inner mcp.Transport
 	if o.Transport.Kind.OverHTTP() {
-		if inner, err = s.httpTransport(ctx, startCtx, ctr); err != nil {
+		// Over HTTP startup ends once the port accepts a connection, so
+		// that the server's listen is always a startup effect.
+		inner, err = s.httpTransport(ctx, startCtx, ctr)
+		s.Phase(ctx, "startup", 0)
+		if err != nil {
 			return err
 		}
 	} else {
+		s.Phase(ctx, "startup", 0)
 		pr, pw := io.Pipe()
 		go s.noise.filter(ctr.Stdout(), pw, s.gate)
 		// The filter passes no line over the message bound; the SDK's own
