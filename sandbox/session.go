@@ -462,6 +462,16 @@ func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Contai
 		return nil
 	}
 	afterStart := func(ctx context.Context, id string, pid int) error {
+		if o.Transport.Kind.OverHTTP() {
+			// First: a runner that cannot reach the port stops before
+			// anything else is set up.
+			d, err := openNetns(id, pid)
+			if err != nil {
+				return err
+			}
+			s.netns.close() // a first start's, were the mounts refused
+			s.netns = d
+		}
 		var targets []string
 		for _, m := range mounts {
 			if err := m.attach(pid); err != nil {
@@ -490,11 +500,6 @@ func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Contai
 		}
 		s.watchHeld(pid, targets)
 		s.watchDisk(ctx, id, pid, targets)
-		if o.Transport.Kind.OverHTTP() {
-			if s.netns, err = openNetns(id, pid); err != nil {
-				return err
-			}
-		}
 		return nil
 	}
 	s.logf("starting %s in %s", strings.Join(o.Argv, " "), s.image)
@@ -857,7 +862,7 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 		call.Error, call.ErrorKind = fmt.Sprintf("no result within --call-timeout %s", timeout), "timeout"
 	case ctx.Err() != nil:
 		call.Error, call.ErrorKind = "the run ended during the call: "+context.Cause(ctx).Error(), "interrupted"
-	case errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) || isNetError(err):
+	case errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) || (s.opts.Transport.Kind.OverHTTP() && isNetError(err)):
 		call.Error, call.ErrorKind = s.clip(err.Error()), "transport"
 	default:
 		// The SDK may reject a result (for example one that does not match
@@ -960,6 +965,7 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 		if s.cs != nil {
 			closeSession(s.cs)
 		}
+		s.netns.close()
 		s.finishDisk()
 		if s.rec != nil && s.rec.src != nil {
 			errs = append(errs, s.rec.src.Close(ctx))
