@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,7 +27,10 @@ import (
 // from 127.0.0.1. The cost: the runner needs CAP_SYS_ADMIN (root) and a
 // local engine; without them the scan stops with an error that says so.
 type netnsDialer struct {
-	ns int // an fd of the container's network namespace, held open
+	// mu keeps ns open while a thread enters it: the session's end may
+	// close it while the SDK still dials (a stream reconnecting).
+	mu sync.RWMutex
+	ns int // an fd of the container's network namespace, held open; -1 closed
 }
 
 // openNetns opens the network namespace of the container id's init (pid
@@ -64,6 +68,11 @@ func openNetns(id string, pid int) (*netnsDialer, error) {
 // namespace for its life. A thread that cannot come back is never used
 // again: it stays locked and ends with its goroutine.
 func (d *netnsDialer) in(f func() error) error {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	if d.ns < 0 {
+		return errors.New("the session is closed: the container's network namespace is no longer held")
+	}
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -116,7 +125,12 @@ func (d *netnsDialer) dial(ctx context.Context, port int) (net.Conn, error) {
 }
 
 func (d *netnsDialer) close() {
-	if d != nil && d.ns >= 0 {
+	if d == nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.ns >= 0 {
 		unix.Close(d.ns)
 		d.ns = -1
 	}
