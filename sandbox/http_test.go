@@ -145,3 +145,18 @@ func TestRealServerOverStreamableHTTP(t *testing.T) {
 	}
 	t.Logf("%d tools, %d calls, %d not called, %d reads", len(r.Tools), len(r.Calls), len(r.NotCalled), len(r.Reads))
 }
+
+// TestHTTPServerThatWantsAToken: a server that answers 401 without the
+// header it wants is a failed start that says how to send one.
+func TestHTTPServerThatWantsAToken(t *testing.T) {
+	cli := sandboxtest.Docker(t)
+	opts := fixtureOpts(t, "honest", "--http=:3000", "--want-header=Authorization: Bearer t0k")
+	opts.Transport = sandbox.Transport{Kind: sandbox.TransportHTTP, Port: 3000}
+	res, err := scan(t, cli, opts)
+	if !errors.Is(err, sandbox.ErrServerStart) || !strings.Contains(err.Error(), "Unauthorized") || !strings.Contains(err.Error(), "--header 'Authorization: Bearer ...'") {
+		t.Fatalf("scan: %v, want ErrServerStart saying Unauthorized and --header", err)
+	}
+	if p := res.Report.Problems; len(p) == 0 || p[0].Kind != "protocol" || !strings.Contains(p[0].Message, "--header") {
+		t.Errorf("problems %+v", p)
+	}
+}

@@ -265,3 +265,15 @@ func (s *Session) lastConnFailure() string {
 	v, _ := s.lastFailure.Load().(string)
 	return v
 }
+
+// authHint says, for a server over HTTP that refused initialize as
+// unauthorized, what may be missing.
+func (s *Session) authHint(err error) string {
+	if !s.opts.Transport.Kind.OverHTTP() {
+		return ""
+	}
+	if msg := err.Error(); strings.Contains(msg, http.StatusText(http.StatusUnauthorized)) || strings.Contains(msg, http.StatusText(http.StatusForbidden)) {
+		return " (does the server want a token? --header 'Authorization: Bearer ...' sends one)"
+	}
+	return ""
+}

@@ -356,10 +356,10 @@ func (s *Session) open(ctx context.Context) error {
 				s.problem("crash", 0, "%s", exit)
 				return fmt.Errorf("%w: %w", ErrServerStart, exit)
 			} else {
-				s.problem("protocol", 0, "initialize failed: %s", report.OneLine(s.clip(err.Error())))
+				s.problem("protocol", 0, "initialize failed: %s%s", report.OneLine(s.clip(err.Error())), s.authHint(err))
 			}
 		}
-		return fmt.Errorf("%w: %w", ErrServerStart, err)
+		return fmt.Errorf("%w: %w%s", ErrServerStart, err, s.authHint(err))
 	}
 	s.cs = cs
 	s.Phase(ctx, "initialize", 0)
