@@ -931,6 +931,12 @@ func (s *Session) Exited(ctx context.Context) (State, bool) {
 	if s.ctr == nil {
 		return State{}, false
 	}
+	if s.opts.Transport.Kind.OverHTTP() {
+		// A connection that broke can come before the engine sees the
+		// server gone (over stdio the stream ends with the container):
+		// a moment is waited for it, as at start.
+		return s.ctr.Exited(context.WithoutCancel(ctx), startExitWait)
+	}
 	st, err := s.ctr.State(context.WithoutCancel(ctx))
 	if err != nil || st.Running {
 		return st, false
