@@ -118,6 +118,9 @@ type ScanOptions struct {
 	// lists (default 1000). Past either, the report says so and the gate
 	// fails (tool-list-unchecked).
 	MaxLateTools, MaxToolChanges int
+	// Transport is how the server is reached: stdio (default), or HTTP on
+	// a port it opens on the container's loopback (see Transport).
+	Transport Transport
 }
 
 // Result is what a scan returns besides the report.
@@ -304,6 +307,7 @@ func (sc *scanner) open() (*Session, error) {
 		MaxListed: o.MaxListed, Agent: o.Agent, Network: o.Network, MaxEvents: o.MaxEvents,
 		StartTimeout: o.StartTimeout, CallTimeout: o.CallTimeout, ClientInfo: o.ClientInfo, Bounds: o.Bounds,
 		Disk: o.Disk, DiskInterval: o.DiskInterval}
+	so.Transport = o.Transport
 	if !o.NoSeed {
 		so.Env = append(sc.bait.Env(), so.Env...)
 		so.Seeds = append(sc.bait.Seeds(), sc.boundarySeeds()...)

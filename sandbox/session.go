@@ -88,6 +88,9 @@ type SessionOptions struct {
 	// DefaultDiskInterval); past it the server is stopped.
 	Disk         int64
 	DiskInterval time.Duration
+	// Transport is how the server is reached (default stdio; see
+	// Transport).
+	Transport Transport
 }
 
 // Session is one MCP server running in one sandbox, seen from a client:
@@ -132,6 +135,15 @@ type Session struct {
 	closeOnce sync.Once
 	closeErr  error
 	kept      string
+
+	// Over HTTP: the way into the container's network namespace, and the
+	// client's idle connections to close at the end.
+	netns *netnsDialer
+	idle  func()
+	// connFailures counts the HTTP requests and response streams that
+	// failed on the connection; lastFailure says how the last did.
+	connFailures atomic.Int64
+	lastFailure  atomic.Value // string
 }
 
 // DefaultClientInfo is what the client calls itself in initialize unless
@@ -182,9 +194,13 @@ func newSession(cli Engine, opts SessionOptions) *Session {
 		opts.User = images.User()
 	}
 	opts.Bounds = opts.Bounds.withDefaults()
+	opts.Transport = opts.Transport.withDefaults()
 	rep := report.New()
 	rep.Server.Command = append([]string{}, opts.Argv...)
 	rep.Server.Image = opts.Image
+	if opts.Transport.Kind.OverHTTP() {
+		rep.Server.Transport = opts.Transport.Kind.String()
+	}
 	if opts.FileLimits.HashBudget <= 0 {
 		opts.FileLimits.HashBudget = overlay.DefaultHashBudget
 	}
@@ -223,6 +239,9 @@ func (s *Session) open(ctx context.Context) error {
 	}
 	if o.Network == NetworkSinkhole && o.Agent == "" {
 		return &InfraError{Cause: "--network sinkhole needs the agent", Fix: "leave out --no-agent"}
+	}
+	if err := o.Transport.Check(o.Network); err != nil {
+		return &InfraError{Cause: "--transport " + o.Transport.Kind.String() + ": " + err.Error()}
 	}
 	// The agent's layer, then the workspace's on top of it. Each is held
 	// until the container exists, so that no eviction removes it first.
@@ -302,14 +321,24 @@ func (s *Session) open(ctx context.Context) error {
 		// a startup effect.
 		ctr.events.waitExec(ctx, o.StartTimeout)
 	}
-	s.Phase(ctx, "startup", 0)
-
-	pr, pw := io.Pipe()
-	go s.noise.filter(ctr.Stdout(), pw, s.gate)
-	// The filter passes no line over the message bound; the SDK's own cap
-	// leaves room for the error a refusal puts in a message's place.
-	transport := recordingTransport{Transport: &mcp.IOTransport{Reader: pr, Writer: ctr.Stdin(), MaxLineLength: o.Bounds.MaxMessage + 64<<10},
-		t: s.transcript, gate: s.gate}
+	var inner mcp.Transport
+	if o.Transport.Kind.OverHTTP() {
+		// Over HTTP startup ends once the port accepts a connection, so
+		// that the server's listen is always a startup effect.
+		inner, err = s.httpTransport(ctx, startCtx, ctr)
+		s.Phase(ctx, "startup", 0)
+		if err != nil {
+			return err
+		}
+	} else {
+		s.Phase(ctx, "startup", 0)
+		pr, pw := io.Pipe()
+		go s.noise.filter(ctr.Stdout(), pw, s.gate)
+		// The filter passes no line over the message bound; the SDK's own
+		// cap leaves room for the error a refusal puts in a message's place.
+		inner = &mcp.IOTransport{Reader: pr, Writer: ctr.Stdin(), MaxLineLength: o.Bounds.MaxMessage + 64<<10}
+	}
+	transport := recordingTransport{Transport: inner, t: s.transcript, gate: s.gate}
 	info := o.ClientInfo
 	client := mcp.NewClient(&info, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{},
 		// Counted only: the scan lists the tools at fixed points (see
@@ -317,12 +346,8 @@ func (s *Session) open(ctx context.Context) error {
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { s.listChanged.Add(1) }})
 	cs, err := client.Connect(startCtx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion()})
 	if err != nil {
-		// Under the agent a command that is not there is the child's exit
-		// 127 (126: not executable), not a start error from the engine.
-		if st, serr := ctr.State(context.WithoutCancel(ctx)); serr == nil && !st.Running && o.Agent != "" && (st.ExitCode == 127 || st.ExitCode == 126) {
-			tail, _, _ := ctr.Stderr()
-			return &InfraError{Cause: fmt.Sprintf("the server command %q is not found or not executable in image %s (%s)", o.Argv[0], o.Image, report.OneLine(lastLine(tail))),
-				Fix: "check the command, or mount it with --mount", Err: err}
+		if nf := s.notFound(ctx, ctr, err); nf != nil {
+			return nf
 		}
 		switch {
 		case ctx.Err() != nil:
@@ -337,10 +362,10 @@ func (s *Session) open(ctx context.Context) error {
 				s.problem("crash", 0, "%s", exit)
 				return fmt.Errorf("%w: %w", ErrServerStart, exit)
 			} else {
-				s.problem("protocol", 0, "initialize failed: %s", report.OneLine(s.clip(err.Error())))
+				s.problem("protocol", 0, "initialize failed: %s%s", report.OneLine(s.clip(err.Error())), s.authHint(err))
 			}
 		}
-		return fmt.Errorf("%w: %w", ErrServerStart, err)
+		return fmt.Errorf("%w: %w%s", ErrServerStart, err, s.authHint(err))
 	}
 	s.cs = cs
 	s.Phase(ctx, "initialize", 0)
@@ -379,6 +404,20 @@ func (s *Session) serverFromHandshake() {
 	}
 	s.rep.Server.ServerInfo, s.rep.Server.Capabilities, s.rep.Server.Instructions = hs.ServerInfo, hs.Capabilities, hs.Instructions
 	s.boundServer()
+}
+
+// notFound is the error for a server command that is not there, if that
+// is why the server ended: under the agent a command that is not there is
+// the child's exit 127 (126: not executable), not a start error from the
+// engine.
+func (s *Session) notFound(ctx context.Context, ctr *Container, err error) error {
+	o := s.opts
+	if st, serr := ctr.State(context.WithoutCancel(ctx)); serr == nil && !st.Running && o.Agent != "" && (st.ExitCode == 127 || st.ExitCode == 126) {
+		tail, _, _ := ctr.Stderr()
+		return &InfraError{Cause: fmt.Sprintf("the server command %q is not found or not executable in image %s (%s)", o.Argv[0], o.Image, report.OneLine(lastLine(tail))),
+			Fix: "check the command, or mount it with --mount", Err: err}
+	}
+	return nil
 }
 
 // start creates and starts the container: the seeds go in, and the state
@@ -452,6 +491,16 @@ func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Contai
 		return nil
 	}
 	afterStart := func(ctx context.Context, id string, pid int) error {
+		if o.Transport.Kind.OverHTTP() {
+			// First: a runner that cannot reach the port stops before
+			// anything else is set up.
+			d, err := openNetns(id, pid)
+			if err != nil {
+				return err
+			}
+			s.netns.close() // a first start's, were the mounts refused
+			s.netns = d
+		}
 		var targets []string
 		for _, m := range mounts {
 			if err := m.attach(pid); err != nil {
@@ -802,6 +851,7 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
+	lost := s.connFailures.Load()
 	res, err := s.cs.CallTool(cctx, &mcp.CallToolParams{Name: req.Tool, Arguments: req.Arguments})
 	call.DurationMs = time.Since(start).Milliseconds()
 	whole, refused := s.gate.take("tools/call")
@@ -835,13 +885,18 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 		// client does not give, or asked too often: the SDK's client
 		// failed the call, not the server.
 		call.Error, call.ErrorKind = inputError(err)+s.clip(err.Error()), "client"
+	case errors.As(err, &rpcErr) && rpcErr.Code == sdkRejected && s.connFailures.Load() > lost:
+		// Over HTTP the SDK reports a request it could not send, or a
+		// stream that broke, as this error: the connection failed during
+		// the call, not the server's answer.
+		call.Error, call.ErrorKind = "the connection to the server failed: "+s.clip(s.lastConnFailure()), "transport"
 	case errors.As(err, &rpcErr):
 		call.Error, call.ErrorKind = fmt.Sprintf("JSON-RPC error %d: %s", rpcErr.Code, s.clip(rpcErr.Message)), "rpc"
 	case cctx.Err() != nil && ctx.Err() == nil:
 		call.Error, call.ErrorKind = fmt.Sprintf("no result within --call-timeout %s", timeout), "timeout"
 	case ctx.Err() != nil:
 		call.Error, call.ErrorKind = "the run ended during the call: "+context.Cause(ctx).Error(), "interrupted"
-	case errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe):
+	case errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) || (s.opts.Transport.Kind.OverHTTP() && isNetError(err)):
 		call.Error, call.ErrorKind = s.clip(err.Error()), "transport"
 	default:
 		// The SDK may reject a result (for example one that does not match
@@ -930,6 +985,12 @@ func (s *Session) Exited(ctx context.Context) (State, bool) {
 	if s.ctr == nil {
 		return State{}, false
 	}
+	if s.opts.Transport.Kind.OverHTTP() {
+		// A connection that broke can come before the engine sees the
+		// server gone (over stdio the stream ends with the container):
+		// a moment is waited for it, as at start.
+		return s.ctr.Exited(context.WithoutCancel(ctx), startExitWait)
+	}
 	st, err := s.ctr.State(context.WithoutCancel(ctx))
 	if err != nil || st.Running {
 		return st, false
@@ -964,6 +1025,7 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 		if s.cs != nil {
 			closeSession(s.cs)
 		}
+		s.netns.close()
 		s.finishDisk()
 		if s.rec != nil && s.rec.src != nil {
 			errs = append(errs, s.rec.src.Close(ctx))
@@ -996,6 +1058,10 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 	// Not past the run's deadline, though: a scan that timed out is
 	// incomplete, and its teardown is bounded too.
 	grace := time.Now().Add(exitGrace)
+	if s.opts.Transport.Kind.OverHTTP() {
+		// Nothing tells a server over HTTP to end: it is stopped at once.
+		grace = time.Now()
+	}
 	if !deadline.IsZero() && deadline.Before(grace) {
 		grace = deadline
 	}
@@ -1005,6 +1071,10 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 		}
 	}
 	errs = append(errs, ctr.Stop(ctx))
+	if s.idle != nil {
+		s.idle()
+	}
+	s.netns.close()
 	s.finishDisk()
 	// What the server (or what it left running) did since the last mark,
 	// read before the container and its upper dir go away.

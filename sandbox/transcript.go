@@ -194,17 +194,16 @@ func (c *recordingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 func (c *recordingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	// The request's method is noted before it is sent: the answer can be
-	// read (and recorded) before Write returns.
+	// The request is noted and recorded before it is sent: the answer can
+	// be read (and recorded) before Write returns, over a pipe and, over
+	// HTTP+SSE, on the GET stream before the POST is answered. A frame
+	// whose write failed is recorded all the same: it was (partly) sent.
 	c.t.expect(msg)
 	if m, ok := msg.(*jsonrpc.Request); ok && m.ID.IsValid() && c.gate != nil {
 		c.gate.sent(m.Method, m.ID.Raw())
 	}
-	err := c.Connection.Write(ctx, msg)
-	if err == nil {
-		c.t.record("send", msg)
-	}
-	return err
+	c.t.record("send", msg)
+	return c.Connection.Write(ctx, msg)
 }
 
 // cachedMethods are the requests whose results the MCP SDK keeps for the

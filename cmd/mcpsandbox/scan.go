@@ -79,6 +79,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	bounds := boundFlags(fs)
 	maxReport := reportBoundFlag(fs)
 	cacheSize := cacheSizeFlag(fs)
+	transport := transportFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -230,6 +231,9 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		opts.Agent = a
 	}
 	opts.ClientInfo = client
+	if opts.Transport, err = transport(opts.Network); err != nil {
+		return err
+	}
 
 	cli, err := sandbox.Connect(ctx)
 	if err != nil {

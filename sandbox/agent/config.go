@@ -93,3 +93,7 @@ func mustJSON(v any) string {
 	}
 	return string(b)
 }
+
+// SinkPorts are the TCP ports the sinkhole answers on the container's
+// loopback: a server scanned over HTTP cannot listen on them there.
+func SinkPorts() []int { return []int{80, 443, 8080, 8443} }

@@ -5,7 +5,11 @@
 //	fixtureserver [honest] [liar] [bad] [hostile] [wary] [stateful] [held] [ipc] [flaky] [env] [leaky] [owner] [boundary] [secrets] [surfaces] [readcrash] [asks] [coverage] [garbage] [hang] [crash] ... [--banner] [--protocol=V]
 //	fixtureserver flood [pages=N] [page-bytes=B] ... (see flood.go: a server that floods its client)
 //
-// (default: honest liar); each misbehaving tool may be named alone. --banner prints a line of non-JSON to stdout
+// (default: honest liar); each misbehaving tool may be named alone.
+// --http=ADDR serves them over streamable HTTP at /mcp, --sse=ADDR over
+// HTTP+SSE at /sse, instead of stdio (":0": a port the kernel picks; the
+// server prints where it listens); --want-header='Name: value' answers
+// 401 to a request without that header. --banner prints a line of non-JSON to stdout
 // before serving, as some real servers do. --protocol=V makes V the only
 // protocol version the server speaks.
 package main
@@ -53,7 +57,20 @@ func main() {
 		return
 	}
 	sets := map[string]bool{}
+	httpAddr, sse, wantHeader := "", false, ""
 	for _, a := range os.Args[1:] {
+		if h, ok := strings.CutPrefix(a, "--want-header="); ok {
+			wantHeader = h
+			continue
+		}
+		if addr, ok := strings.CutPrefix(a, "--http="); ok {
+			httpAddr = addr
+			continue
+		}
+		if addr, ok := strings.CutPrefix(a, "--sse="); ok {
+			httpAddr, sse = addr, true
+			continue
+		}
 		if a == "--banner" {
 			fmt.Println("fixture server starting (this line is not JSON-RPC)")
 			continue
@@ -153,6 +170,9 @@ func main() {
 	}
 	if sets["asks"] {
 		addAsks(s)
+	}
+	if httpAddr != "" {
+		log.Fatal(serveHTTP(s, httpAddr, sse, wantHeader))
 	}
 	if err := s.Run(context.Background(), transport); err != nil {
 		log.Fatal(err)
