@@ -53,12 +53,15 @@ func parseClientConfig(name string, v any, pointer string) ([]Spec, []InputError
 // ${input:id}, ${env:NAME}, ${workspaceFolder}.
 var placeholder = regexp.MustCompile(`\$\{[^}]*\}`)
 
+// secretWords are the words (between _ or -) of an environment
+// variable's name that say it holds a secret.
+var secretWords = []string{"KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "PASS", "PAT", "CREDENTIALS", "CREDENTIAL", "AUTH"}
+
 // secretName says whether an environment variable's name says it holds a
-// secret.
+// secret (GITHUB_PAT, OPENAI_API_KEY; not DB_PATH).
 func secretName(n string) bool {
-	u := strings.ToUpper(n)
-	for _, w := range []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH", "PAT"} {
-		if strings.Contains(u, w) {
+	for _, w := range strings.FieldsFunc(strings.ToUpper(n), func(r rune) bool { return r == '_' || r == '-' }) {
+		if slices.Contains(secretWords, w) {
 			return true
 		}
 	}

@@ -311,7 +311,7 @@ func summarize(r *Result, rep *report.Report) {
 			r.BySeverity[k] = n
 		}
 	}
-	byTool := map[string]*ToolRow{}
+	byTool := map[string]int{}
 	for i, t := range rep.Tools {
 		h := t.Hints
 		if h.ReadOnly != nil || h.Destructive != nil || h.Idempotent != nil || h.OpenWorld != nil {
@@ -324,15 +324,18 @@ func summarize(r *Result, rep *report.Report) {
 				r.Exercised++
 			}
 		}
+		if _, dup := byTool[t.Name]; !dup {
+			byTool[t.Name] = len(r.ToolRows)
+		}
 		r.ToolRows = append(r.ToolRows, row)
-		byTool[t.Name] = &r.ToolRows[len(r.ToolRows)-1]
 	}
 	for _, f := range rep.Findings {
 		r.ByRule[f.Rule]++
-		row := byTool[f.Tool]
-		if row == nil {
-			continue
+		i, ok := byTool[f.Tool]
+		if !ok {
+			continue // a finding of the server, not of a tool
 		}
+		row := &r.ToolRows[i]
 		if row.Findings == nil {
 			row.Findings = map[string]int{}
 		}
