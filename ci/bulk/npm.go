@@ -61,7 +61,7 @@ func (c NPMCLI) npm(ctx context.Context, dir string, args ...string) ([]byte, er
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return out, fmt.Errorf("npm %s: %w: %s", strings.Join(args, " "), err, lastLines(stderr.String(), 3))
+		return out, fmt.Errorf("npm %s: %w: %s", strings.Join(args, " "), err, npmErrors(stderr.String()))
 	}
 	return out, nil
 }
@@ -421,16 +421,27 @@ func (n NPM) checkLock(path, name, tarball, dir string) error {
 	return errors.Join(bad...)
 }
 
-// lastLines returns s's last n non-empty lines, joined by "; ".
-func lastLines(s string, n int) string {
-	var lines []string
+// maxNPMErrorLines bounds the lines of npm's stderr an error quotes.
+const maxNPMErrorLines = 3
+
+// npmErrors returns the first lines of npm's stderr that say what went
+// wrong ("npm error code E404", "npm error 404 Not Found - GET ..."),
+// without the pointer to its log; the last lines when none says.
+func npmErrors(s string) string {
+	var picked, all []string
 	for _, l := range strings.Split(strings.TrimSpace(s), "\n") {
-		if l = strings.TrimSpace(l); l != "" {
-			lines = append(lines, l)
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		all = append(all, l)
+		if strings.HasPrefix(l, "npm error") && !strings.Contains(l, "A complete log") && len(picked) < maxNPMErrorLines {
+			picked = append(picked, l)
 		}
 	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
+	if len(picked) == 0 && len(all) > maxNPMErrorLines {
+		picked = all[len(all)-maxNPMErrorLines:]
+	} else if len(picked) == 0 {
+		picked = all
 	}
-	return strings.Join(lines, "; ")
+	return strings.Join(picked, "; ")
 }

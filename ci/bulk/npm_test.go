@@ -121,3 +121,14 @@ type noPack struct{ *localRegistry }
 func (noPack) Pack(context.Context, string, string, string) (string, error) {
 	return "", errors.New("downloaded again")
 }
+
+func TestNPMErrorsQuoteTheCause(t *testing.T) {
+	stderr := "npm error code E404\nnpm error 404 Not Found - GET https://registry.npmjs.org/nope - Not found\nnpm error 404\nnpm error 404  'nope@latest' is not in this registry.\nnpm error A complete log of this run can be found in: /x.log\n"
+	got := npmErrors(stderr)
+	if got != "npm error code E404; npm error 404 Not Found - GET https://registry.npmjs.org/nope - Not found; npm error 404" {
+		t.Errorf("npmErrors: %q", got)
+	}
+	if got := npmErrors("a\nb\nc\nd\n"); got != "b; c; d" {
+		t.Errorf("npmErrors without npm error lines: %q", got)
+	}
+}

@@ -49,6 +49,8 @@ type Result struct {
 	Annotated int `json:"annotated"`
 	Exercised int `json:"exercised"`
 	Findings  int `json:"findings"`
+	// Problems counts the report's problems (timeouts, crashes, noise).
+	Problems int `json:"problems"`
 	// ByRule counts the findings by rule, BySeverity by severity (those a
 	// baseline accepts left out, as in the report's summary).
 	ByRule     map[string]int `json:"byRule,omitempty"`
@@ -303,7 +305,7 @@ func runOne(ctx context.Context, s Spec, o Options) (Result, bool) {
 // summarize fills a result's counts and tool rows from its report.
 func summarize(r *Result, rep *report.Report) {
 	r.Complete = rep.Complete
-	r.Tools, r.Findings = len(rep.Tools), len(rep.Findings)
+	r.Tools, r.Findings, r.Problems = len(rep.Tools), len(rep.Findings), len(rep.Problems)
 	r.ByRule = map[string]int{}
 	r.BySeverity = map[string]int{}
 	for k, n := range rep.Summary.BySeverity {

@@ -79,10 +79,10 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		specs, inputs = append(specs, s...), append(inputs, bad...)
 	}
 	specs, dups := bulk.Dedupe(specs)
+	inputs = append(inputs, dups...)
 	for _, e := range inputs {
 		fmt.Fprintf(stderr, "mcpsandbox: %s\n", report.Printable(e.Error()))
 	}
-	inputs = append(inputs, dups...)
 
 	if *node == "" {
 		*node = hostNode(ctx)
