@@ -151,7 +151,8 @@ func LoadState(results string) (map[string]Result, error) {
 
 // Run fetches and scans every spec, Jobs at a time, skipping those the
 // state file says are done unless Force, and returns every spec's result
-// in input order (a spec not run, after an interruption, has none). One
+// in input order (a spec not run, after an interruption, has its result
+// of an earlier run, or none). One
 // package never ends the batch: its failure is its status. The error is
 // ErrInterrupted when ctx ended first, or wraps ErrBatch when the results
 // directory cannot be used.
@@ -221,15 +222,25 @@ func Run(ctx context.Context, specs []Spec, o Options) ([]Result, error) {
 	}
 	wg.Wait()
 	var out []Result
-	for _, r := range results {
-		if r != nil {
-			out = append(out, *r)
+	missing := 0
+	for i, r := range results {
+		if r == nil {
+			// Not run this time (interrupted): its latest result, from an
+			// earlier run, if any (a forced run that was stopped).
+			missing++
+			prev, ok := done[specs[i].Key()]
+			if !ok {
+				continue
+			}
+			prev.Source = specs[i].Source
+			r = &prev
 		}
+		out = append(out, *r)
 	}
 	if werr != nil {
 		return out, fmt.Errorf("%w: %w", ErrBatch, werr)
 	}
-	if ctx.Err() != nil && len(out) < len(specs) {
+	if ctx.Err() != nil && missing > 0 {
 		return out, ErrInterrupted
 	}
 	return out, nil

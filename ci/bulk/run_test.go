@@ -194,6 +194,16 @@ func TestInterruptedRunRecordsNothingHalfDone(t *testing.T) {
 	if err != nil || len(res) != 3 || sc2.scans["honest"] != 0 || sc2.scans["slow"] != 1 || sc2.scans["later"] != 1 {
 		t.Errorf("resumed: %v, %d results, scans %v", err, len(res), sc2.scans)
 	}
+	// A forced run stopped midway: the specs it did not finish keep their
+	// earlier results.
+	sc3 := &fakeScanner{block: make(chan struct{})}
+	o.Scanner, o.Force = sc3, true
+	ctx, cancel = context.WithCancel(context.Background())
+	go func() { <-sc3.block; cancel() }()
+	res, err = Run(ctx, specs, o)
+	if !errors.Is(err, ErrInterrupted) || len(res) != 3 || sc3.scans["later"] != 0 {
+		t.Errorf("forced and stopped: %v, %d results, scans %v", err, len(res), sc3.scans)
+	}
 }
 
 func TestRunRefusesABadStateFile(t *testing.T) {

@@ -121,15 +121,15 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := bulk.WriteSummaries(*results, sum); err != nil {
 		return fmt.Errorf("%w: %w", bulk.ErrBatch, err)
 	}
-	fmt.Fprintf(stdout, "%d packages:", sum.Totals.Packages)
+	var counts []string
 	for _, st := range bulk.Statuses() {
 		if n := sum.Totals.ByStatus[st.String()]; n > 0 {
-			fmt.Fprintf(stdout, " %s %d", st, n)
+			counts = append(counts, fmt.Sprintf("%s %d", st, n))
 		}
 	}
-	fmt.Fprintf(stdout, "; summary in %s\n", filepath.Join(*results, "summary.md"))
+	fmt.Fprintf(stdout, "%d of %d packages done (%s); summary in %s\n", sum.Totals.Packages, len(specs), strings.Join(counts, ", "), filepath.Join(*results, "summary.md"))
 	if runErr != nil {
-		return runErr
+		return fmt.Errorf("%w: the same command goes on where it stopped", runErr)
 	}
 	if bulk.Fails(res, exitOn) {
 		return gate.ErrFindings
