@@ -181,12 +181,20 @@ func Run(ctx context.Context, specs []Spec, o Options) ([]Result, error) {
 	}
 	var mu sync.Mutex // done, the state file and the log
 	results := make([]*Result, len(specs))
+	todo := 0
+	for _, s := range specs {
+		if _, ok := done[s.Key()]; o.Force || !ok {
+			todo++
+		}
+	}
+	start, finished := time.Now(), 0
 	record := func(i int, r Result) error {
 		mu.Lock()
 		defer mu.Unlock()
 		results[i] = &r
 		done[r.Key] = r
-		fmt.Fprintf(o.Log, "%s: %s%s\n", r.Spec, r.Status, whyLine(r))
+		finished++
+		fmt.Fprintf(o.Log, "[%d/%d%s] %s: %s%s\n", finished, todo, progress(finished, todo, time.Since(start)), r.Spec, r.Status, whyLine(r))
 		return writeState(o.Results, done)
 	}
 	sem := make(chan struct{}, o.Jobs)
@@ -244,6 +252,15 @@ func Run(ctx context.Context, specs []Spec, o Options) ([]Result, error) {
 		return out, ErrInterrupted
 	}
 	return out, nil
+}
+
+// progress is the rate and the time left, from what took elapsed.
+func progress(done, total int, elapsed time.Duration) string {
+	if done == 0 || elapsed <= 0 {
+		return ""
+	}
+	per := elapsed / time.Duration(done)
+	return fmt.Sprintf(", %.0f/h, ETA %s", float64(time.Hour)/float64(per), (per * time.Duration(total-done)).Round(time.Second))
 }
 
 func whyLine(r Result) string {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
@@ -242,5 +243,14 @@ func TestStatusOf(t *testing.T) {
 		if back.UnmarshalText(b) != nil || back != s {
 			t.Errorf("%s does not round-trip", s)
 		}
+	}
+}
+
+func TestProgress(t *testing.T) {
+	if got := progress(2, 10, time.Minute); got != ", 120/h, ETA 4m0s" {
+		t.Errorf("progress: %q", got)
+	}
+	if got := progress(0, 10, time.Minute); got != "" {
+		t.Errorf("progress before anything is done: %q", got)
 	}
 }
