@@ -41,6 +41,7 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	noReplay := fs.Bool("no-replay", false, "do not replay the calls whose effects raise findings")
 	noBoundary := fs.Bool("no-boundary", false, "leave out the boundary probes")
 	verbose := fs.BoolP("verbose", "v", false, "print each scan's progress to stderr too")
+	cacheSize := cacheSizeFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -114,6 +115,7 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		Scanner: bulk.GateScanner{Engine: cli, Base: base, NoReplay: *noReplay, Version: version()},
 		Version: version(), Log: stderr}
 	res, runErr := bulk.Run(ctx, specs, o)
+	evictAfterScan(ctx, cli, int64(*cacheSize), base.Log, stderr)
 	if errors.Is(runErr, bulk.ErrBatch) {
 		return runErr
 	}
