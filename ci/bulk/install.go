@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/mcpsandbox/mcpsandbox/sandbox"
 )
 
 // Installer fetches and installs one kind of spec on the host, running
@@ -93,6 +95,20 @@ func (im Images) Install(ctx context.Context, s Spec) (Installed, error) {
 		return Installed{}, fmt.Errorf("%w: image %s has no entrypoint or command, and the spec gives none", ErrInstall, s.Name)
 	}
 	return Installed{Argv: argv, Image: s.Name, Version: imageTag(s.Name)}, nil
+}
+
+// EngineImages is Images reading the images from the engine.
+func EngineImages(cli sandbox.Engine) Images {
+	return Images{Inspect: func(ctx context.Context, ref string) ([]string, []string, error) {
+		in, err := cli.ImageInspect(ctx, ref)
+		if err != nil {
+			return nil, nil, err
+		}
+		if in.Config == nil {
+			return nil, nil, nil
+		}
+		return in.Config.Entrypoint, in.Config.Cmd, nil
+	}}
 }
 
 func imageTag(ref string) string {

@@ -193,3 +193,34 @@ func TestBulkInterruptedMidCall(t *testing.T) {
 	}
 	noContainersOfThisProcess(t, cli)
 }
+
+// TestBulkScansAnImage scans image specs: a local image whose
+// entrypoint and command are the fixture server's, with the image's
+// command and with the spec's arguments; an image not in the engine is
+// failed-fetch (never pulled).
+func TestBulkScansAnImage(t *testing.T) {
+	cli := sandboxtest.Docker(t)
+	fx := sandboxtest.Fixture(t)
+	img := sandboxtest.ImageWith(t, cli, []string{`ENTRYPOINT ["/srv/server"]`, `CMD ["honest"]`},
+		sandboxtest.ImageFile{Path: "srv", Dir: true, Mode: 0o755}, sandboxtest.ImageFile{Path: "srv/server", Mode: 0o755, Source: fx.Source})
+	o := integrationOptions(t, cli, nil, nil)
+	o.Installers = map[Kind]Installer{KindImage: EngineImages(cli)}
+	specs, bad := ParseList("l", strings.NewReader("image:"+img+"\nimage:"+img+" -- honest liar\nimage:mcpsandbox/no-such-image:1\n"))
+	if len(bad) != 0 {
+		t.Fatal(bad)
+	}
+	res, err := Run(context.Background(), specs, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Status{StatusOK, StatusFindings, StatusFailedFetch}
+	for i, r := range res {
+		if r.Status != want[i] {
+			t.Errorf("%s: %s (%s), want %s", r.Spec, r.Status, r.Why, want[i])
+		}
+	}
+	if len(res) == 3 && (res[0].Tools == 0 || !strings.Contains(res[2].Why, "never pulled")) {
+		t.Errorf("image rows: %+v", res)
+	}
+	noContainersOfThisProcess(t, cli)
+}

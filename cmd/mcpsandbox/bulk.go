@@ -110,7 +110,7 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	o := bulk.Options{Results: *results, Jobs: *jobs, Force: *force, Timeout: *timeout, FetchTimeout: *fetchTimeout, FailOn: statusAt,
 		Installers: map[bulk.Kind]bulk.Installer{
 			bulk.KindNPM:   bulk.NPM{Cache: *cache, Node: *node},
-			bulk.KindImage: bulk.Images{Inspect: engineInspector(cli)},
+			bulk.KindImage: bulk.EngineImages(cli),
 		},
 		Scanner: bulk.GateScanner{Engine: cli, Base: base, NoReplay: *noReplay, Version: version()},
 		Version: version(), Log: stderr}
@@ -156,18 +156,4 @@ func hostNode(ctx context.Context) string {
 		return ""
 	}
 	return strings.TrimPrefix(strings.TrimSpace(string(out)), "v")
-}
-
-// engineInspector reads an image's entrypoint and command from the engine.
-func engineInspector(cli sandbox.Engine) bulk.ImageInspector {
-	return func(ctx context.Context, ref string) ([]string, []string, error) {
-		in, err := cli.ImageInspect(ctx, ref)
-		if err != nil {
-			return nil, nil, err
-		}
-		if in.Config == nil {
-			return nil, nil, nil
-		}
-		return in.Config.Entrypoint, in.Config.Cmd, nil
-	}
 }
