@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/formats"
@@ -80,8 +81,9 @@ type Options struct {
 	Results string
 	// Jobs is how many packages are fetched and scanned at once.
 	Jobs int
-	// Force scans again what the state file says is done.
-	Force bool
+	// Force scans again what the state file says is done; Retry only
+	// what failed (failed-fetch, failed-install, failed-start, timeout).
+	Force, Retry bool
 	// Timeout bounds each package's scan; FetchTimeout its fetch and
 	// install.
 	Timeout, FetchTimeout time.Duration
@@ -116,6 +118,24 @@ const (
 // ErrInterrupted is returned when the batch was stopped before every
 // package ran; what ran is in the state file.
 var ErrInterrupted = errors.New("batch interrupted")
+
+// lockFile is the results directory's lock: one batch at a time writes
+// it.
+const lockFile = ".lock"
+
+// lockResults takes the results directory's lock, or says another batch
+// holds it.
+func lockResults(dir string) (func(), error) {
+	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBatch, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w: another batch is using %s: %w", ErrBatch, dir, err)
+	}
+	return func() { f.Close() }, nil
+}
 
 // ErrBatch is wrapped by the errors that stop a batch from running at all.
 var ErrBatch = errors.New("the batch could not run")
@@ -175,15 +195,24 @@ func Run(ctx context.Context, specs []Spec, o Options) ([]Result, error) {
 	if err := os.MkdirAll(filepath.Join(o.Results, reportsDir), 0o755); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBatch, err)
 	}
+	unlock, err := lockResults(o.Results)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	done, err := LoadState(o.Results)
 	if err != nil {
 		return nil, err
+	}
+	redo := func(s Spec) bool {
+		r, ok := done[s.Key()]
+		return !ok || o.Force || o.Retry && r.Status.Failed()
 	}
 	var mu sync.Mutex // done, the state file and the log
 	results := make([]*Result, len(specs))
 	todo := 0
 	for _, s := range specs {
-		if _, ok := done[s.Key()]; o.Force || !ok {
+		if redo(s) {
 			todo++
 		}
 	}
@@ -202,7 +231,7 @@ func Run(ctx context.Context, specs []Spec, o Options) ([]Result, error) {
 	var werr error
 	var werrOnce sync.Once
 	for i, s := range specs {
-		if r, ok := done[s.Key()]; ok && !o.Force {
+		if r, ok := done[s.Key()]; ok && !redo(s) {
 			r.Source = s.Source
 			results[i] = &r
 			fmt.Fprintf(o.Log, "%s: done (%s), skipped\n", s, r.Status)
@@ -267,7 +296,7 @@ func whyLine(r Result) string {
 	if r.Why == "" {
 		return ""
 	}
-	return " (" + report.OneLine(r.Why) + ")"
+	return " (" + report.Printable(report.OneLine(r.Why)) + ")"
 }
 
 // runOne fetches and scans one spec. ok is false when ctx ended before it

@@ -254,3 +254,28 @@ func TestProgress(t *testing.T) {
 		t.Errorf("progress before anything is done: %q", got)
 	}
 }
+
+func TestRetryRunsTheFailedAgain(t *testing.T) {
+	specs := []Spec{{Kind: KindNPM, Name: "honest", Source: "l:1"}, {Kind: KindNPM, Name: "nostart", Source: "l:2"}, {Kind: KindNPM, Name: "nofetch", Source: "l:3"}}
+	o := testOptions(t, &fakeScanner{})
+	if _, err := Run(context.Background(), specs, o); err != nil {
+		t.Fatal(err)
+	}
+	sc := &fakeScanner{}
+	o.Scanner, o.Retry = sc, true
+	if _, err := Run(context.Background(), specs, o); err != nil || sc.scans["honest"] != 0 || sc.scans["nostart"] != 1 {
+		t.Errorf("retry: %v, scans %v", err, sc.scans)
+	}
+}
+
+func TestOneBatchAtATime(t *testing.T) {
+	o := testOptions(t, &fakeScanner{})
+	unlock, err := lockResults(o.Results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	if _, err := Run(context.Background(), nil, o); !errors.Is(err, ErrBatch) || !strings.Contains(err.Error(), "another batch") {
+		t.Errorf("second batch on the same results: %v", err)
+	}
+}

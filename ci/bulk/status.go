@@ -47,6 +47,12 @@ func Statuses() []Status {
 	return []Status{StatusOK, StatusFindings, StatusFailedFetch, StatusFailedInstall, StatusFailedStart, StatusNeedsConfig, StatusTimeout, StatusNotScannedHere}
 }
 
+// Failed says whether the status is a failure a later run may not meet
+// (the network, a slow machine): what --retry runs again.
+func (s Status) Failed() bool {
+	return s == StatusFailedFetch || s == StatusFailedInstall || s == StatusFailedStart || s == StatusTimeout
+}
+
 func (s Status) String() string {
 	if n, ok := statusNames[s]; ok {
 		return n

@@ -26,6 +26,7 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	results := fs.String("results", "bulk-results", "results directory: state.json, reports/, summary.json, summary.csv, tools.csv, summary.md")
 	cache := fs.String("cache", defaultBulkCache(), "cache of downloaded tarballs and installed trees, by content")
 	force := fs.Bool("force", false, "scan again the packages the state file says are done")
+	retry := fs.Bool("retry", false, "scan again the packages the state file says failed (failed-fetch, failed-install, failed-start, timeout)")
 	timeout := fs.Duration("timeout", bulk.DefaultTimeout, "bound on each package's scan (its --timeout)")
 	fetchTimeout := fs.Duration("fetch-timeout", bulk.DefaultFetchTimeout, "bound on each package's fetch and install")
 	failOn := fs.String("fail-on", "never", "exit 1 when a package has findings at or above: critical, error, warning, note; never: findings do not change the exit code")
@@ -107,7 +108,7 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	base.Agent = a
-	o := bulk.Options{Results: *results, Jobs: *jobs, Force: *force, Timeout: *timeout, FetchTimeout: *fetchTimeout, FailOn: statusAt,
+	o := bulk.Options{Results: *results, Jobs: *jobs, Force: *force, Retry: *retry, Timeout: *timeout, FetchTimeout: *fetchTimeout, FailOn: statusAt,
 		Installers: map[bulk.Kind]bulk.Installer{
 			bulk.KindNPM:   bulk.NPM{Cache: *cache, Node: *node},
 			bulk.KindImage: bulk.EngineImages(cli),
