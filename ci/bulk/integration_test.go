@@ -56,6 +56,16 @@ func integrationOptions(t *testing.T, cli *client.Client, reg NPMRegistry, log *
 		Scanner:    &countingScanner{Scanner: GateScanner{Engine: cli, Base: base, NoReplay: true, Version: "test"}}}
 }
 
+// docker is sandboxtest.Docker, skipped under -race: the engine-bound
+// tests run once in make test, without it.
+func docker(t *testing.T) *client.Client {
+	t.Helper()
+	if raceEnabled {
+		t.Skip("integration test: skipped under -race (make test runs it without)")
+	}
+	return sandboxtest.Docker(t)
+}
+
 // noContainersOfThisProcess fails the test when a container this test
 // process started is left.
 func noContainersOfThisProcess(t *testing.T, cli *client.Client) {
@@ -78,7 +88,7 @@ func noContainersOfThisProcess(t *testing.T, cli *client.Client) {
 // are not scanned, through the real npm install and the real engine; then
 // runs it again, which scans nothing.
 func TestBulkScansPackedFixtures(t *testing.T) {
-	cli := sandboxtest.Docker(t)
+	cli := docker(t)
 	reg := packFixtures(t, "echo-mcp")
 	list := `npm:echo-mcp
 npm:echo-mcp -- liar
@@ -170,7 +180,7 @@ func (s *syncBuffer) Write(p []byte) (int, error) {
 // TestBulkInterruptedMidCall cancels the batch while a tool hangs: the
 // package is neither recorded nor reported, and no container is left.
 func TestBulkInterruptedMidCall(t *testing.T) {
-	cli := sandboxtest.Docker(t)
+	cli := docker(t)
 	reg := packFixtures(t, "echo-mcp")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -199,7 +209,7 @@ func TestBulkInterruptedMidCall(t *testing.T) {
 // command and with the spec's arguments; an image not in the engine is
 // failed-fetch (never pulled).
 func TestBulkScansAnImage(t *testing.T) {
-	cli := sandboxtest.Docker(t)
+	cli := docker(t)
 	fx := sandboxtest.Fixture(t)
 	img := sandboxtest.ImageWith(t, cli, []string{`ENTRYPOINT ["/srv/server"]`, `CMD ["honest"]`},
 		sandboxtest.ImageFile{Path: "srv", Dir: true, Mode: 0o755}, sandboxtest.ImageFile{Path: "srv/server", Mode: 0o755, Source: fx.Source})

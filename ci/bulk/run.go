@@ -204,8 +204,14 @@ func Run(ctx context.Context, specs []Spec, o Options) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// prior is the state as this run found it: what to skip is decided on
+	// it, while the jobs update done.
+	prior := make(map[string]Result, len(done))
+	for k, r := range done {
+		prior[k] = r
+	}
 	redo := func(s Spec) bool {
-		r, ok := done[s.Key()]
+		r, ok := prior[s.Key()]
 		return !ok || o.Force || o.Retry && r.Status.Failed()
 	}
 	var mu sync.Mutex // done, the state file and the log
@@ -231,7 +237,7 @@ func Run(ctx context.Context, specs []Spec, o Options) ([]Result, error) {
 	var werr error
 	var werrOnce sync.Once
 	for i, s := range specs {
-		if r, ok := done[s.Key()]; ok && !redo(s) {
+		if r, ok := prior[s.Key()]; ok && !redo(s) {
 			r.Source = s.Source
 			results[i] = &r
 			fmt.Fprintf(o.Log, "%s: done (%s), skipped\n", s, r.Status)
