@@ -31,7 +31,7 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fetchTimeout := fs.Duration("fetch-timeout", bulk.DefaultFetchTimeout, "bound on each package's fetch and install")
 	failOn := fs.String("fail-on", "never", "exit 1 when a package has findings at or above: critical, error, warning, note; never: findings do not change the exit code")
 	findingsAt := fs.String("findings-at", "error", "a package's status is findings when it has a finding at or above this severity (critical, error, warning, note)")
-	image := fs.String("image", "mcpsandbox/node:latest", "image npm packages are scanned in (must be in the local engine; never pulled)")
+	image := fs.String("image", "mcpsandbox/node:latest", "image npm packages are scanned in (must be in the local engine; never pulled); by default the node image, built from the host's files when missing, by its content tag")
 	node := fs.String("node", "", "the image's node version, for engines ranges (default: the host's node --version: images are built from the host's files)")
 	network := sandbox.DefaultNetwork
 	fs.Var(&network, "network", "the scans' network: sinkhole (default), none, bridge or host")
@@ -94,6 +94,16 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	defer cli.Close()
+	if !fs.Changed("image") {
+		// The node image, built from the host's files if need be, by its
+		// content tag: every package of the batch is scanned in the same
+		// image, whatever another build on the engine does to :latest.
+		built, err := images.Build(ctx, cli, "node", images.BuildOptions{})
+		if err != nil {
+			return fmt.Errorf("%w: the node image: %w", bulk.ErrBatch, err)
+		}
+		*image = built.Ref
+	}
 	base := sandbox.ScanOptions{Image: *image, Changes: sandbox.ChangesAuto, Network: network, Isolation: sandbox.IsolationSession,
 		User: images.User(), Limits: sandbox.DefaultLimits(), StartTimeout: *startTimeout, CallTimeout: *callTimeout, Linger: *linger,
 		NoBoundary: *noBoundary, ClientInfo: sandbox.DefaultClientInfo(), Disk: sandbox.DefaultDisk, DiskInterval: sandbox.DefaultDiskInterval}
