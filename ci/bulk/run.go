@@ -97,8 +97,35 @@ type Options struct {
 	Seed func() uint64
 	// Version names mcpsandbox in the reports.
 	Version string
-	// Log gets one progress line per package (nil: none).
+	// Log gets the lines that are not a package's result: those skipped
+	// as done (nil: none).
 	Log io.Writer
+	// Progress follows the packages run (nil: Lines on Log).
+	Progress Progress
+}
+
+// Progress follows a batch: Start once with the number of packages to
+// run, Done after each, in the order they finish (never concurrently).
+type Progress interface {
+	Start(total int)
+	Done(r Result, done, total int, elapsed time.Duration)
+}
+
+// Lines is the progress as plain lines, one a package:
+// [DONE/TOTAL, RATE/h, ETA ...] SPEC: STATUS (why).
+type Lines struct{ W io.Writer }
+
+// Start implements Progress.
+func (Lines) Start(int) {}
+
+// Done implements Progress.
+func (l Lines) Done(r Result, done, total int, elapsed time.Duration) {
+	fmt.Fprintln(l.W, ProgressLine(r, done, total, elapsed))
+}
+
+// ProgressLine is a finished package's line.
+func ProgressLine(r Result, done, total int, elapsed time.Duration) string {
+	return fmt.Sprintf("[%d/%d%s] %s: %s%s", done, total, progress(done, total, elapsed), report.Printable(r.Spec), r.Status, whyLine(r))
 }
 
 // Defaults of Options.
@@ -192,6 +219,9 @@ func Run(ctx context.Context, specs []Spec, o Options) ([]Result, error) {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
+	if o.Progress == nil {
+		o.Progress = Lines{W: o.Log}
+	}
 	if err := os.MkdirAll(filepath.Join(o.Results, reportsDir), 0o755); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBatch, err)
 	}
@@ -223,13 +253,14 @@ func Run(ctx context.Context, specs []Spec, o Options) ([]Result, error) {
 		}
 	}
 	start, finished := time.Now(), 0
+	o.Progress.Start(todo)
 	record := func(i int, r Result) error {
 		mu.Lock()
 		defer mu.Unlock()
 		results[i] = &r
 		done[r.Key] = r
 		finished++
-		fmt.Fprintf(o.Log, "[%d/%d%s] %s: %s%s\n", finished, todo, progress(finished, todo, time.Since(start)), r.Spec, r.Status, whyLine(r))
+		o.Progress.Done(r, finished, todo, time.Since(start))
 		return writeState(o.Results, done)
 	}
 	sem := make(chan struct{}, o.Jobs)

@@ -125,6 +125,9 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		},
 		Scanner: bulk.GateScanner{Engine: cli, Base: base, NoReplay: *noReplay, Version: version()},
 		Version: version(), Log: stderr}
+	if isTerminal(stderr) && !*verbose {
+		o.Progress = &barProgress{w: stderr}
+	}
 	res, runErr := bulk.Run(ctx, specs, o)
 	evictAfterScan(ctx, cli, int64(*cacheSize), base.Log, stderr)
 	if errors.Is(runErr, bulk.ErrBatch) {

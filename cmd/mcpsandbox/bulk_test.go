@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/bulk"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
@@ -66,5 +67,15 @@ func TestBulkCommandRunsWhatNeedsNoFetch(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(results, f)); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
+	}
+}
+
+func TestBulkProgressBar(t *testing.T) {
+	var buf bytes.Buffer
+	p := &barProgress{w: &buf}
+	p.Start(2)
+	p.Done(bulk.Result{Spec: "npm:a@1", Status: bulk.StatusOK}, 1, 2, time.Minute)
+	if out := buf.String(); !strings.Contains(out, "[1/2, 60/h, ETA 1m0s] npm:a@1: ok\n") || !strings.Contains(out, "(0/2)") {
+		t.Errorf("progress output %q", out)
 	}
 }
