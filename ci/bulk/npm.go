@@ -364,7 +364,16 @@ func (n NPM) installTree(ctx context.Context, name, version, integrity, tarball 
 		return "", fmt.Errorf("%w: %s@%s: %w", ErrFetch, name, version, err)
 	}
 	if _, err := cli.npm(ctx, tmp, append([]string{"ci"}, flags...)...); err != nil {
-		return "", fmt.Errorf("%w: %w", ErrInstall, err)
+		// npm ci refuses a lockfile npm install --package-lock-only just
+		// wrote when it judges it out of sync (peer and platform-specific
+		// dependencies): install from it instead, and check what that
+		// installed the same way.
+		if _, ierr := cli.npm(ctx, tmp, append([]string{"install"}, flags...)...); ierr != nil {
+			return "", fmt.Errorf("%w: %w", ErrInstall, errors.Join(err, ierr))
+		}
+		if err := n.checkLock(filepath.Join(tmp, "package-lock.json"), name, tarball, tmp); err != nil {
+			return "", fmt.Errorf("%w: %s@%s: %w", ErrFetch, name, version, err)
+		}
 	}
 	mark, _ := json.Marshal(map[string]string{"name": name, "version": version, "integrity": integrity})
 	if err := os.WriteFile(filepath.Join(tmp, installedMarker), mark, 0o644); err != nil {
