@@ -103,7 +103,27 @@ func same(a, b Entry) bool {
 	// snapshot that left it unhashed said so.
 	sum := a.Unhashed || b.Unhashed || a.SHA256 == b.SHA256
 	digest := a.Digest == "" || b.Digest == "" || a.Digest == b.Digest
-	return a.Size == b.Size && a.ModTime == b.ModTime && a.Ctime == b.Ctime && sum && digest && a.Link == b.Link
+	// The ctime moves with any change to the inode, a chmod to the mode
+	// it had included: where both contents are known by hash, the hashes
+	// tell a rewrite whose mtime was put back, and the ctime adds nothing.
+	ctime := a.Ctime == b.Ctime || sameContent(a, b)
+	return a.Size == b.Size && a.ModTime == b.ModTime && ctime && sum && digest && a.Link == b.Link
+}
+
+// sameContent reports whether two file entries are both hashed to the
+// same content.
+func sameContent(a, b Entry) bool {
+	return a.Type == File && b.Type == File && !a.Unhashed && !b.Unhashed && a.SHA256 != "" && a.SHA256 == b.SHA256
+}
+
+// unchangedCopy reports whether e, a file of the image seen in the upper
+// dir for the first time, is still what the image had: copied up by a
+// call that changed nothing (a chmod to the mode it had, an open for
+// writing that wrote nothing). Copy-up keeps the mtime, owner and mode;
+// only the ctime is new.
+func unchangedCopy(e Entry) bool {
+	b := e.Before
+	return e.Kind == Changed && b != nil && !metaDiffers(*b, e) && b.Size == e.Size && b.ModTime == e.ModTime && sameContent(*b, e)
 }
 
 // Snapshot is every changed path at one moment, bounded.
@@ -189,6 +209,8 @@ func Delta(prev, cur Snapshot) []Change {
 			c = report.ChangeCreated
 		case e.Type == Dir && !had && e.Before != nil && !metaDiffers(*e.Before, e):
 			continue // copied up only because a child changed
+		case !had && unchangedCopy(e):
+			continue // copied up, nothing changed
 		default:
 			c = report.ChangeModified
 		}

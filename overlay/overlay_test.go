@@ -540,3 +540,49 @@ func TestKeepsLines(t *testing.T) {
 		}
 	}
 }
+
+// A file of the image copied up by a call that changed nothing (desktop
+// commander chmods its ripgrep binary 0755, the mode it has, before each
+// search) is no change; a chmod to the same mode later, which moves only
+// the ctime, is none either; a new mode or new bytes are.
+func TestCopyUpThatChangesNothingIsNoChange(t *testing.T) {
+	lo, up := layers(t, lowerImage)
+	u := &UpperDir{Upper: up, Lowers: []string{lo}}
+	prev := snap(t, u)
+	step := func(a ...fstest.Applier) []Change {
+		t.Helper()
+		apply(t, up, a...)
+		cur := snap(t, u)
+		d := Delta(prev, cur)
+		prev = cur
+		return d
+	}
+	const name = "/workspace/src/main.js"
+	copyUp := applyFunc(func(root string) error {
+		st, err := os.Stat(filepath.Join(lo, name))
+		if err != nil {
+			return err
+		}
+		b, err := os.ReadFile(filepath.Join(lo, name))
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Join(root, "/workspace/src"), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(root, name), b, st.Mode().Perm()); err != nil {
+			return err
+		}
+		if err := os.Chmod(filepath.Join(root, name), st.Mode().Perm()); err != nil {
+			return err
+		}
+		return os.Chtimes(filepath.Join(root, name), st.ModTime(), st.ModTime())
+	})
+	chmod := func(m os.FileMode) fstest.Applier {
+		return applyFunc(func(root string) error { return os.Chmod(filepath.Join(root, name), m) })
+	}
+	wantChanges(t, step(copyUp))
+	wantChanges(t, step(chmod(0o644)))
+	wantChanges(t, step(chmod(0o755)), "modified file workspace "+name)
+	wantChanges(t, step(fstest.CreateFile(name, []byte("y"), 0o755)), "modified file workspace "+name)
+}

@@ -181,15 +181,19 @@ func dirHeader(ctx context.Context, cli Engine, id, dir string) (*tar.Header, er
 		ModTime: hdr.ModTime, Format: tar.FormatPAX}, nil
 }
 
+// ErrImageNotFound marks an image that is not in the local engine:
+// mcpsandbox never pulls one.
+var ErrImageNotFound = errors.New("image not in the local engine")
+
 // imageError says that image is missing from the local engine (and how to
-// get it), or that inspecting it failed.
+// get it; the error wraps ErrImageNotFound), or that inspecting it failed.
 func imageError(ref string, err error) error {
 	if cerrdefs.IsNotFound(err) {
 		fix := "build it with `mcpsandbox images build`"
 		if !strings.HasPrefix(ref, "mcpsandbox/") {
-			fix = "load it into the local engine first (mcpsandbox never pulls)"
+			fix = "pull, load or build it into the local engine first (mcpsandbox never pulls)"
 		}
-		return &InfraError{Cause: fmt.Sprintf("image %s is not in the local Docker engine", ref), Fix: fix, Err: err}
+		return &InfraError{Cause: fmt.Sprintf("image %s is not in the local Docker engine", ref), Fix: fix, Err: fmt.Errorf("%w: %w", ErrImageNotFound, err)}
 	}
 	return &InfraError{Cause: fmt.Sprintf("inspecting image %s: %v", ref, err), Err: err}
 }

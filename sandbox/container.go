@@ -85,6 +85,12 @@ type ContainerOptions struct {
 	// its config on stdin, and starts the server under it; its events are
 	// read from stderr.
 	Agent bool
+	// WorkingDir is the server's working directory (default /workspace).
+	WorkingDir string
+	// Home, if set, is asked for the server's HOME when the agent's
+	// config is written (after BeforeStart): non-empty replaces the
+	// engine's (see agent.Config.Home). Only the agent can apply it.
+	Home func() string
 	// MaxEvents bounds the agent events held before they are taken.
 	MaxEvents int
 	// ShmSize is the size of the container's /dev/shm (default the
@@ -135,6 +141,9 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 	if opts.MaxEvents == 0 {
 		opts.MaxEvents = 100_000
 	}
+	if opts.WorkingDir == "" {
+		opts.WorkingDir = overlay.Workspace
+	}
 	dockerNet, agentMode := opts.Network.String(), agent.ModeOpen
 	switch opts.Network {
 	case NetworkNone:
@@ -166,7 +175,7 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 		Cmd:        opts.Argv,
 		Env:        opts.Env,
 		User:       opts.User,
-		WorkingDir: overlay.Workspace,
+		WorkingDir: opts.WorkingDir,
 		// No Hostname: the engine names the host after the container id,
 		// as it does every container's, and mountinfo shows that id.
 		AttachStdin:  true,
@@ -279,7 +288,10 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 	if opts.Agent {
 		// The first bytes on stdin: the agent reads this frame, then hands
 		// stdin, untouched, to the server.
-		conf := agent.Config{Network: agentMode, MaxEvents: opts.MaxEvents, Tick: agentTick, Dir: overlay.Workspace}
+		conf := agent.Config{Network: agentMode, MaxEvents: opts.MaxEvents, Tick: agentTick, Dir: opts.WorkingDir}
+		if opts.Home != nil {
+			conf.Home = opts.Home()
+		}
 		if err := agent.WriteConfig(c.Stdin(), conf); err != nil {
 			return nil, &InfraError{Cause: fmt.Sprintf("sending the agent its config: %v", err), Err: err}
 		}

@@ -177,7 +177,14 @@ func mergeCall(rep, sub *report.Report, first int) {
 			rep.Phases = append(rep.Phases, p)
 		}
 	}
-	rep.Problems = append(rep.Problems, sub.Problems...)
+	for _, p := range sub.Problems {
+		// The version's note is the server's, said once: every session
+		// would repeat it.
+		if p.Kind == "protocol" && p.Call == 0 && slices.Contains(rep.Problems, p) {
+			continue
+		}
+		rep.Problems = append(rep.Problems, p)
+	}
 	rep.NotCalled = append(rep.NotCalled, sub.NotCalled...)
 	// A bound hit in any session fails the whole report's gate.
 	rep.Sandbox.EventsDropped += sub.Sandbox.EventsDropped

@@ -216,7 +216,7 @@ func dockerRunInit(t *testing.T, cli *client.Client, img string, argv []string, 
 	}
 	info := sandbox.DefaultClientInfo()
 	for _, msg := range []string{
-		fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":%q,"version":%q}}}`, sandbox.ProtocolVersion, info.Name, info.Version),
+		fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":%q,"version":%q}}}`, "2025-11-25", info.Name, info.Version),
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"sandbox_view","arguments":{}}}`,
 	} {

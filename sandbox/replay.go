@@ -95,13 +95,32 @@ func (sc *scanner) replay(rep *report.Report) {
 			continue
 		}
 		c.Replay.Status = "replayed"
-		for _, k := range originalKeys(rep, c) {
-			if with[k] && !without[k] {
-				c.Replay.Reproduced = append(c.Replay.Reproduced, k)
-			}
-		}
-		sort.Strings(c.Replay.Reproduced)
+		c.Replay.Reproduced = reproduced(originalKeys(rep, c), with, without)
 	}
+}
+
+// reproduced are the keys of orig (the call's effects) that happened with
+// the call and not in the control, sorted. Keys are compared with their
+// run-specific parts replaced (report.NormalizeEvidence): a browser's
+// profile directory made under a new random name each time
+// (/tmp/puppeteer_dev_chrome_profile-jgKl5H) is the same effect again.
+func reproduced(orig []string, with, without map[string]bool) []string {
+	norm := func(m map[string]bool) map[string]bool {
+		out := make(map[string]bool, len(m))
+		for k := range m {
+			out[report.NormalizeEvidence(k)] = true
+		}
+		return out
+	}
+	w, wo := norm(with), norm(without)
+	out := []string{}
+	for _, k := range orig {
+		if n := report.NormalizeEvidence(k); w[n] && !wo[n] {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // sent is what call c sent: its arguments before the report's redaction.

@@ -25,7 +25,9 @@ import (
 
 // ScanOptions configures a scan.
 type ScanOptions struct {
-	Image  string
+	Image string
+	// Argv is the server's command; empty runs the image's own entrypoint
+	// and command, in its working directory.
 	Argv   []string
 	Env    []string
 	Mounts []Mount
@@ -116,6 +118,9 @@ type ScanOptions struct {
 	// lists (default 1000). Past either, the report says so and the gate
 	// fails (tool-list-unchecked).
 	MaxLateTools, MaxToolChanges int
+	// Transport is how the server is reached: stdio (default), or HTTP on
+	// a port it opens on the container's loopback (see Transport).
+	Transport Transport
 }
 
 // Result is what a scan returns besides the report.
@@ -131,9 +136,15 @@ type Result struct {
 	Placeholders []report.Placeholder
 }
 
-// ProtocolVersion is the MCP version the scan asks for; servers may answer
-// with an older one they support.
-const ProtocolVersion = "2025-11-25"
+// ProtocolVersion is the MCP version the scan asks for: the newest the
+// MCP SDK speaks (2026-07-28 with the SDK in go.mod, which asks with
+// server/discover first and falls back to initialize at 2025-11-25). A
+// server may answer any older version the SDK speaks (ProtocolVersions);
+// the session goes on in it, and the report records it.
+func ProtocolVersion() string { return mcp.SupportedProtocolVersions()[0] }
+
+// ProtocolVersions are the MCP versions a scan accepts, newest first.
+func ProtocolVersions() []string { return mcp.SupportedProtocolVersions() }
 
 // ErrIncomplete marks a scan that could not run every step: the server did
 // not start or died, the run timed out or was interrupted. The report is
@@ -296,6 +307,7 @@ func (sc *scanner) open() (*Session, error) {
 		MaxListed: o.MaxListed, Agent: o.Agent, Network: o.Network, MaxEvents: o.MaxEvents,
 		StartTimeout: o.StartTimeout, CallTimeout: o.CallTimeout, ClientInfo: o.ClientInfo, Bounds: o.Bounds,
 		Disk: o.Disk, DiskInterval: o.DiskInterval}
+	so.Transport = o.Transport
 	if !o.NoSeed {
 		so.Env = append(sc.bait.Env(), so.Env...)
 		so.Seeds = append(sc.bait.Seeds(), sc.boundarySeeds()...)

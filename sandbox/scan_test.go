@@ -144,8 +144,8 @@ func TestScanFixture(t *testing.T) {
 	if dropped != 0 || len(frames) < 2*(len(r.Calls)+2) {
 		t.Fatalf("transcript: %d frames, %d dropped", len(frames), dropped)
 	}
-	if frames[0].Dir != "send" || !bytes.Contains(frames[0].Message, []byte(`"initialize"`)) {
-		t.Errorf("first frame = %s %s, want the initialize request", frames[0].Dir, frames[0].Message)
+	if frames[0].Dir != "send" || !bytes.Contains(frames[0].Message, []byte(`"server/discover"`)) {
+		t.Errorf("first frame = %s %s, want the server/discover request", frames[0].Dir, frames[0].Message)
 	}
 	for i := 1; i < len(frames); i++ {
 		if frames[i].Time.Before(frames[i-1].Time) || frames[i].Seq != i+1 {
@@ -295,9 +295,28 @@ func hasProblem(r *report.Report, kind string) bool {
 	return false
 }
 
+// TestCrashMidCallKeepsPartialReport, over stdio, streamable HTTP and
+// HTTP+SSE: the server that dies during a call is a crash, the call a
+// transport failure, whatever carried it.
 func TestCrashMidCallKeepsPartialReport(t *testing.T) {
 	cli := sandboxtest.Docker(t)
-	opts := fixtureOpts(t, "honest", "crash")
+	for _, tc := range []struct {
+		transport sandbox.Transport
+		serve     []string
+	}{
+		{sandbox.Transport{Kind: sandbox.TransportStdio}, nil},
+		{sandbox.Transport{Kind: sandbox.TransportHTTP, Port: 3000}, []string{"--http=:3000"}},
+		{sandbox.Transport{Kind: sandbox.TransportSSE, Port: 3000}, []string{"--sse=:3000"}},
+	} {
+		t.Run(tc.transport.Kind.String(), func(t *testing.T) {
+			opts := fixtureOpts(t, append([]string{"honest", "crash"}, tc.serve...)...)
+			opts.Transport = tc.transport
+			crashMidCall(t, cli, opts)
+		})
+	}
+}
+
+func crashMidCall(t *testing.T, cli *client.Client, opts sandbox.ScanOptions) {
 	opts.Probes = steps(t, `{"echo": {"text": "before"}, "crash": {}, "no_hints": {}}`)
 	res, err := scan(t, cli, opts)
 	if !errors.Is(err, sandbox.ErrIncomplete) {

@@ -25,7 +25,9 @@ import (
 
 // SessionOptions configures one server in one sandbox.
 type SessionOptions struct {
-	Image  string
+	Image string
+	// Argv is the server's command; empty runs the image's own entrypoint
+	// and command, in its working directory.
 	Argv   []string
 	Env    []string
 	Mounts []Mount
@@ -86,6 +88,9 @@ type SessionOptions struct {
 	// DefaultDiskInterval); past it the server is stopped.
 	Disk         int64
 	DiskInterval time.Duration
+	// Transport is how the server is reached (default stdio; see
+	// Transport).
+	Transport Transport
 }
 
 // Session is one MCP server running in one sandbox, seen from a client:
@@ -112,6 +117,8 @@ type Session struct {
 	// result), for the values later calls are offered (probes.State).
 	structured any
 	image      string // the image the container runs (the workspace image, when there is one)
+	workDir    string // the server's working directory ("": /workspace)
+	home       string // the server's HOME when the image gives the user none (see layout)
 	mounts     []*overlayMount
 	wsSince    time.Time // host edits to the mounted directories after this are someone else's
 
@@ -128,6 +135,15 @@ type Session struct {
 	closeOnce sync.Once
 	closeErr  error
 	kept      string
+
+	// Over HTTP: the way into the container's network namespace, and the
+	// client's idle connections to close at the end.
+	netns *netnsDialer
+	idle  func()
+	// connFailures counts the HTTP requests and response streams that
+	// failed on the connection; lastFailure says how the last did.
+	connFailures atomic.Int64
+	lastFailure  atomic.Value // string
 }
 
 // DefaultClientInfo is what the client calls itself in initialize unless
@@ -178,9 +194,13 @@ func newSession(cli Engine, opts SessionOptions) *Session {
 		opts.User = images.User()
 	}
 	opts.Bounds = opts.Bounds.withDefaults()
+	opts.Transport = opts.Transport.withDefaults()
 	rep := report.New()
 	rep.Server.Command = append([]string{}, opts.Argv...)
 	rep.Server.Image = opts.Image
+	if opts.Transport.Kind.OverHTTP() {
+		rep.Server.Transport = opts.Transport.Kind.String()
+	}
 	if opts.FileLimits.HashBudget <= 0 {
 		opts.FileLimits.HashBudget = overlay.DefaultHashBudget
 	}
@@ -204,10 +224,12 @@ func (s *Session) problem(kind string, call int, format string, args ...any) {
 }
 
 func (s *Session) open(ctx context.Context) error {
-	o := s.opts
-	if len(o.Argv) == 0 {
-		return &InfraError{Cause: "no server command given"}
+	if len(s.opts.Argv) == 0 {
+		if err := s.imageCommand(ctx); err != nil {
+			return err
+		}
 	}
+	o := s.opts
 	switch o.Network {
 	case NetworkNone, NetworkSinkhole:
 	case NetworkBridge, NetworkHost:
@@ -217,6 +239,9 @@ func (s *Session) open(ctx context.Context) error {
 	}
 	if o.Network == NetworkSinkhole && o.Agent == "" {
 		return &InfraError{Cause: "--network sinkhole needs the agent", Fix: "leave out --no-agent"}
+	}
+	if err := o.Transport.Check(o.Network); err != nil {
+		return &InfraError{Cause: "--transport " + o.Transport.Kind.String() + ": " + err.Error()}
 	}
 	// The agent's layer, then the workspace's on top of it. Each is held
 	// until the container exists, so that no eviction removes it first.
@@ -296,27 +321,33 @@ func (s *Session) open(ctx context.Context) error {
 		// a startup effect.
 		ctr.events.waitExec(ctx, o.StartTimeout)
 	}
-	s.Phase(ctx, "startup", 0)
-
-	pr, pw := io.Pipe()
-	go s.noise.filter(ctr.Stdout(), pw, s.gate)
-	// The filter passes no line over the message bound; the SDK's own cap
-	// leaves room for the error a refusal puts in a message's place.
-	transport := recordingTransport{Transport: &mcp.IOTransport{Reader: pr, Writer: ctr.Stdin(), MaxLineLength: o.Bounds.MaxMessage + 64<<10},
-		t: s.transcript, gate: s.gate}
+	var inner mcp.Transport
+	if o.Transport.Kind.OverHTTP() {
+		// Over HTTP startup ends once the port accepts a connection, so
+		// that the server's listen is always a startup effect.
+		inner, err = s.httpTransport(ctx, startCtx, ctr)
+		s.Phase(ctx, "startup", 0)
+		if err != nil {
+			return err
+		}
+	} else {
+		s.Phase(ctx, "startup", 0)
+		pr, pw := io.Pipe()
+		go s.noise.filter(ctr.Stdout(), pw, s.gate)
+		// The filter passes no line over the message bound; the SDK's own
+		// cap leaves room for the error a refusal puts in a message's place.
+		inner = &mcp.IOTransport{Reader: pr, Writer: ctr.Stdin(), MaxLineLength: o.Bounds.MaxMessage + 64<<10}
+	}
+	transport := recordingTransport{Transport: inner, t: s.transcript, gate: s.gate}
 	info := o.ClientInfo
 	client := mcp.NewClient(&info, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{},
 		// Counted only: the scan lists the tools at fixed points (see
 		// toollist.go), whenever the notification comes.
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { s.listChanged.Add(1) }})
-	cs, err := client.Connect(startCtx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	cs, err := client.Connect(startCtx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion()})
 	if err != nil {
-		// Under the agent a command that is not there is the child's exit
-		// 127 (126: not executable), not a start error from the engine.
-		if st, serr := ctr.State(context.WithoutCancel(ctx)); serr == nil && !st.Running && o.Agent != "" && (st.ExitCode == 127 || st.ExitCode == 126) {
-			tail, _, _ := ctr.Stderr()
-			return &InfraError{Cause: fmt.Sprintf("the server command %q is not found or not executable in image %s (%s)", o.Argv[0], o.Image, report.OneLine(lastLine(tail))),
-				Fix: "check the command, or mount it with --mount", Err: err}
+		if nf := s.notFound(ctx, ctr, err); nf != nil {
+			return nf
 		}
 		switch {
 		case ctx.Err() != nil:
@@ -331,27 +362,61 @@ func (s *Session) open(ctx context.Context) error {
 				s.problem("crash", 0, "%s", exit)
 				return fmt.Errorf("%w: %w", ErrServerStart, exit)
 			} else {
-				s.problem("protocol", 0, "initialize failed: %s", report.OneLine(s.clip(err.Error())))
+				s.problem("protocol", 0, "initialize failed: %s%s", report.OneLine(s.clip(err.Error())), s.authHint(err))
 			}
 		}
-		return fmt.Errorf("%w: %w", ErrServerStart, err)
+		return fmt.Errorf("%w: %w%s", ErrServerStart, err, s.authHint(err))
 	}
 	s.cs = cs
 	s.Phase(ctx, "initialize", 0)
 
 	s.rep.Server.ProtocolVersion = cs.InitializeResult().ProtocolVersion
-	if raw := s.transcript.Results("initialize"); len(raw) > 0 {
-		var ir struct {
-			ServerInfo   json.RawMessage `json:"serverInfo"`
-			Capabilities json.RawMessage `json:"capabilities"`
-			Instructions string          `json:"instructions"`
-		}
-		if json.Unmarshal(raw[0], &ir) == nil {
-			s.rep.Server.ServerInfo, s.rep.Server.Capabilities, s.rep.Server.Instructions = ir.ServerInfo, ir.Capabilities, ir.Instructions
-			s.boundServer()
-		}
+	s.serverFromHandshake()
+	if !report.ToolAnnotationsIn(s.rep.Server.ProtocolVersion) {
+		s.problem("protocol", 0, "the server speaks protocol version %s, which has no tool annotations: whatever hints its tools send, none is judged", s.rep.Server.ProtocolVersion)
 	}
 	s.logf("initialized %s (protocol %s)", s.rep.Server.ServerInfo, s.rep.Server.ProtocolVersion)
+	return nil
+}
+
+// serverFromHandshake records serverInfo, capabilities and instructions as
+// the server sent them: in its answer to initialize or, when the session
+// began with server/discover (2026-07-28 on), in that answer, where
+// serverInfo is under _meta.
+func (s *Session) serverFromHandshake() {
+	var hs struct {
+		ServerInfo   json.RawMessage `json:"serverInfo"`
+		Capabilities json.RawMessage `json:"capabilities"`
+		Instructions string          `json:"instructions"`
+		Meta         struct {
+			ServerInfo json.RawMessage `json:"io.modelcontextprotocol/serverInfo"`
+		} `json:"_meta"`
+	}
+	raw := s.transcript.Results("initialize")
+	if len(raw) == 0 {
+		raw = s.transcript.Results("server/discover")
+	}
+	if len(raw) == 0 || json.Unmarshal(raw[len(raw)-1], &hs) != nil {
+		return
+	}
+	if hs.ServerInfo == nil {
+		hs.ServerInfo = hs.Meta.ServerInfo
+	}
+	s.rep.Server.ServerInfo, s.rep.Server.Capabilities, s.rep.Server.Instructions = hs.ServerInfo, hs.Capabilities, hs.Instructions
+	s.boundServer()
+}
+
+// notFound is the error for a server command that is not there, if that
+// is why the server ended: under the agent a command that is not there is
+// the child's exit 127 (126: not executable), not a start error from the
+// engine.
+func (s *Session) notFound(ctx context.Context, ctr *Container, err error) error {
+	o := s.opts
+	if st, serr := ctr.State(context.WithoutCancel(ctx)); serr == nil && !st.Running && o.Agent != "" && (st.ExitCode == 127 || st.ExitCode == 126) {
+		tail, _, _ := ctr.Stderr()
+		return &InfraError{Cause: fmt.Sprintf("the server command %q is not found or not executable in image %s (%s)", o.Argv[0], o.Image, report.OneLine(lastLine(tail))),
+			Fix: "check the command, or mount it with --mount", Err: err}
+	}
 	return nil
 }
 
@@ -381,6 +446,9 @@ func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Contai
 		}
 	}
 	beforeStart := func(ctx context.Context, id string) error {
+		if err := s.layout(ctx, id); err != nil {
+			return err
+		}
 		if len(seeds) > 0 {
 			if err := seed(ctx, s.cli, id, seeds, o.Workspace); err != nil {
 				return err
@@ -423,6 +491,16 @@ func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Contai
 		return nil
 	}
 	afterStart := func(ctx context.Context, id string, pid int) error {
+		if o.Transport.Kind.OverHTTP() {
+			// First: a runner that cannot reach the port stops before
+			// anything else is set up.
+			d, err := openNetns(id, pid)
+			if err != nil {
+				return err
+			}
+			s.netns.close() // a first start's, were the mounts refused
+			s.netns = d
+		}
 		var targets []string
 		for _, m := range mounts {
 			if err := m.attach(pid); err != nil {
@@ -456,7 +534,7 @@ func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Contai
 	s.logf("starting %s in %s", strings.Join(o.Argv, " "), s.image)
 	ctr, err := Start(startCtx, s.cli, ContainerOptions{Image: s.image, Argv: o.Argv, Env: o.Env, User: o.User,
 		Mounts: o.Mounts, Limits: o.Limits, RunID: o.RunID, keep: o.Keep,
-		Agent: o.Agent != "", Network: o.Network, MaxEvents: o.MaxEvents, ShmSize: o.Disk, Secrets: o.Secrets, BeforeStart: beforeStart, AfterStart: afterStart})
+		Agent: o.Agent != "", WorkingDir: s.workDir, Home: func() string { return s.home }, Network: o.Network, MaxEvents: o.MaxEvents, ShmSize: o.Disk, Secrets: o.Secrets, BeforeStart: beforeStart, AfterStart: afterStart})
 	if err != nil {
 		if s.rec.src != nil {
 			err = errors.Join(err, s.rec.src.Close(context.WithoutCancel(ctx)))
@@ -773,6 +851,7 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
+	lost := s.connFailures.Load()
 	res, err := s.cs.CallTool(cctx, &mcp.CallToolParams{Name: req.Tool, Arguments: req.Arguments})
 	call.DurationMs = time.Since(start).Milliseconds()
 	whole, refused := s.gate.take("tools/call")
@@ -801,13 +880,23 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 		// The SDK could not read the server and closed the session: the
 		// connection is gone, on the client's side (see ClientClosed).
 		call.Error, call.ErrorKind = "the client closed the session: it could not read a message from the server: "+s.clip(s.gate.lostBy().Error()), "transport"
+	case inputError(err) != "":
+		// A multi-round-trip result (2026-07-28) asked for input the
+		// client does not give, or asked too often: the SDK's client
+		// failed the call, not the server.
+		call.Error, call.ErrorKind = inputError(err)+s.clip(err.Error()), "client"
+	case errors.As(err, &rpcErr) && rpcErr.Code == sdkRejected && s.connFailures.Load() > lost:
+		// Over HTTP the SDK reports a request it could not send, or a
+		// stream that broke, as this error: the connection failed during
+		// the call, not the server's answer.
+		call.Error, call.ErrorKind = "the connection to the server failed: "+s.clip(s.lastConnFailure()), "transport"
 	case errors.As(err, &rpcErr):
 		call.Error, call.ErrorKind = fmt.Sprintf("JSON-RPC error %d: %s", rpcErr.Code, s.clip(rpcErr.Message)), "rpc"
 	case cctx.Err() != nil && ctx.Err() == nil:
 		call.Error, call.ErrorKind = fmt.Sprintf("no result within --call-timeout %s", timeout), "timeout"
 	case ctx.Err() != nil:
 		call.Error, call.ErrorKind = "the run ended during the call: "+context.Cause(ctx).Error(), "interrupted"
-	case errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe):
+	case errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) || (s.opts.Transport.Kind.OverHTTP() && isNetError(err)):
 		call.Error, call.ErrorKind = s.clip(err.Error()), "transport"
 	default:
 		// The SDK may reject a result (for example one that does not match
@@ -815,6 +904,26 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 		call.Error, call.ErrorKind = s.clip(err.Error()), "client"
 	}
 	return call
+}
+
+// inputError says why the SDK's client failed a call whose results asked
+// for input (multi-round-trip, 2026-07-28), to begin the call's error
+// with: it could not fulfil a request (it offers no elicitation or
+// sampling; roots it answers with none), or the server asked more rounds
+// than the SDK allows. "" when err is not that, an error the server sent
+// included.
+func inputError(err error) string {
+	var direct *jsonrpc.Error
+	if errors.As(err, &direct) && error(direct) == err {
+		return ""
+	}
+	switch msg := err.Error(); {
+	case strings.HasPrefix(msg, "multi round-trip:"):
+		return "the tool asked for input the client does not give: "
+	case strings.HasPrefix(msg, "multi-round-trip:"):
+		return "the tool asked for input more rounds than the client allows: "
+	}
+	return ""
 }
 
 // disclosed are the roles of the planted secrets in v, a result as
@@ -876,6 +985,12 @@ func (s *Session) Exited(ctx context.Context) (State, bool) {
 	if s.ctr == nil {
 		return State{}, false
 	}
+	if s.opts.Transport.Kind.OverHTTP() {
+		// A connection that broke can come before the engine sees the
+		// server gone (over stdio the stream ends with the container):
+		// a moment is waited for it, as at start.
+		return s.ctr.Exited(context.WithoutCancel(ctx), startExitWait)
+	}
 	st, err := s.ctr.State(context.WithoutCancel(ctx))
 	if err != nil || st.Running {
 		return st, false
@@ -910,6 +1025,7 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 		if s.cs != nil {
 			closeSession(s.cs)
 		}
+		s.netns.close()
 		s.finishDisk()
 		if s.rec != nil && s.rec.src != nil {
 			errs = append(errs, s.rec.src.Close(ctx))
@@ -942,6 +1058,10 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 	// Not past the run's deadline, though: a scan that timed out is
 	// incomplete, and its teardown is bounded too.
 	grace := time.Now().Add(exitGrace)
+	if s.opts.Transport.Kind.OverHTTP() {
+		// Nothing tells a server over HTTP to end: it is stopped at once.
+		grace = time.Now()
+	}
 	if !deadline.IsZero() && deadline.Before(grace) {
 		grace = deadline
 	}
@@ -951,6 +1071,10 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 		}
 	}
 	errs = append(errs, ctr.Stop(ctx))
+	if s.idle != nil {
+		s.idle()
+	}
+	s.netns.close()
 	s.finishDisk()
 	// What the server (or what it left running) did since the last mark,
 	// read before the container and its upper dir go away.

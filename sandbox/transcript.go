@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -79,7 +80,15 @@ func (t *Transcript) take(method string) []json.RawMessage {
 
 // keptResults are the methods whose raw results are kept for Results;
 // the rest (tool results above all) are only in the frames, bounded.
-var keptResults = map[string]bool{"initialize": true, "tools/list": true}
+var keptResults = map[string]bool{"initialize": true, "server/discover": true, "tools/list": true}
+
+// methodOf is the method of the request of ours that id answers ("" for
+// none), before the answer is recorded.
+func (t *Transcript) methodOf(id jsonrpc.ID) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.methods[idKey(id)]
+}
 
 func idKey(id jsonrpc.ID) string { return fmt.Sprintf("%T:%v", id.Raw(), id.Raw()) }
 
@@ -170,7 +179,12 @@ type recordingConn struct {
 func (c *recordingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
 	if err == nil {
+		method := ""
+		if r, ok := msg.(*jsonrpc.Response); ok {
+			method = c.t.methodOf(r.ID)
+		}
 		c.t.record("recv", msg)
+		msg = uncached(method, msg)
 	} else if c.gate != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrClosedPipe) && !errors.Is(err, mcp.ErrConnectionClosed) {
 		// The stream is still there but the SDK could not read a message
 		// from it: it will close the session, on the client's side.
@@ -180,15 +194,46 @@ func (c *recordingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 func (c *recordingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	// The request's method is noted before it is sent: the answer can be
-	// read (and recorded) before Write returns.
+	// The request is noted and recorded before it is sent: the answer can
+	// be read (and recorded) before Write returns, over a pipe and, over
+	// HTTP+SSE, on the GET stream before the POST is answered. A frame
+	// whose write failed is recorded all the same: it was (partly) sent.
 	c.t.expect(msg)
 	if m, ok := msg.(*jsonrpc.Request); ok && m.ID.IsValid() && c.gate != nil {
 		c.gate.sent(m.Method, m.ID.Raw())
 	}
-	err := c.Connection.Write(ctx, msg)
-	if err == nil {
-		c.t.record("send", msg)
+	c.t.record("send", msg)
+	return c.Connection.Write(ctx, msg)
+}
+
+// cachedMethods are the requests whose results the MCP SDK keeps for the
+// ttlMs the server gives them (from protocol version 2026-07-28 on) and
+// answers itself meanwhile.
+var cachedMethods = map[string]bool{"tools/list": true, "prompts/list": true, "resources/list": true,
+	"resources/templates/list": true, "resources/read": true}
+
+// uncached takes ttlMs out of a result of a cachedMethods request before
+// the SDK reads it (the transcript keeps it as sent): the scan lists at
+// fixed points to see what changed, and a server must not answer a
+// listing with the one before, nor see fewer listings than the scan made.
+func uncached(method string, msg jsonrpc.Message) jsonrpc.Message {
+	r, ok := msg.(*jsonrpc.Response)
+	if !ok || !cachedMethods[method] || r.Error != nil || !bytes.Contains(r.Result, []byte(`"ttlMs"`)) {
+		return msg
 	}
-	return err
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(r.Result, &fields) != nil {
+		return msg
+	}
+	if _, ok := fields["ttlMs"]; !ok {
+		return msg
+	}
+	delete(fields, "ttlMs")
+	res, err := json.Marshal(fields)
+	if err != nil {
+		return msg
+	}
+	out := *r
+	out.Result = res
+	return &out
 }

@@ -42,6 +42,9 @@ func TestTranscriptKeepsAnAnswerReadBeforeItsRequestIsRecorded(t *testing.T) {
 	if got := tr.Results("tools/list"); len(got) != 1 {
 		t.Fatalf("results = %q: the answer was lost", got)
 	}
+	if frames, _ := tr.Frames(); len(frames) != 2 || frames[0].Dir != "send" || frames[1].Dir != "recv" {
+		t.Errorf("frames %+v, want the request first, then its answer", frames)
+	}
 }
 
 // TestTranscriptBoundCountsWhatItDrops: frames past the transcript's byte

@@ -152,6 +152,11 @@ type Server struct {
 	// inputSchema was replaced over the schema bound: some tools were
 	// neither called nor judged (the tool-list-truncated finding).
 	ToolListTruncated bool `json:"toolListTruncated,omitempty"`
+	// Transport is how the server was reached, http (streamable HTTP) or
+	// sse (HTTP+SSE); absent for stdio. Endpoint is the URL asked for,
+	// as a client on the container's loopback would ask for it.
+	Transport string `json:"transport,omitempty"`
+	Endpoint  string `json:"endpoint,omitempty"`
 }
 
 // Sandbox records how the server was confined.

@@ -3,6 +3,7 @@ package rules
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
@@ -217,5 +218,106 @@ func TestCallRanges(t *testing.T) {
 		if got := callRanges(tc.in); got != tc.want {
 			t.Errorf("callRanges(%v) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+// withPhase adds a server phase (outside any call) after call after
+// with files to r.
+func withPhase(r *report.Report, name string, after int, files ...report.FileChange) *report.Report {
+	eff := report.NewEffects()
+	eff.Files = append(eff.Files, files...)
+	r.Phases = append(r.Phases, report.Phase{Name: name, After: after, Effects: eff})
+	return r
+}
+
+func outside(p string, change report.ChangeKind, typ string) report.FileChange {
+	return report.FileChange{Path: p, Change: change, Type: typ, Scope: "outside", Area: "home"}
+}
+
+// TestTheServersOwnDirectoryIsOnePlace: a directory the server made as
+// it started is its own; what changes in it is counted as one place, so
+// that a history it flushes on a timer, which lands in a call now and
+// then, is folded with the log it writes on every call. A file there
+// that only one tool writes stays that tool's.
+func TestTheServersOwnDirectoryIsOnePlace(t *testing.T) {
+	const dir = "/home/sandbox/.state"
+	log := outside(dir+"/calls.log", report.ChangeModified, "file")
+	log.Appended = true
+	hist := outside(dir+"/history.jsonl", report.ChangeModified, "file")
+	hist.Appended = true
+	saved := outside(dir+"/saved.json", report.ChangeCreated, "file")
+	r := scenario(
+		call{tool: ro1, files: []report.FileChange{log, hist}},
+		call{tool: ro2, files: []report.FileChange{log}},
+		call{tool: free, files: []report.FileChange{log, saved}},
+		call{tool: nd1, files: []report.FileChange{log}},
+		call{tool: ro1, files: []report.FileChange{log}},
+		call{tool: ro2, files: []report.FileChange{log, hist}},
+	)
+	withPhase(r, "initialize", 0, outside(dir, report.ChangeCreated, "dir"), outside(dir+"/calls.log", report.ChangeCreated, "file"))
+	exp := []want{
+		{PhaseWritesOutsideWorkspace, "", nil, []string{"startup: changed " + dir, "startup: changed " + dir + "/calls.log"}, report.SeverityNote},
+		{ReadonlyWrites, "", []int{1, 2, 5, 6}, []string{"changed " + dir + "/calls.log", "changed " + dir + "/history.jsonl"}, report.SeverityError},
+		{WritesOutsideWorkspace, "", []int{1, 2, 3, 4, 5, 6}, []string{"changed " + dir + "/calls.log", "changed " + dir + "/history.jsonl"}, report.SeverityWarning},
+		{WritesOutsideWorkspace, "free", nil, []string{"created " + dir + "/saved.json"}, report.SeverityWarning},
+	}
+	if g := got(Evaluate(r, Options{})); !reflect.DeepEqual(g, exp) {
+		t.Errorf("findings:\n got %+v\nwant %+v", g, exp)
+	}
+	// Without the directory made outside any call, the history (2 of 6
+	// calls) and the saved file (1) are the tools'.
+	r.Phases = nil
+	var tools []string
+	for _, f := range Evaluate(r, Options{}) {
+		if f.Tool != "" {
+			tools = append(tools, f.Rule+" "+f.Tool+" "+strings.Join(f.Evidence, ","))
+		}
+	}
+	slices.Sort(tools)
+	if want := []string{
+		"readonly-writes ro1 modified " + dir + "/history.jsonl",
+		"readonly-writes ro2 modified " + dir + "/history.jsonl",
+		"writes-outside-workspace free created " + dir + "/saved.json",
+		"writes-outside-workspace ro1 modified " + dir + "/history.jsonl",
+		"writes-outside-workspace ro2 modified " + dir + "/history.jsonl",
+	}; !reflect.DeepEqual(tools, want) {
+		t.Errorf("tool findings:\n got %q\nwant %q", tools, want)
+	}
+}
+
+// TestLockAndTemporaryFilesAreTheirFilesFamily: the lock and temporary
+// files of an atomic rewrite of an owned file (proper-lockfile's P.lock
+// directory, P.PID.TIME.RAND.tmp) are reported as a change of that file,
+// whichever call a snapshot caught them in; a file named like one that
+// an argument named stays the tool's.
+func TestLockAndTemporaryFilesAreTheirFilesFamily(t *testing.T) {
+	const counters = "/home/sandbox/.fixture/counters.json"
+	lock := outside(counters+".lock", report.ChangeCreated, "dir")
+	unlock := outside(counters+".lock", report.ChangeDeleted, "dir")
+	tmp := outside(counters+".12.1796100364010.b5496124a03d9.tmp", report.ChangeCreated, "file")
+	untmp := outside(counters+".12.1796100364010.b5496124a03d9.tmp", report.ChangeDeleted, "file")
+	bak := outside(counters+".bak", report.ChangeCreated, "file")
+	r := scenario(
+		bookkeeping(ro1, true, lock),
+		bookkeeping(ro2, false, unlock, tmp),
+		bookkeeping(free, false, untmp),
+		call{tool: ro1, files: []report.FileChange{ownLog, lock}},
+		bookkeeping(nd1, false, unlock),
+		call{tool: ro2, args: `{"backup":"` + counters + `.bak"}`, files: []report.FileChange{bak}},
+	)
+	// A lock a listing caught removed is the counters' change there too.
+	withPhase(r, "tools/list", 1, unlock)
+	both := []string{"changed /home/sandbox/.fixture/log", "changed " + counters}
+	exp := []want{
+		// The counters rewritten on an additive tool's call: not additive.
+		{NondestructiveDeletes, "", []int{5}, []string{"changed " + counters}, report.SeverityError},
+		{PhaseWritesOutsideWorkspace, "", nil, []string{"tools/list: changed " + counters}, report.SeverityNote},
+		{ReadonlyWrites, "", []int{1, 2, 4}, both, report.SeverityError},
+		{ReadonlyWrites, "ro2", nil, []string{"created " + counters + ".bak"}, report.SeverityError},
+		{WritesOutsideWorkspace, "", []int{1, 2, 3, 4, 5}, both, report.SeverityWarning},
+		{WritesOutsideWorkspace, "ro2", nil, []string{"created " + counters + ".bak"}, report.SeverityWarning},
+	}
+	if g := got(Evaluate(r, Options{})); !reflect.DeepEqual(g, exp) {
+		t.Errorf("findings:\n got %+v\nwant %+v", g, exp)
 	}
 }

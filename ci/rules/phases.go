@@ -162,6 +162,12 @@ func (e *evaluator) phases(r *report.Report) {
 			case f.Scope == "workspace":
 				add(PhaseWorkspaceChanges, label, ev, f.Path)
 			default:
+				if name, own := e.owned[f.Path]; own {
+					// The server's own bookkeeping, named as the server's
+					// finding names it: whether a phase caught its lock made
+					// or removed, or its log made or grown, is timing.
+					ev, f.Path = "changed "+name, name
+				}
 				add(PhaseWritesOutsideWorkspace, label, ev, f.Path)
 			}
 		}

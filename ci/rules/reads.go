@@ -56,7 +56,7 @@ func readDescribe(rd report.Read) string {
 // secret-disclosed for planted secrets in what it returned. Each is a
 // server-level finding (no tool), its evidence naming the read. A read's
 // network attempts are not effects: fetching is reading.
-func reads(r *report.Report, owned map[string]bool, isolation string) []report.Finding {
+func reads(r *report.Report, owned ownership, isolation string) []report.Finding {
 	var out []report.Finding
 	rl := readHasEffectsRule()
 	var disclosed, disclosedPaths []string
@@ -64,7 +64,7 @@ func reads(r *report.Report, owned map[string]bool, isolation string) []report.F
 		what := readDescribe(rd)
 		var ev, paths []string
 		for _, f := range rd.Effects.Files {
-			if owned[f.Path] {
+			if _, own := owned[f.Path]; own {
 				continue
 			}
 			ev, paths = append(ev, what+": "+f.Change.String()+" "+f.Path), append(paths, f.Path)

@@ -20,6 +20,7 @@ import (
 // for any earlier call of their session, as the rules stand without a
 // replay. A scan with no such call replays nothing.
 func Suspects(r *report.Report, opts Options) []int {
+	r = hinted(r)
 	tools := toolMap(r)
 	after := afterCalls(r)
 	sc, owned := newScratch(r), ownedSet(r)
@@ -67,6 +68,16 @@ func (e *evaluator) replayed(r *report.Report, i int, c report.Call, tools map[s
 	for _, k := range c.Replay.Reproduced {
 		keep[k] = true
 	}
+	// The server's own changes are its own whatever the replay saw (a log
+	// it appends on every call lands in the control's window as well):
+	// judged with the call, they are folded into the server's finding.
+	for _, ef := range effs {
+		for _, f := range ef.Files {
+			if _, own := e.owned[f.Path]; own {
+				keep[f.Key()] = true
+			}
+		}
+	}
 	mine, rest := splitEffects(effs, keep)
 	own := c
 	own.Effects = mine[0]
@@ -74,12 +85,6 @@ func (e *evaluator) replayed(r *report.Report, i int, c report.Call, tools map[s
 	if empty(rest) {
 		return
 	}
-	type found struct {
-		f     report.Finding
-		calls []string
-	}
-	byRule := map[string]*found{}
-	var order []string
 	for _, k := range c.Replay.Candidates {
 		j := slices.IndexFunc(r.Calls, func(x report.Call) bool { return x.Seq == k })
 		if j < 0 {
@@ -89,31 +94,68 @@ func (e *evaluator) replayed(r *report.Report, i int, c report.Call, tools map[s
 		sub := &evaluator{opts: e.opts, isolation: e.isolation, scratch: e.scratch}
 		sub.call(r, i, stand(c, cand, rest), tools[cand.Tool], rest, false)
 		for _, f := range sub.out {
-			fd := byRule[f.Rule]
-			if fd == nil {
-				fd = &found{f: report.Finding{Rule: f.Rule, Severity: f.Severity, Isolation: e.isolation}}
-				byRule[f.Rule] = fd
-				order = append(order, f.Rule)
+			u := e.unpinned[f.Rule]
+			if u == nil {
+				u = &unpinned{f: report.Finding{Rule: f.Rule, Severity: f.Severity, Isolation: e.isolation, Evidence: []string{}, EvidencePaths: []string{}}}
+				if e.unpinned == nil {
+					e.unpinned = map[string]*unpinned{}
+				}
+				e.unpinned[f.Rule] = u
 			}
-			fd.f.Severity = max(fd.f.Severity, f.Severity)
-			fd.calls = append(fd.calls, fmt.Sprintf("call %d (%s)", cand.Seq, quote(cand.Tool)))
+			u.f.Severity = max(u.f.Severity, f.Severity)
+			u.add(&u.seen, c.Seq, c.Tool)
+			u.add(&u.cands, cand.Seq, cand.Tool)
 			for x, ev := range f.Evidence {
-				item := fmt.Sprintf("during call %d (%s): %s", c.Seq, c.Tool, ev)
-				if !slices.Contains(fd.f.Evidence, item) {
-					fd.f.Evidence = append(fd.f.Evidence, item)
-					fd.f.EvidencePaths = append(fd.f.EvidencePaths, f.EvidencePaths[x])
+				if !slices.Contains(u.f.Evidence, ev) {
+					u.f.Evidence = append(u.f.Evidence, ev)
+					u.f.EvidencePaths = append(u.f.EvidencePaths, f.EvidencePaths[x])
 				}
 			}
 		}
 	}
-	for _, rule := range order {
-		fd := byRule[rule]
-		rl, _ := ByID(rule)
-		calls := slices.Compact(fd.calls)
-		fd.f.Message = fmt.Sprintf("%d effect(s) during call %d (%s) that replaying the call did not reproduce, so no call is pinned with them; the calls that could have caused them and whose claims they break: %s. %s",
-			len(fd.f.Evidence), c.Seq, quote(c.Tool), strings.Join(calls, ", "), rl.Rationale)
-		e.out = append(e.out, fd.f)
+}
+
+// unpinned gathers, for one rule, the effects the replays did not pin on
+// any call, over every replayed call: one server-level finding whose
+// evidence is the effects (which call they were seen during, and which
+// calls could have caused them, depend on timing: they are in its
+// message, not its fingerprint).
+type unpinned struct {
+	f           report.Finding
+	seen, cands []int
+	tools       map[int]string
+}
+
+func (u *unpinned) add(list *[]int, seq int, tool string) {
+	if u.tools == nil {
+		u.tools = map[int]string{}
 	}
+	u.tools[seq] = tool
+	if !slices.Contains(*list, seq) {
+		*list = append(*list, seq)
+	}
+}
+
+// unpinnedFindings are the findings of what the replays pinned on no
+// call, in the rules' order.
+func (e *evaluator) unpinnedFindings() []report.Finding {
+	var out []report.Finding
+	for _, rl := range All() {
+		u := e.unpinned[rl.ID]
+		if u == nil {
+			continue
+		}
+		slices.Sort(u.seen)
+		slices.Sort(u.cands)
+		var cands []string
+		for _, k := range u.cands {
+			cands = append(cands, fmt.Sprintf("call %d (%s)", k, quote(u.tools[k])))
+		}
+		u.f.Message = fmt.Sprintf("%d effect(s) seen during %s that replaying those calls did not reproduce, so no call is pinned with them; the calls that could have caused them and whose claims they break: %s. %s",
+			len(u.f.Evidence), callRanges(u.seen), strings.Join(cands, ", "), rl.Rationale)
+		out = append(out, u.f)
+	}
+	return out
 }
 
 // splitEffects parts effs into what keep names and the rest.

@@ -130,12 +130,13 @@ type Options struct {
 // Evaluate returns what the rules find in r's calls and sandbox, at each
 // rule's default severity, with no policy applied; r is not changed.
 func Evaluate(r *report.Report, opts Options) []report.Finding {
+	r = hinted(r)
 	tools := map[string]report.Tool{}
 	for _, t := range r.Tools {
 		tools[t.Name] = t
 	}
 	after := afterCalls(r)
-	e := &evaluator{opts: opts, isolation: r.Sandbox.Isolation, out: []report.Finding{}, scratch: newScratch(r)}
+	e := &evaluator{opts: opts, isolation: r.Sandbox.Isolation, out: []report.Finding{}, scratch: newScratch(r), owned: ownedSet(r)}
 	for i, c := range r.Calls {
 		// What a call caused includes what it left running did after it
 		// returned.
@@ -150,8 +151,10 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 		}
 		e.replayed(r, i, c, tools, effs)
 	}
-	// What the server does on most calls whatever the tool is its own.
-	e.out = e.fold(ownedSet(r), e.out)
+	// What the server does on most calls whatever the tool is its own;
+	// what the replays pinned on no call is one finding per rule.
+	e.out = e.fold(e.owned, e.out)
+	e.out = append(e.out, e.unpinnedFindings()...)
 	// Outside calls: startup, initialize, tools/list, before the first
 	// call, teardown; then the snapshot's bounds, wherever they were hit.
 	e.phases(r)
@@ -169,7 +172,7 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 	e.out = append(e.out, reportBound(r)...)
 	e.out = append(e.out, coverage(r, opts.MinCoverage)...)
 	e.out = append(e.out, disclosed(r, r.Sandbox.Isolation)...)
-	e.out = append(e.out, reads(r, ownedSet(r), r.Sandbox.Isolation)...)
+	e.out = append(e.out, reads(r, e.owned, r.Sandbox.Isolation)...)
 	e.out = append(e.out, surfaceListCut(r)...)
 	if n := r.Sandbox.EventsTruncated; n > 0 {
 		rl, _ := ByID(CaptureTruncated)
@@ -177,6 +180,23 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 			Evidence: []string{fmt.Sprintf("%d events truncated", n)}, EvidencePaths: []string{""}, Isolation: r.Sandbox.Isolation})
 	}
 	return e.out
+}
+
+// hinted is r as the rules judge it: a server whose protocol version has
+// no tool annotations (2024-11-05) makes no hint claim, so its tools'
+// hints are left out, whatever it sent (the report keeps them as sent,
+// and the sandbox says so in a protocol problem); r is not changed.
+func hinted(r *report.Report) *report.Report {
+	if report.ToolAnnotationsIn(r.Server.ProtocolVersion) {
+		return r
+	}
+	c := *r
+	c.Tools = make([]report.Tool, len(r.Tools))
+	for i, t := range r.Tools {
+		t.Hints = report.Hints{}
+		c.Tools[i] = t
+	}
+	return &c
 }
 
 // call raises the rules on call c (the i-th) as if tool t made effs; full
@@ -257,6 +277,10 @@ type evaluator struct {
 	out       []report.Finding
 	// scratch knows the server's own scratch files (nil: none is).
 	scratch *scratch
+	// owned are the server's own file changes (see serverOwned).
+	owned ownership
+	// unpinned gathers, per rule, what the replays pinned on no call.
+	unpinned map[string]*unpinned
 }
 
 // files raises rule on the call's file changes that match keep.

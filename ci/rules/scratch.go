@@ -20,27 +20,19 @@ import (
 // stretch is one call's or phase's effects, in the order they happened.
 type stretch struct {
 	after int // the call's seq, or for a phase the call it follows
-	rank  int // within one place: the call, then between, then tools/list
+	rank  int // within one place: the call, then its phases in report order
 	eff   report.Effects
 }
 
-// phaseRank orders the stretches that follow one call.
-func phaseRank(name string) int {
-	switch name {
-	case "startup":
-		return -3
-	case "initialize":
-		return -2
-	case "between":
-		return 1
-	case "tools/list":
-		return 2
-	}
-	return 3
-}
+// beforeCalls are the phases that, with no call before them (After 0),
+// happen before the first call; the others with After 0 (before-reads,
+// teardown) happen after the last.
+var beforeCalls = map[string]bool{"startup": true, "initialize": true, "tools/list": true, "between": true}
 
 // timeline is r's calls and phases in the order they happened, for a
-// scan in one session: phases by the call they follow, teardown last.
+// scan in one session. The report lists phases as they happened: after
+// a call, its settling ("between"), the listing after it ("tools/list")
+// and the wait for the next call ("between" again) keep that order.
 func timeline(r *report.Report) []stretch {
 	var out []stretch
 	last := 0
@@ -48,12 +40,12 @@ func timeline(r *report.Report) []stretch {
 		out = append(out, stretch{after: c.Seq, eff: c.Effects})
 		last = max(last, c.Seq)
 	}
-	for _, p := range r.Phases {
+	for i, p := range r.Phases {
 		after := p.After
-		if p.Name == "teardown" {
+		if after == 0 && !beforeCalls[p.Name] {
 			after = last + 1
 		}
-		out = append(out, stretch{after: after, rank: phaseRank(p.Name), eff: p.Effects})
+		out = append(out, stretch{after: after, rank: i + 1, eff: p.Effects})
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].after != out[j].after {
@@ -133,6 +125,13 @@ func (s *scratch) ownInPhase(p string) bool {
 	}
 	fc, ok := s.first[p]
 	return ok && fc.created
+}
+
+// madeByServer reports whether p is a path the scan saw made (its first
+// change a creation) that no argument named.
+func (s *scratch) madeByServer(p string) bool {
+	fc, ok := s.first[p]
+	return ok && fc.created && !s.isNamed(p)
 }
 
 // isNamed reports whether an argument of any call names p: the path

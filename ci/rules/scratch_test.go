@@ -51,6 +51,27 @@ func TestScratchFilesAreNotTheUsersData(t *testing.T) {
 			r.Phases = append(r.Phases, ph)
 			return r
 		}(), 0},
+		// The report lists phases as they happened: a listing after call
+		// 1 caught the file made, the wait for call 2 caught it grown,
+		// call 2 removed it.
+		"made in the listing after a call, before the between phase after it": {func() *report.Report {
+			r := scenario(call{tool: nd}, call{tool: nd, files: []report.FileChange{lockGone}})
+			grown := lockMade
+			grown.Change, grown.Appended = report.ChangeModified, true
+			for _, ph := range []report.Phase{{Name: "between", After: 1}, {Name: "tools/list", After: 1}, {Name: "between", After: 1}} {
+				ph.Effects = report.NewEffects()
+				switch ph.Name {
+				case "tools/list":
+					ph.Effects.Files = []report.FileChange{lockMade}
+				default:
+					if len(r.Phases) > 0 {
+						ph.Effects.Files = []report.FileChange{grown}
+					}
+				}
+				r.Phases = append(r.Phases, ph)
+			}
+			return r
+		}(), 0},
 		"there before the scan":    {scenario(call{tool: nd, files: []report.FileChange{userFile}}), 1},
 		"named by an argument":     {scenario(call{tool: nd, files: []report.FileChange{lockMade}}, call{tool: nd, args: `{"path":"/tmp/app.lock"}`, files: []report.FileChange{lockGone}}), 1},
 		"named relatively":         {scenario(call{tool: nd, args: `{"files":["app.lock"]}`, files: []report.FileChange{lockMade}}, call{tool: nd, files: []report.FileChange{lockGone}}), 1},

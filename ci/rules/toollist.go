@@ -73,7 +73,7 @@ func toolList(r *report.Report) []report.Finding {
 		case report.ToolChanged:
 			hint, isAnnotation := strings.CutPrefix(c.Field, annotationsField)
 			switch {
-			case isAnnotation && safeValue[hint] != "" && c.Old == safeValue[hint] && c.New != c.Old:
+			case isAnnotation && safeValue[hint] != "" && c.Old == safeValue[hint] && c.New != c.Old && report.ToolAnnotationsIn(r.Server.ProtocolVersion):
 				add(ToolHintsChanged, c.Tool, hint+": "+c.Old, fmt.Sprintf("%s: %s: %s -> %s", where, hint, orAbsent(c.Old), orAbsent(c.New)))
 			case isAnnotation && len(c.Old)+len(c.New) <= maxShownValues:
 				add(ToolDefinitionChanged, c.Tool, "", fmt.Sprintf("%s: %s: %s -> %s", where, hint, orAbsent(c.Old), orAbsent(c.New)))

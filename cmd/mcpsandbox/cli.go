@@ -18,7 +18,9 @@ const usage = `mcpsandbox runs an MCP server in a disposable Docker container, c
 tools and reports every side effect.
 
 Usage:
-  mcpsandbox scan [flags] -- COMMAND [ARG...]   scan a stdio MCP server
+  mcpsandbox scan [flags] -- COMMAND [ARG...]   scan an MCP server (stdio; over HTTP with --transport)
+  mcpsandbox scan [flags] --image REF           scan the server an image runs (its entrypoint and command)
+  mcpsandbox bulk [flags] LIST...               scan npm packages and images listed in files, resumably
   mcpsandbox images build [node|python|base]    build runtime images from the host
   mcpsandbox images ls                          list the images mcpsandbox made, with the cache's sizes
   mcpsandbox images prune [--cache-size SIZE]   evict cached images, least recently used first
@@ -45,6 +47,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "scan":
 		return runScan(ctx, args[1:], stdout, stderr)
+	case "bulk":
+		return runBulk(ctx, args[1:], stdout, stderr)
 	case "images":
 		return runImages(ctx, args[1:], stdout, stderr)
 	case "clean":

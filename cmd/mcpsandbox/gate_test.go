@@ -64,12 +64,35 @@ const lyingProbes = `[{"tool":"echo","arguments":{"text":"x"}},{"tool":"counter"
 
 // TestEachRuleFiresExactlyWhereItShould runs the lying fixture and checks
 // the whole set of findings: every rule on the tools that break it, none
-// on an honest tool.
+// on an honest tool; over stdio, streamable HTTP and HTTP+SSE alike.
 func TestEachRuleFiresExactlyWhereItShould(t *testing.T) {
+	for _, tc := range []struct {
+		transport []string // flags
+		serve     []string // the fixture's
+	}{
+		{nil, nil},
+		{[]string{"--transport", "http", "--port", "3000"}, []string{"--http=127.0.0.1:3000"}},
+		{[]string{"--transport", "sse", "--port", "auto"}, []string{"--sse=:0"}},
+	} {
+		name := "stdio"
+		if tc.transport != nil {
+			name = tc.transport[1]
+		}
+		t.Run(name, func(t *testing.T) { eachRuleFires(t, tc.transport, tc.serve) })
+	}
+}
+
+func eachRuleFires(t *testing.T, transport, serve []string) {
 	dir := t.TempDir()
-	// With replays, as by default: every lie is reproduced and stays the
-	// lying tool's.
-	code, b, stderr := scanFixture(t, []string{"--no-replay=false", "--probes", writeFile(t, dir, "p.json", lyingProbes), "--workspace", seedWorkspaceDir(t)}, "honest", "liar")
+	// Over stdio with replays, as by default: every lie is reproduced and
+	// stays the lying tool's. Replays open sessions as the scan does,
+	// whatever the transport: over HTTP the suite's default (no replay)
+	// keeps it short, and the findings are the same.
+	flags := append([]string{"--probes", writeFile(t, dir, "p.json", lyingProbes), "--workspace", seedWorkspaceDir(t)}, transport...)
+	if transport == nil {
+		flags = append(flags, "--no-replay=false")
+	}
+	code, b, stderr := scanFixture(t, flags, append([]string{"honest", "liar"}, serve...)...)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1; %s", code, stderr)
 	}

@@ -23,10 +23,10 @@ import (
 )
 
 func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("scan", "scan [flags] -- COMMAND [ARG...]", stderr)
+	fs := newFlags("scan", "scan [flags] -- COMMAND [ARG...] | scan [flags] --image REF", stderr)
 	limits := sandbox.DefaultLimits()
 	opts := sandbox.ScanOptions{Changes: sandbox.ChangesAuto, Network: sandbox.DefaultNetwork, Isolation: sandbox.IsolationSession}
-	fs.StringVar(&opts.Image, "image", "mcpsandbox/node:latest", "image to run the server in (must be in the local engine; never pulled)")
+	fs.StringVar(&opts.Image, "image", "mcpsandbox/node:latest", "image to run the server in (must be in the local engine; never pulled); with no command, the server is the image's own entrypoint and command")
 	fs.StringVar(&opts.Workspace, "workspace", "", "host directory the server sees at /workspace, read-write, never modified (default: empty)")
 	pkg := fs.String("package", "", "DIR[:/TARGET]: the server's code, seen at TARGET (default "+sandbox.DefaultPackageTarget+") as the workspace is: writable copy-on-write, never modified, its changes effects")
 	fs.BoolVar(&opts.CopyWorkspace, "copy-workspace", false, "copy the workspace and the package into image layers instead of mounting them copy-on-write")
@@ -79,6 +79,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	bounds := boundFlags(fs)
 	maxReport := reportBoundFlag(fs)
 	cacheSize := cacheSizeFlag(fs)
+	transport := transportFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -87,9 +88,9 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	opts.Argv = fs.Args()
-	if len(opts.Argv) == 0 {
+	if len(opts.Argv) == 0 && !fs.Changed("image") {
 		fs.Usage()
-		return usageError{"scan needs the server command after --"}
+		return usageError{"scan needs the server command after --, or --image REF to run the image's own entrypoint and command"}
 	}
 	opts.Limits = limits
 	if opts.Linger == 0 {
@@ -230,6 +231,9 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		opts.Agent = a
 	}
 	opts.ClientInfo = client
+	if opts.Transport, err = transport(opts.Network); err != nil {
+		return err
+	}
 
 	cli, err := sandbox.Connect(ctx)
 	if err != nil {

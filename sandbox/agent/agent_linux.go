@@ -60,6 +60,11 @@ func Main(args []string) int {
 		return 2
 	}
 	out := &writer{w: os.Stderr, max: cfg.MaxEvents}
+	if cfg.Home != "" {
+		// Replaced where the engine put it, so the environment reads as if
+		// the image had given the user this home.
+		os.Setenv("HOME", cfg.Home)
+	}
 	if cfg.Dir != "" {
 		if err := os.Chdir(cfg.Dir); err != nil {
 			out.errorf("entering the server's directory: %v", err)
@@ -119,7 +124,7 @@ func settings(args []string) (Config, []string, error) {
 		if c.Tick > 0 {
 			cfg.Tick = c.Tick
 		}
-		cfg.Dir = c.Dir
+		cfg.Dir, cfg.Home = c.Dir, c.Home
 	}
 	switch cfg.Network {
 	case ModeNone, ModeSinkhole, ModeOpen:

@@ -32,6 +32,10 @@ type Config struct {
 	// arrived: whatever the runner mounts after the container starts (the
 	// workspace) is in place by then.
 	Dir string `json:"dir,omitempty"`
+	// Home, when set, is the server's HOME, in place of the one the
+	// engine gave (its place in the environment kept): for an image whose
+	// /etc/passwd gives the user no home, where the engine says "/".
+	Home string `json:"home,omitempty"`
 }
 
 // maxConfig bounds the config frame the agent reads.
@@ -89,3 +93,7 @@ func mustJSON(v any) string {
 	}
 	return string(b)
 }
+
+// SinkPorts are the TCP ports the sinkhole answers on the container's
+// loopback: a server scanned over HTTP cannot listen on them there.
+func SinkPorts() []int { return []int{80, 443, 8080, 8443} }

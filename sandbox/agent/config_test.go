@@ -13,7 +13,7 @@ import (
 // a byte of the MCP stream behind it.
 func TestConfigLeavesTheRestOfStdin(t *testing.T) {
 	var b bytes.Buffer
-	want := Config{Network: ModeSinkhole, MaxEvents: 7, Tick: 10 * time.Millisecond, Dir: "/workspace"}
+	want := Config{Network: ModeSinkhole, MaxEvents: 7, Tick: 10 * time.Millisecond, Dir: "/workspace", Home: "/home/sandbox"}
 	if err := WriteConfig(&b, want); err != nil {
 		t.Fatal(err)
 	}

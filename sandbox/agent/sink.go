@@ -14,9 +14,6 @@ import (
 	"time"
 )
 
-// sinkPorts are the TCP ports the sinkhole answers on the loopback.
-var sinkPorts = []int{80, 443, 8080, 8443}
-
 type sinks struct {
 	closers []interface{ Close() error }
 }
@@ -47,7 +44,7 @@ func startSinks(mode string, out *writer) *sinks {
 	if mode != ModeSinkhole {
 		return s
 	}
-	for _, port := range sinkPorts {
+	for _, port := range SinkPorts() {
 		l, err := net.Listen("tcp4", "127.0.0.1:"+strconv.Itoa(port))
 		if err != nil {
 			out.errorf("sinkhole port %d: %v", port, err)

@@ -2,11 +2,16 @@
 // demo: honest tools, and tools that lie about their side effects in each
 // way mcpsandbox must catch. Arguments choose the tool sets:
 //
-//	fixtureserver [honest] [liar] [bad] [hostile] [wary] [stateful] [held] [ipc] [flaky] [env] [leaky] [owner] [boundary] [secrets] [surfaces] [readcrash] [coverage] [garbage] [hang] [crash] ... [--banner]
+//	fixtureserver [honest] [liar] [bad] [hostile] [wary] [stateful] [held] [ipc] [flaky] [env] [leaky] [owner] [boundary] [secrets] [surfaces] [readcrash] [asks] [coverage] [garbage] [hang] [crash] ... [--banner] [--protocol=V]
 //	fixtureserver flood [pages=N] [page-bytes=B] ... (see flood.go: a server that floods its client)
 //
-// (default: honest liar); each misbehaving tool may be named alone. --banner prints a line of non-JSON to stdout
-// before serving, as some real servers do.
+// (default: honest liar); each misbehaving tool may be named alone.
+// --http=ADDR serves them over streamable HTTP at /mcp, --sse=ADDR over
+// HTTP+SSE at /sse, instead of stdio (":0": a port the kernel picks; the
+// server prints where it listens); --want-header='Name: value' answers
+// 401 to a request without that header. --banner prints a line of non-JSON to stdout
+// before serving, as some real servers do. --protocol=V makes V the only
+// protocol version the server speaks.
 package main
 
 import (
@@ -52,9 +57,28 @@ func main() {
 		return
 	}
 	sets := map[string]bool{}
+	httpAddr, sse, wantHeader := "", false, ""
 	for _, a := range os.Args[1:] {
+		if h, ok := strings.CutPrefix(a, "--want-header="); ok {
+			wantHeader = h
+			continue
+		}
+		if addr, ok := strings.CutPrefix(a, "--http="); ok {
+			httpAddr = addr
+			continue
+		}
+		if addr, ok := strings.CutPrefix(a, "--sse="); ok {
+			httpAddr, sse = addr, true
+			continue
+		}
 		if a == "--banner" {
 			fmt.Println("fixture server starting (this line is not JSON-RPC)")
+			continue
+		}
+		if v, ok := strings.CutPrefix(a, "--protocol="); ok {
+			// The only protocol version the server speaks: asked for a
+			// newer one, it answers this (see TestProtocolVersions).
+			protocol = v
 			continue
 		}
 		if a == "--v2" {
@@ -76,6 +100,12 @@ func main() {
 	var sopts *mcp.ServerOptions
 	if sets["surfaces"] {
 		sopts = &mcp.ServerOptions{CompletionHandler: completeSurfaces}
+	}
+	if protocol != "" {
+		if sopts == nil {
+			sopts = &mcp.ServerOptions{}
+		}
+		sopts.SupportedProtocolVersions = []string{protocol}
 	}
 	s := mcp.NewServer(info, sopts)
 	if sets["surfaces"] {
@@ -138,6 +168,12 @@ func main() {
 	if sets["boundary"] {
 		addBoundaryTools(s)
 	}
+	if sets["asks"] {
+		addAsks(s)
+	}
+	if httpAddr != "" {
+		log.Fatal(serveHTTP(s, httpAddr, sse, wantHeader))
+	}
 	if err := s.Run(context.Background(), transport); err != nil {
 		log.Fatal(err)
 	}
@@ -145,6 +181,10 @@ func main() {
 
 // v2 switches to the drifted tool list (see --v2).
 var v2 bool
+
+// protocol is the one protocol version the server speaks ("": every
+// version the SDK speaks; see --protocol=V).
+var protocol string
 
 func no() *bool { b := false; return &b }
 

@@ -26,7 +26,8 @@ const (
 	// startupHostile acts before it serves: what it does lands before
 	// initialize is answered.
 	startupHostile = "startup-hostile"
-	// initializeHostile acts while it answers initialize.
+	// initializeHostile acts while it answers initialize (or
+	// server/discover, the handshake from 2026-07-28 on).
 	initializeHostile = "initialize-hostile"
 	// listHostile acts while it answers tools/list.
 	listHostile = "list-hostile"
@@ -112,7 +113,9 @@ func addPhaseTools(s *mcp.Server, sets map[string]bool) {
 	if sets[initializeHostile] || sets[listHostile] {
 		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-				if (method == "initialize" && sets[initializeHostile]) || (method == "tools/list" && sets[listHostile]) {
+				// The handshake is server/discover from 2026-07-28 on.
+				handshake := method == "initialize" || method == "server/discover"
+				if (handshake && sets[initializeHostile]) || (method == "tools/list" && sets[listHostile]) {
 					logHarm(harm(method))
 				}
 				return next(ctx, method, req)

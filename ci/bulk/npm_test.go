@@ -1,0 +1,134 @@
+package bulk
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestNonRegistryDependenciesRefused(t *testing.T) {
+	for spec, want := range map[string]string{
+		"^1.2.3": "", "latest": "", "npm:other@1": "", ">=1 <2": "",
+		"git+https://github.com/a/b.git": "a git dependency", "github:a/b": "a git dependency", "a/b": "a git dependency (GitHub shorthand)",
+		"https://example.com/x.tgz": "a tarball-URL dependency", "file:../x": "a local dependency", "link:../x": "a local dependency",
+	} {
+		if got := nonRegistry(spec); got != want {
+			t.Errorf("nonRegistry(%q) = %q, want %q", spec, got, want)
+		}
+	}
+	err := refuseDeps(Manifest{Dependencies: map[string]string{"ok": "^1", "bad": "github:evil/prepare"}})
+	if err == nil || !strings.Contains(err.Error(), `bad "github:evil/prepare" is a git dependency: refused`) {
+		t.Errorf("refuseDeps: %v", err)
+	}
+}
+
+func TestCheckLockRefusesWhatIsNotTheRegistry(t *testing.T) {
+	dir := t.TempDir()
+	tgz := filepath.Join(dir, "t", "x.tgz")
+	lock := `{"packages":{"":{},"node_modules/srv":{"resolved":"file:t/x.tgz"},
+		"node_modules/dep":{"resolved":"https://registry.npmjs.org/dep/-/dep-1.0.0.tgz"},
+		"node_modules/opt":{"optional":true},
+		"node_modules/g":{"resolved":"git+ssh://git@github.com/a/g.git#abc"},
+		"node_modules/u":{"resolved":"https://example.com/u.tgz"},
+		"node_modules/l":{"link":true,"resolved":"../l"}}}`
+	p := filepath.Join(dir, "package-lock.json")
+	os.WriteFile(p, []byte(lock), 0o644)
+	err := NPM{}.checkLock(p, "srv", tgz, dir)
+	if err == nil {
+		t.Fatal("a lock with git, URL and link packages was accepted")
+	}
+	for _, want := range []string{"node_modules/g resolves to git+ssh", "node_modules/u resolves to https://example.com/u.tgz", "node_modules/l is a link"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+	for _, no := range []string{"node_modules/srv", "node_modules/dep", "node_modules/opt"} {
+		if strings.Contains(err.Error(), no+" ") {
+			t.Errorf("error names %s, which is fine: %v", no, err)
+		}
+	}
+}
+
+// badRegistry gives a tarball that is not the one its integrity names.
+type badRegistry struct{ *localRegistry }
+
+func (b badRegistry) Pack(ctx context.Context, name, version, dir string) (string, error) {
+	p, err := b.localRegistry.Pack(ctx, name, version, dir)
+	if err == nil {
+		err = os.WriteFile(p, []byte("not the tarball"), 0o644)
+	}
+	return p, err
+}
+
+func TestDownloadRefusesAnotherTarball(t *testing.T) {
+	reg := packFixtures(t, "echo-mcp")
+	n := NPM{Cache: t.TempDir(), Registry: badRegistry{reg}}
+	_, err := n.Install(context.Background(), Spec{Kind: KindNPM, Name: "echo-mcp"})
+	if !errors.Is(err, ErrFetch) || !strings.Contains(err.Error(), "is not the registry's integrity") {
+		t.Fatalf("got %v, want a refused download", err)
+	}
+	if statusOfInstall(err) != StatusFailedFetch {
+		t.Errorf("status %s", statusOfInstall(err))
+	}
+}
+
+// TestNPMInstallPinsAndCaches installs a packed fixture with scripts off:
+// the unversioned spec is pinned with its integrity, the entry is the bin
+// named like the package (not its setup bin), the engines range that
+// excludes the image's node is noted, and a second install reuses the
+// cache without downloading.
+func TestNPMInstallPinsAndCaches(t *testing.T) {
+	reg := packFixtures(t, "echo-mcp")
+	cache := t.TempDir()
+	n := NPM{Cache: cache, Registry: reg, Node: "20.20.2"}
+	in, err := n.Install(context.Background(), Spec{Kind: KindNPM, Name: "echo-mcp", Args: []string{"liar"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Version != "1.0.0" || !strings.HasPrefix(in.Integrity, "sha512-") {
+		t.Errorf("pinned %q %q", in.Version, in.Integrity)
+	}
+	if in.Entry == nil || in.Entry.Bin != "echo-mcp" || in.Entry.Path != "server.js" || !strings.Contains(in.Entry.Why, "echo-mcp-setup left out") {
+		t.Errorf("entry %+v", in.Entry)
+	}
+	if want := []string{"node", "/package/node_modules/echo-mcp/server.js", "liar"}; !slices.Equal(in.Argv, want) {
+		t.Errorf("argv %q, want %q", in.Argv, want)
+	}
+	if len(in.Notes) != 1 || !strings.Contains(in.Notes[0], `engines.node ">=99" excludes the image's node 20.20.2: scanned anyway`) {
+		t.Errorf("notes %q", in.Notes)
+	}
+	if _, err := os.Stat(filepath.Join(in.Dir, "node_modules", "echo-mcp", "server.js")); err != nil {
+		t.Errorf("not installed: %v", err)
+	}
+	tarballs, _ := filepath.Glob(filepath.Join(cache, "tarballs", "sha512-*.tgz"))
+	if len(tarballs) != 1 {
+		t.Errorf("tarballs in the cache: %q", tarballs)
+	}
+	// Again: the cache answers; nothing is packed (the registry cannot).
+	n.Registry = noPack{reg}
+	again, err := n.Install(context.Background(), Spec{Kind: KindNPM, Name: "echo-mcp", Version: "1.0.0"})
+	if err != nil || again.Dir != in.Dir {
+		t.Errorf("second install: %v, dir %q want %q", err, again.Dir, in.Dir)
+	}
+}
+
+type noPack struct{ *localRegistry }
+
+func (noPack) Pack(context.Context, string, string, string) (string, error) {
+	return "", errors.New("downloaded again")
+}
+
+func TestNPMErrorsQuoteTheCause(t *testing.T) {
+	stderr := "npm error code E404\nnpm error 404 Not Found - GET https://registry.npmjs.org/nope - Not found\nnpm error 404\nnpm error 404  'nope@latest' is not in this registry.\nnpm error A complete log of this run can be found in: /x.log\n"
+	got := npmErrors(stderr)
+	if got != "npm error code E404; npm error 404 Not Found - GET https://registry.npmjs.org/nope - Not found; npm error 404" {
+		t.Errorf("npmErrors: %q", got)
+	}
+	if got := npmErrors("a\nb\nc\nd\n"); got != "b; c; d" {
+		t.Errorf("npmErrors without npm error lines: %q", got)
+	}
+}

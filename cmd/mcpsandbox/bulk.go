@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/bulk"
+	"github.com/mcpsandbox/mcpsandbox/ci/gate"
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
+	"github.com/mcpsandbox/mcpsandbox/images"
+	"github.com/mcpsandbox/mcpsandbox/sandbox"
+)
+
+// runBulk is `mcpsandbox bulk`: flags in, ci/bulk does the work.
+func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("bulk", "bulk [flags] LIST...   (LIST: a file of specs, a server.json, an MCP client configuration, or - for stdin)", stderr)
+	jobs := fs.IntP("jobs", "j", runtime.NumCPU(), "packages fetched and scanned at once")
+	results := fs.String("results", "bulk-results", "results directory: state.json, reports/, summary.json, summary.csv, tools.csv, summary.md")
+	cache := fs.String("cache", defaultBulkCache(), "cache of downloaded tarballs and installed trees, by content")
+	force := fs.Bool("force", false, "scan again the packages the state file says are done")
+	retry := fs.Bool("retry", false, "scan again the packages the state file says failed (failed-fetch, failed-install, failed-start, timeout)")
+	timeout := fs.Duration("timeout", bulk.DefaultTimeout, "bound on each package's scan (its --timeout)")
+	fetchTimeout := fs.Duration("fetch-timeout", bulk.DefaultFetchTimeout, "bound on each package's fetch and install")
+	failOn := fs.String("fail-on", "never", "exit 1 when a package has findings at or above: critical, error, warning, note; never: findings do not change the exit code")
+	findingsAt := fs.String("findings-at", "error", "a package's status is findings when it has a finding at or above this severity (critical, error, warning, note)")
+	image := fs.String("image", "mcpsandbox/node:latest", "image npm packages are scanned in (must be in the local engine; never pulled); by default the node image, built from the host's files when missing, by its content tag")
+	node := fs.String("node", "", "the image's node version, for engines ranges (default: the host's node --version: images are built from the host's files)")
+	network := sandbox.DefaultNetwork
+	fs.Var(&network, "network", "the scans' network: sinkhole (default), none, bridge or host")
+	agentPath := fs.String("agent", "", "a static build of mcpsandbox to run as the in-container agent (default: this binary)")
+	startTimeout := fs.Duration("start-timeout", 0, "bound on each server's start and initialize (default 60s)")
+	callTimeout := fs.Duration("call-timeout", 0, "bound on each call (default 30s)")
+	linger := fs.Duration("linger", sandbox.DefaultLinger, "after the last call, keep observing this long; 0: not at all")
+	noReplay := fs.Bool("no-replay", false, "do not replay the calls whose effects raise findings")
+	noBoundary := fs.Bool("no-boundary", false, "leave out the boundary probes")
+	verbose := fs.BoolP("verbose", "v", false, "print each scan's progress to stderr too")
+	cacheSize := cacheSizeFlag(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		fs.Usage()
+		return usageError{"bulk needs at least one LIST"}
+	}
+	if *jobs < 1 {
+		return usageError{fmt.Sprintf("--jobs %d: want 1 or more", *jobs)}
+	}
+	exitOn, err := verdict.ParseFailOn(*failOn)
+	if err != nil {
+		return usageError{fmt.Sprintf("--fail-on: %v", err)}
+	}
+	statusAt, err := verdict.ParseFailOn(*findingsAt)
+	if err != nil || statusAt.Never {
+		return usageError{fmt.Sprintf("--findings-at %q: want critical, error, warning or note", *findingsAt)}
+	}
+	if *timeout <= 0 || *fetchTimeout <= 0 {
+		return usageError{"--timeout and --fetch-timeout: want more than 0"}
+	}
+
+	var specs []bulk.Spec
+	var inputs []bulk.InputError
+	for _, name := range fs.Args() {
+		var r io.Reader = os.Stdin
+		if name != "-" {
+			f, err := os.Open(name)
+			if err != nil {
+				return usageError{fmt.Sprintf("LIST %q: %v", name, err)}
+			}
+			defer f.Close()
+			r = f
+		}
+		s, bad := bulk.Parse(name, r)
+		specs, inputs = append(specs, s...), append(inputs, bad...)
+	}
+	specs, dups := bulk.Dedupe(specs)
+	inputs = append(inputs, dups...)
+	for _, e := range inputs {
+		fmt.Fprintf(stderr, "mcpsandbox: %s\n", report.Printable(e.Error()))
+	}
+
+	if *node == "" {
+		*node = hostNode(ctx)
+	}
+	cli, err := sandbox.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	if !fs.Changed("image") {
+		// The node image, built from the host's files if need be, by its
+		// content tag: every package of the batch is scanned in the same
+		// image, whatever another build on the engine does to :latest.
+		built, err := images.Build(ctx, cli, "node", images.BuildOptions{})
+		if err != nil {
+			return fmt.Errorf("%w: the node image: %w", bulk.ErrBatch, err)
+		}
+		*image = built.Ref
+	}
+	base := sandbox.ScanOptions{Image: *image, Changes: sandbox.ChangesAuto, Network: network, Isolation: sandbox.IsolationSession,
+		User: images.User(), Limits: sandbox.DefaultLimits(), StartTimeout: *startTimeout, CallTimeout: *callTimeout, Linger: *linger,
+		NoBoundary: *noBoundary, ClientInfo: sandbox.DefaultClientInfo(), Disk: sandbox.DefaultDisk, DiskInterval: sandbox.DefaultDiskInterval}
+	if base.Linger == 0 {
+		base.Linger = -1
+	}
+	if *verbose {
+		base.Log = stderr
+	}
+	a, err := sandbox.FindAgent(*agentPath)
+	if err != nil {
+		return err
+	}
+	base.Agent = a
+	o := bulk.Options{Results: *results, Jobs: *jobs, Force: *force, Retry: *retry, Timeout: *timeout, FetchTimeout: *fetchTimeout, FailOn: statusAt,
+		Installers: map[bulk.Kind]bulk.Installer{
+			bulk.KindNPM:   bulk.NPM{Cache: *cache, Node: *node},
+			bulk.KindImage: bulk.EngineImages(cli),
+		},
+		Scanner: bulk.GateScanner{Engine: cli, Base: base, NoReplay: *noReplay, Version: version()},
+		Version: version(), Log: stderr}
+	if isTerminal(stderr) && !*verbose {
+		o.Progress = &barProgress{w: stderr}
+	}
+	res, runErr := bulk.Run(ctx, specs, o)
+	evictAfterScan(ctx, cli, int64(*cacheSize), base.Log, stderr)
+	if errors.Is(runErr, bulk.ErrBatch) {
+		return runErr
+	}
+	sum := bulk.Summarize(res, inputs)
+	if err := bulk.WriteSummaries(*results, sum); err != nil {
+		return fmt.Errorf("%w: %w", bulk.ErrBatch, err)
+	}
+	var counts []string
+	for _, st := range bulk.Statuses() {
+		if n := sum.Totals.ByStatus[st.String()]; n > 0 {
+			counts = append(counts, fmt.Sprintf("%s %d", st, n))
+		}
+	}
+	fmt.Fprintf(stdout, "%d of %d packages done (%s); summary in %s\n", sum.Totals.Packages, len(specs), strings.Join(counts, ", "), filepath.Join(*results, "summary.md"))
+	if runErr != nil {
+		return fmt.Errorf("%w: the same command goes on where it stopped", runErr)
+	}
+	if bulk.Fails(res, exitOn) {
+		return gate.ErrFindings
+	}
+	return nil
+}
+
+// defaultBulkCache is $XDG_CACHE_HOME/mcpsandbox/bulk (~/.cache/...).
+func defaultBulkCache() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	return filepath.Join(dir, "mcpsandbox", "bulk")
+}
+
+// hostNode is the host's node version (X.Y.Z), which the node image is
+// built from; "" when there is none (engines then go unchecked).
+func hostNode(ctx context.Context) string {
+	out, err := exec.CommandContext(ctx, "node", "--version").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimPrefix(strings.TrimSpace(string(out)), "v")
+}
