@@ -29,11 +29,13 @@ RACE_PKGS := ./ci/... ./overlay/... ./probes/... ./sandbox/agent/... ./sandbox/l
 # Unit and integration tests against the real engine and real servers.
 test: images
 	$(GO) test -count=1 -timeout 15m ./...
+	cd ci/bulk/k8sjob/k8stest && $(GO) test -count=1 ./...
 	CGO_ENABLED=1 $(GO) test -race -count=1 $(RACE_PKGS)
 
 # Tests that need no Docker; integration tests say they skip.
 test-short:
 	$(GO) test -short -count=1 ./...
+	cd ci/bulk/k8sjob/k8stest && $(GO) test -count=1 ./...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt -l:"; echo "$$out"; exit 1; fi

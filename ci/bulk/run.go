@@ -25,7 +25,10 @@ import (
 // the summary.
 type Result struct {
 	// Key identifies the spec (Spec.Key); Spec is its list form.
-	Key    string `json:"key"`
+	Key string `json:"key"`
+	// Order is the spec's place in the whole list (Spec.Order): a merge of
+	// shards sorts by it.
+	Order  int    `json:"order"`
 	Spec   string `json:"spec"`
 	Kind   Kind   `json:"kind"`
 	Name   string `json:"name"`
@@ -234,6 +237,11 @@ func Run(ctx context.Context, specs []Spec, o Options) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Written at once: a shard given nothing to do is still a results
+	// directory a merge can read.
+	if err := writeState(o.Results, done); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBatch, err)
+	}
 	// prior is the state as this run found it: what to skip is decided on
 	// it, while the jobs update done.
 	prior := make(map[string]Result, len(done))
@@ -269,7 +277,7 @@ func Run(ctx context.Context, specs []Spec, o Options) ([]Result, error) {
 	var werrOnce sync.Once
 	for i, s := range specs {
 		if r, ok := prior[s.Key()]; ok && !redo(s) {
-			r.Source = s.Source
+			r.Source, r.Order = s.Source, s.Order
 			results[i] = &r
 			fmt.Fprintf(o.Log, "%s: done (%s), skipped\n", s, r.Status)
 			continue
@@ -306,7 +314,7 @@ func Run(ctx context.Context, specs []Spec, o Options) ([]Result, error) {
 			if !ok {
 				continue
 			}
-			prev.Source = specs[i].Source
+			prev.Source, prev.Order = specs[i].Source, specs[i].Order
 			r = &prev
 		}
 		out = append(out, *r)
@@ -340,7 +348,7 @@ func whyLine(r Result) string {
 // finished: nothing is recorded.
 func runOne(ctx context.Context, s Spec, o Options) (Result, bool) {
 	start := time.Now()
-	r := Result{Key: s.Key(), Spec: s.String(), Kind: s.Kind, Name: s.Name, Source: s.Source}
+	r := Result{Key: s.Key(), Order: s.Order, Spec: s.String(), Kind: s.Kind, Name: s.Name, Source: s.Source}
 	finish := func(st Status, why string) (Result, bool) {
 		if ctx.Err() != nil {
 			return r, false

@@ -90,6 +90,9 @@ type Spec struct {
 	// Why says why. Zero: to be scanned.
 	Status Status `json:"status,omitempty"`
 	Why    string `json:"why,omitempty"`
+	// Order is the spec's place in the whole list, before sharding (see
+	// Number); not part of its key.
+	Order int `json:"-"`
 }
 
 // String is the spec as a list line takes it (without env or source).

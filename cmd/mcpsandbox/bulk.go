@@ -21,6 +21,15 @@ import (
 
 // runBulk is `mcpsandbox bulk`: flags in, ci/bulk does the work.
 func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		// A list named like a subcommand is given as ./merge.
+		switch args[0] {
+		case "merge":
+			return runBulkMerge(args[1:], stdout, stderr)
+		case "k8s":
+			return runBulkK8s(args[1:], stdout, stderr)
+		}
+	}
 	fs := newFlags("bulk", "bulk [flags] LIST...   (LIST: a file of specs, a server.json, an MCP client configuration, or - for stdin)", stderr)
 	jobs := fs.IntP("jobs", "j", runtime.NumCPU(), "packages fetched and scanned at once")
 	results := fs.String("results", "bulk-results", "results directory: state.json, reports/, summary.json, summary.csv, tools.csv, summary.md")
@@ -42,9 +51,17 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	noReplay := fs.Bool("no-replay", false, "do not replay the calls whose effects raise findings")
 	noBoundary := fs.Bool("no-boundary", false, "leave out the boundary probes")
 	verbose := fs.BoolP("verbose", "v", false, "print each scan's progress to stderr too")
+	shardFlag := fs.String("shard", "", "I/N: scan only shard I of N of the lists (by a hash of each spec; N machines given 0..N-1 cover the lists once; see bulk merge)")
 	cacheSize := cacheSizeFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	var shard bulk.Shard
+	if *shardFlag != "" {
+		var err error
+		if shard, err = bulk.ParseShard(*shardFlag); err != nil {
+			return usageError{fmt.Sprintf("--shard: %v", err)}
+		}
 	}
 	if fs.NArg() == 0 {
 		fs.Usage()
@@ -82,6 +99,8 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	specs, dups := bulk.Dedupe(specs)
 	inputs = append(inputs, dups...)
+	// Numbered before sharding: a merge puts the rows back in list order.
+	specs = shard.Pick(bulk.Number(specs))
 	for _, e := range inputs {
 		fmt.Fprintf(stderr, "mcpsandbox: %s\n", report.Printable(e.Error()))
 	}

@@ -79,3 +79,27 @@ func TestBulkProgressBar(t *testing.T) {
 		t.Errorf("progress output %q", out)
 	}
 }
+
+func TestBulkShardK8sAndMergeUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bulk", "--shard", "2/2", "x"}, "--shard"},
+		{[]string{"bulk", "merge"}, "at least one results DIR"},
+		{[]string{"bulk", "merge", "--results", t.TempDir(), t.TempDir()}, "not a results directory"},
+		{[]string{"bulk", "k8s", "--image", "i", "--shards", "0", "--lists", "l", "--list", "a", "--results-claim", "r"}, "shards 0"},
+	} {
+		var out, errb bytes.Buffer
+		err := run(context.Background(), tc.args, &out, &errb)
+		if code := exitCode(err, &errb); code != 2 || !strings.Contains(errb.String(), tc.want) {
+			t.Errorf("mcpsandbox %q: exit %d, stderr %q lacks %q", tc.args, code, errb.String(), tc.want)
+		}
+	}
+	var out, errb bytes.Buffer
+	err := run(context.Background(), []string{"bulk", "k8s", "--image", "reg.example/mcpsandbox-bulk:1", "--shards", "4", "--lists", "lists",
+		"--list", "npm.txt", "--results-claim", "results", "--", "-j", "2"}, &out, &errb)
+	if err != nil || !strings.Contains(out.String(), `completionMode: "Indexed"`) || !strings.Contains(out.String(), `"$(MCPSANDBOX_SHARD_INDEX)/4"`) {
+		t.Errorf("bulk k8s: %v %s\n%s", err, errb.String(), out.String())
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mcpsandbox/mcpsandbox/ci/bulk"
 	"io"
 	"runtime/debug"
 
@@ -21,6 +22,8 @@ Usage:
   mcpsandbox scan [flags] -- COMMAND [ARG...]   scan an MCP server (stdio; over HTTP with --transport)
   mcpsandbox scan [flags] --image REF           scan the server an image runs (its entrypoint and command)
   mcpsandbox bulk [flags] LIST...               scan npm packages and images listed in files, resumably
+  mcpsandbox bulk merge [--results DIR] DIR...  merge the results directories of shards into one
+  mcpsandbox bulk k8s [flags]                   print a Kubernetes Indexed Job that runs the shards
   mcpsandbox images build [node|python|base]    build runtime images from the host
   mcpsandbox images ls                          list the images mcpsandbox made, with the cache's sizes
   mcpsandbox images prune [--cache-size SIZE]   evict cached images, least recently used first
@@ -95,6 +98,10 @@ func exitCode(err error, stderr io.Writer) int {
 	case err == nil, errors.Is(err, errHelp):
 		return 0
 	case errors.Is(err, gate.ErrFindings):
+		return 1
+	case errors.Is(err, bulk.ErrConflict):
+		// The merge ran; what it could not decide is listed.
+		fmt.Fprintf(stderr, "mcpsandbox: %s\n", report.Printable(report.OneLine(err.Error())))
 		return 1
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "mcpsandbox: %s (see 'mcpsandbox --help')\n", ue.msg)
