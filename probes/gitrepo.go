@@ -39,6 +39,7 @@ var gitHistory = []gitCommit{
 	{"Add slugify helper", []string{"src/index.js", "src/lib/util.js"}, time.Date(2025, 3, 4, 16, 41, 52, 0, time.FixedZone("", 3600))},
 	{"Add tests and a test script", []string{"scripts/test.sh", "tests/index.test.js"}, time.Date(2025, 3, 10, 11, 5, 33, 0, time.FixedZone("", 3600))},
 	{"Add default config", []string{"config/default.json"}, time.Date(2025, 3, 12, 14, 27, 19, 0, time.FixedZone("", 3600))},
+	{"Add design overview", []string{"design/overview.pdf"}, time.Date(2025, 3, 17, 10, 2, 46, 0, time.FixedZone("", 3600))},
 }
 
 // gitBranch is the branch the clone has checked out.

@@ -537,7 +537,7 @@ func (y *synth) pathFor(name, desc, format string) string {
 	case k == PathDir || y.dirs:
 		return y.canary.Dir
 	}
-	return y.canary.Text
+	return y.canary.File(name, desc)
 }
 
 func formatExample(f string) (string, bool) {

@@ -102,8 +102,9 @@ func serveDNS(pc net.PacketConn, mode string, out *writer) {
 	}
 }
 
-// dnsAnswer answers a query: NXDOMAIN, or for sinkhole an A record of
-// 127.0.0.1 (other types get an empty answer).
+// dnsAnswer answers a query: NXDOMAIN, or for sinkhole one A record of
+// SinkIPv4 or one AAAA record of SinkIPv6 (other types get an empty
+// answer).
 func dnsAnswer(q []byte, sinkhole bool) []byte {
 	_, end, ok := readName(q, 12)
 	if !ok || end+4 > len(q) {
@@ -121,12 +122,20 @@ func dnsAnswer(q []byte, sinkhole bool) []byte {
 		binary.BigEndian.PutUint16(resp[6:], 0)
 		return resp
 	}
-	if qtype != 1 {
+	var addr []byte
+	switch qtype {
+	case dnsTypeA:
+		addr = net.ParseIP(SinkIPv4).To4()
+	case dnsTypeAAAA:
+		addr = net.ParseIP(SinkIPv6).To16()
+	default:
 		binary.BigEndian.PutUint16(resp[6:], 0)
 		return resp
 	}
 	binary.BigEndian.PutUint16(resp[6:], 1)
-	return append(resp, 0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 30, 0, 4, 127, 0, 0, 1)
+	// The name by pointer to the question, the type, class IN, TTL 30 s.
+	resp = append(resp, 0xc0, 12, byte(qtype>>8), byte(qtype), 0, 1, 0, 0, 0, 30, 0, byte(len(addr)))
+	return append(resp, addr...)
 }
 
 // Bounds of the sinkhole's TCP side: how long a connection may stay
