@@ -38,7 +38,8 @@ func TestSeededProjectIsAGitRepo(t *testing.T) {
 		t.Fatalf("calls %+v", res.Report.Calls)
 	}
 	for _, want := range []string{
-		"$ git log --format=%h %an %ad %s --date=iso (<nil>)\n<git-commit-4:short> <git-user> 2025-03-12 14:27:19 +0100 Add default config\n",
+		"$ git log --format=%h %an %ad %s --date=iso (<nil>)\n<git-commit-5:short> <git-user> 2025-03-17 10:02:46 +0100 Add design overview\n",
+		"<git-commit-4:short> <git-user> 2025-03-12 14:27:19 +0100 Add default config\n",
 		"<git-commit-1:short> <git-user> 2025-03-03 09:14:07 +0100 Initial commit\n",
 		"$ git status --porcelain --branch (<nil>)\n## main...origin/main\n\n",
 		"$ git fsck --no-dangling (<nil>)",
@@ -87,7 +88,11 @@ func TestSinkholeServesAPage(t *testing.T) {
 	}
 	for _, c := range calls {
 		for _, n := range c.Effects.Network {
-			if n.Kind == "connect" && !n.Loopback && !strings.HasPrefix(n.Result, "sinkholed") {
+			// A resolver's source-address probe (a UDP connect to each
+			// answer, RFC 6724 sorting) sends nothing and fails: there is
+			// no route out.
+			probe := n.Protocol == "udp" && (n.Result == "ENETUNREACH" || n.Result == "EADDRNOTAVAIL")
+			if n.Kind == "connect" && !n.Loopback && !probe && !strings.HasPrefix(n.Result, "sinkholed") {
 				t.Errorf("a connection that was not sinkholed: %+v", n)
 			}
 		}
