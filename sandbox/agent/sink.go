@@ -28,9 +28,9 @@ func (s *sinks) close() {
 }
 
 // startSinks answers DNS on 127.0.0.1:53 (the container's resolver, set by
-// the runner): NXDOMAIN in none mode, the loopback in sinkhole mode; and in
-// sinkhole mode accepts TCP on the common ports, recording TLS SNI and HTTP
-// requests. Binding low ports needs the runner's
+// the runner): NXDOMAIN in none mode, SinkIPv4 and SinkIPv6 in sinkhole
+// mode; and in sinkhole mode accepts TCP on the common ports, recording TLS
+// SNI and HTTP requests. Binding low ports needs the runner's
 // net.ipv4.ip_unprivileged_port_start=0; a failure is reported, not fatal.
 func startSinks(mode string, out *writer) *sinks {
 	s := &sinks{}
