@@ -11,9 +11,9 @@ type NetworkMode int
 const (
 	// NetworkNone: loopback only; DNS answered NXDOMAIN by the agent.
 	NetworkNone NetworkMode = iota + 1
-	// NetworkSinkhole: no network, but DNS answers documentation addresses
-	// (agent.SinkIPv4, agent.SinkIPv6) and outbound TCP is redirected to
-	// the agent's listeners; nothing leaves.
+	// NetworkSinkhole: no network, but DNS answers a documentation address
+	// (agent.SinkIP) and outbound TCP is redirected to the agent's
+	// listeners; nothing leaves.
 	NetworkSinkhole
 	// NetworkBridge and NetworkHost really reach other machines.
 	NetworkBridge

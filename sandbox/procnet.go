@@ -29,7 +29,7 @@ type procNet struct {
 	// resolver's datagrams to it are reported as dns events, not connects.
 	sink bool
 	// answers is set in sinkhole mode, where the agent answers every name
-	// with agent.SinkIPv4 and agent.SinkIPv6 (set after newProcNet).
+	// with agent.SinkIP (set after newProcNet).
 	answers bool
 	// forkOnly holds the children a call listed as "(forked, no exec)";
 	// their execs after that call are the call's (fill puts them there),
@@ -168,15 +168,15 @@ func (p *procNet) collect(ctx context.Context, eff *report.Effects, call bool) {
 				continue
 			}
 			ip := net.ParseIP(e.Address)
-			// A connection to one of the sinkhole's DNS answers reached the
-			// agent on the loopback, as one to 127.0.0.1 does: the host it
-			// was for is the dns entry's, and the address, the same for
-			// every host, would make connections to different hosts look
-			// alike across calls.
+			// A connection to the sinkhole's DNS answer reached the agent
+			// on the loopback, as one to 127.0.0.1 does: the host it was
+			// for is the dns entry's, and the address, the same for every
+			// host, would make connections to different hosts look alike
+			// across calls.
 			// A datagram there stays an outside one: it reaches no one,
 			// and its payload is searched for honeytokens.
 			toSink := p.answers && e.Kind == agent.KindConnect && e.Protocol != "udp" &&
-				(ip.Equal(net.ParseIP(agent.SinkIPv4)) || ip.Equal(net.ParseIP(agent.SinkIPv6)))
+				ip.Equal(net.ParseIP(agent.SinkIP))
 			local := ip != nil && (ip.IsLoopback() || toSink)
 			ne := report.NetEvent{Kind: e.Kind, PID: e.PID, Host: e.Host, Address: e.Address,
 				Port: e.Port, Protocol: e.Protocol, Result: e.Result, Method: e.Method, Path: e.Path,

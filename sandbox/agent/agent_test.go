@@ -38,8 +38,8 @@ func TestDNSQuestionAndAnswers(t *testing.T) {
 		t.Errorf("none mode answer = %x, want NXDOMAIN with no answer", nx)
 	}
 	a := dnsAnswer(q, true)
-	if a[3]&0x0f != 0 || a[7] != 1 || !bytes.HasSuffix(a, []byte{0, 4, 192, 0, 2, 1}) {
-		t.Errorf("sinkhole answer = %x, want one A record of 192.0.2.1", a)
+	if a[3]&0x0f != 0 || a[7] != 0 {
+		t.Errorf("sinkhole A answer = %x, want no record and no error (one family only)", a)
 	}
 	q6 := append(q[:len(q)-4:len(q)-4], 0, 28, 0, 1) // AAAA, IN
 	a6 := dnsAnswer(q6, true)
@@ -51,11 +51,8 @@ func TestDNSQuestionAndAnswers(t *testing.T) {
 	if mx[3]&0x0f != 0 || mx[7] != 0 {
 		t.Errorf("sinkhole MX answer = %x, want no record and no error", mx)
 	}
-	for _, s := range []string{SinkIPv4, SinkIPv6} {
-		ip := net.ParseIP(s)
-		if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified() || ip.IsMulticast() {
-			t.Errorf("sinkhole address %s is not a public-looking one: SSRF guards refuse it", s)
-		}
+	if ip := net.ParseIP(SinkIP); ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified() || ip.IsMulticast() {
+		t.Errorf("sinkhole address %s is not a public-looking one: SSRF guards refuse it", SinkIP)
 	}
 }
 

@@ -5,25 +5,20 @@ import (
 	"strings"
 )
 
-// The sinkhole's DNS answers every name with these addresses: from the
-// documentation ranges (TEST-NET-1, RFC 5737; 3fff::/20, RFC 9637), so no
-// real host is named, and neither loopback, private nor link-local, so a
-// client's SSRF guard lets the request go on to the sinkhole (the agent
-// redirects every TCP connect that is not to the loopback). The IPv6 one
-// is what a resolver sorts first (RFC 6724: IPv6 before IPv4), and it is
-// outside 2001:db8::/32, which common guards (private-ip) refuse as they
-// refuse 192.0.2.0/24; a client that checks every address sees one of
-// each, and a guard that refuses both still refuses.
-const (
-	SinkIPv4 = "192.0.2.1"
-	SinkIPv6 = "3fff::1"
-)
+// SinkIP is the one address the sinkhole's DNS answers every name with (an
+// AAAA record; an A query gets no record and no error). It is from the
+// documentation range 3fff::/20 (RFC 9637), so no real host is named, and
+// it is neither loopback, private nor link-local, nor in the older
+// 2001:db8::/32 or 192.0.2.0/24 that common guards (private-ip) refuse, so
+// a client's SSRF guard lets the request go on to the sinkhole (the agent
+// redirects every TCP connect that is not to the loopback). One family
+// only: with an A record too, which of the two a dialer connects to
+// (happy eyeballs, the resolver's sort) depends on timing, and the report
+// would not be the same from one run to the next.
+const SinkIP = "3fff::1"
 
-// DNS record types the sinkhole answers.
-const (
-	dnsTypeA    = 1
-	dnsTypeAAAA = 28
-)
+// dnsTypeAAAA is the one DNS record type the sinkhole answers.
+const dnsTypeAAAA = 28
 
 // dnsQuestion returns the first question's name of a DNS query.
 func dnsQuestion(msg []byte) (string, bool) {

@@ -15,8 +15,8 @@ import (
 )
 
 // Modes of the network: none (loopback only, DNS answered NXDOMAIN),
-// sinkhole (DNS answered with documentation addresses, SinkIPv4 and
-// SinkIPv6; outbound TCP redirected to the agent's listeners), open (the
+// sinkhole (DNS answered with a documentation address, SinkIP; outbound
+// TCP redirected to the agent's listeners), open (the
 // container's own network; only observed).
 const (
 	ModeNone     = "none"

@@ -401,8 +401,10 @@ func (t *tracer) seccomp(tid int, tk *task) bool {
 		}
 		p.dests[fd] = ev
 		if t.mode == ModeSinkhole && ev.Protocol == "udp" && isSinkAddress(ev.Address) {
-			// A resolver sorting the sinkhole's two answers (RFC 6724)
-			// connects a UDP socket to each to learn its source address:
+			// A resolver sorting its answers (RFC 6724; glibc's
+			// getaddrinfo does for a name that gives several, one per
+			// socket type) connects a UDP socket to each to learn its
+			// source address:
 			// nothing is sent, and a datagram that follows is recorded by
 			// its send. Reported, it would be the same entry on every
 			// call that resolves a name.
@@ -656,10 +658,10 @@ func redirect(tid int, addr uint64, n int) ([]byte, uint64) {
 	return orig, addr
 }
 
-// isSinkAddress tells whether a is one of the sinkhole's DNS answers.
+// isSinkAddress tells whether a is the sinkhole's DNS answer.
 func isSinkAddress(a string) bool {
 	ip := net.ParseIP(a)
-	return ip != nil && (ip.Equal(net.ParseIP(SinkIPv4)) || ip.Equal(net.ParseIP(SinkIPv6)))
+	return ip != nil && ip.Equal(net.ParseIP(SinkIP))
 }
 
 func isLoopback(a string) bool {
