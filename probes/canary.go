@@ -82,6 +82,9 @@ type Bait struct {
 	// modification times count back from it, and the planted git index
 	// records them. Zero until set.
 	Now time.Time
+	// Boundary is the marker planted outside the workspace for the
+	// boundary probes (see WithBoundary).
+	Boundary BoundaryMarker
 }
 
 // At returns the bait planted at now (to the second): the files' times,
@@ -153,6 +156,10 @@ func NewBait(seed uint64) Bait {
 		// Between an hour and about six weeks, to the second.
 		b.ages[role] = time.Hour + time.Duration(r.IntN(6*7*24*3600))*time.Second
 	}
+	// Drawn after everything above, so that adding it changed no earlier
+	// draw.
+	b.ages[boundaryRole] = time.Hour + time.Duration(r.IntN(6*7*24*3600))*time.Second
+	b.Boundary = newBoundaryMarker(b.Project, str(alnum, 32))
 	dir := "/workspace/" + b.Project
 	b.Canary = Canary{Dir: dir, Text: dir + "/README.md", JSON: dir + "/config/default.json", Nested: dir + "/src/lib",
 		New: dir + "/NOTES.md", NewDir: dir + "/docs", Marker: "/tmp/" + b.Project + ".test.log",
@@ -283,8 +290,9 @@ func (b Bait) Placeholders() []report.Placeholder {
 		// Find matches hex in either case.
 		ps = append(ps, report.Placeholder{Value: strings.ToUpper(fs[len(fs)-1]), Role: "<" + name + ":HEX>"})
 	}
+	ps = append(ps, report.Placeholder{Value: b.Boundary.Secret, Role: "<boundary-marker>"})
 	files, repo := b.seeds()
-	for _, s := range files {
+	for _, s := range append(files, b.BoundarySeed()) {
 		sum := sha256.Sum256([]byte(s.Content))
 		ps = append(ps, report.Placeholder{Value: hex.EncodeToString(sum[:]), Role: "<sha256:" + s.Role + ">"})
 	}

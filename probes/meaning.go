@@ -19,17 +19,28 @@ const exampleURL = "http://example.com/"
 const exampleJWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJleGFtcGxlIn0.c2lnbmF0dXJlLWV4YW1wbGU"
 
 // Words splits a property or tool name into lower-case words at
-// camelCase, snake_case, kebab-case, dots, spaces and digits' edges:
-// "targetTimezone" is [target timezone], "HTTPPath" [http path],
-// "set_working_dir" [set working dir].
+// camelCase, snake_case, kebab-case, dots, spaces, and before the digits
+// that end a word: "targetTimezone" is [target timezone], "HTTPPath"
+// [http path], "set_working_dir" [set working dir], "date2" [date 2].
 func Words(name string) []string {
 	var out []string
 	var cur []rune
 	flush := func() {
-		if len(cur) > 0 {
-			out = append(out, strings.ToLower(string(cur)))
-			cur = cur[:0]
+		if len(cur) == 0 {
+			return
 		}
+		// Digits that end a word are a word of their own: "date2" is the
+		// second date, "text1" a text, "ipv4" an "ipv".
+		i := len(cur)
+		for i > 0 && unicode.IsDigit(cur[i-1]) {
+			i--
+		}
+		if i > 0 && i < len(cur) {
+			out = append(out, strings.ToLower(string(cur[:i])), string(cur[i:]))
+		} else {
+			out = append(out, strings.ToLower(string(cur)))
+		}
+		cur = cur[:0]
 	}
 	rs := []rune(name)
 	for i, r := range rs {
@@ -74,10 +85,16 @@ var (
 	pathWords = map[string]bool{"path": true, "paths": true, "file": true, "files": true, "filename": true, "filepath": true,
 		"pathname": true, "dir": true, "dirs": true, "dirname": true, "directory": true, "directories": true, "folder": true,
 		"folders": true, "root": true, "cwd": true, "src": true, "source": true, "sources": true, "dest": true,
-		"destination": true, "target": true}
+		"destination": true, "target": true, "workdir": true}
 	dirWords       = map[string]bool{"dir": true, "dirs": true, "dirname": true, "directory": true, "directories": true, "folder": true, "folders": true, "root": true, "cwd": true}
 	destWords      = map[string]bool{"dest": true, "destination": true, "target": true, "new": true}
 	ambiguousWords = map[string]bool{"source": true, "sources": true, "src": true, "target": true, "dest": true, "destination": true, "root": true}
+	// repoDirWords name a directory among a path's words (repo_path,
+	// workspaceDir, project_root): a repository is a directory, the
+	// project's (with pathWords' workdir, a path by itself); not with
+	// fileWords (repo_file_path is a file in it).
+	repoDirWords = map[string]bool{"repo": true, "repository": true, "workspace": true, "project": true, "worktree": true, "workdir": true}
+	fileWords    = map[string]bool{"file": true, "files": true, "filename": true, "filepath": true}
 	// notPathWords make a name something else whatever its other words:
 	// "targetTimezone" is a time zone, "fileContent" text, "sourceLang" a
 	// language.
@@ -109,7 +126,7 @@ func ClassifyPath(name, desc, format string) PathKind {
 			has = true
 			unambiguous = unambiguous || !ambiguousWords[w]
 		}
-		dir = dir || dirWords[w]
+		dir = dir || dirWords[w] || RepoDir(name)
 		dest = dest || destWords[w]
 	}
 	last := ws[len(ws)-1]
@@ -127,6 +144,45 @@ func ClassifyPath(name, desc, format string) PathKind {
 		return PathDir
 	}
 	return PathFile
+}
+
+// RepoDir says whether a path property's name names a repository or
+// the project (repo_path, workspaceDir, projectRoot), not a file in it:
+// the existing project directory, even for a tool that creates (a
+// branch is made in the repository, not the repository).
+func RepoDir(name string) bool {
+	ws := Words(name)
+	return slices.ContainsFunc(ws, func(w string) bool { return repoDirWords[w] }) &&
+		!slices.ContainsFunc(ws, func(w string) bool { return fileWords[w] })
+}
+
+// revisionValue is given to properties that name a git revision: every
+// repository with a commit has it (the canary clone has commits).
+const revisionValue = "HEAD"
+
+var (
+	// Not "commit", nor "commit reference" in a description: the items of
+	// a list of commits to apply (cherry-pick, revert) are named so, and
+	// HEAD, already applied, leaves the operation half done (git's
+	// CHERRY_PICK_HEAD), failing the calls after it.
+	revisionWords = map[string]bool{"revision": true, "rev": true, "sha": true, "ref": true, "treeish": true, "committish": true, "upstream": true, "onto": true}
+	revisionDesc  = regexp.MustCompile(`(?i)\b(commit (?:hash|sha|id)|revision|commit-ish|tree-ish|branch or commit|commit or branch)\b`)
+)
+
+// RevisionValues are the strings for a property that names a git
+// revision to read or move to, by the last word of its name (commitSha,
+// revision, upstream) or by its description ("commit hash", "branch or
+// commit"): HEAD. None for others (commitMessage, described as a "Commit
+// message"), nor for commits to apply (see revisionWords).
+func RevisionValues(name, desc string) []string {
+	if len(desc) > maxDescription {
+		desc = desc[:maxDescription] // the server writes it; a cut word only misses
+	}
+	ws := Words(name)
+	if (len(ws) > 0 && revisionWords[ws[len(ws)-1]]) || revisionDesc.MatchString(desc) {
+		return []string{revisionValue}
+	}
+	return nil
 }
 
 // nameValues are strings for properties whose words say what they hold,
@@ -152,6 +208,12 @@ var nameValues = []struct {
 	{[]string{"branch"}, []string{"main"}},
 	{[]string{"tag"}, []string{"v1.0.0"}},
 	{[]string{"phone"}, []string{"+15555550100"}},
+	{[]string{"ip", "ipv"}, []string{"192.0.2.1"}},
+	{[]string{"cidr", "subnet"}, []string{"192.0.2.0/24"}},
+	{[]string{"cron", "crontab"}, []string{"0 0 * * *", "*/5 * * * *"}},
+	{[]string{"math", "mathematical", "arithmetic", "formula", "equation"}, []string{"1 + 2", "2 * 3"}},
+	{[]string{"unit", "units"}, []string{"m", "metric"}},
+	{[]string{"number", "digits", "numeric"}, []string{"12345", "1"}},
 }
 
 // pageWords mark a token that is a pagination cursor, not a credential.
@@ -178,10 +240,65 @@ func NameValues(name string) []string {
 	return out
 }
 
+// descWord splits a description into lower-case words, digits that end
+// a word apart ("IPv4" is [ipv 4]).
+var descWord = regexp.MustCompile(`[\p{L}\p{N}]+`)
+
+// DescriptionValues are the strings a property's description suggests:
+// those of the first word of it that names what a value holds ("Cron
+// expression" a cron schedule, "Target IP" an address, "Source unit" a
+// unit), as for a name (see NameValues). Bounded: the first
+// maxDescription bytes.
+func DescriptionValues(desc string) []string {
+	desc = clip(desc, maxDescription)
+	for _, tok := range descWord.FindAllString(desc, -1) {
+		for _, w := range Words(strings.ToLower(tok)) {
+			for _, nv := range nameValues {
+				if slices.Contains(nv.words, w) {
+					return nv.values
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// clip cuts s to at most n bytes, not inside a character.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// NoPID is the pid given to a pid property when no process the server
+// started is known: one past the largest pid_max Linux allows (2^22), so
+// no process has it. 1 (the sandbox's init) or the server's own pid
+// would have a kill tool end the scan.
+const NoPID = 1 << 22
+
+// PIDLike says whether a property holds a process id: "pid", "targetPid",
+// "process_id".
+func PIDLike(name string) bool {
+	ws := Words(name)
+	for i, w := range ws {
+		if w == "pid" || w == "pids" || (w == "process" && i+1 < len(ws) && (ws[i+1] == "id" || ws[i+1] == "ids")) {
+			return true
+		}
+	}
+	return false
+}
+
 // NameNumber is the number a numeric property's name suggests: 0 for
-// offsets and indexes, the year for years, else 1 (a count, a limit, a
-// page).
+// offsets and indexes, the year for years, NoPID for process ids, else 1
+// (a count, a limit, a page).
 func NameNumber(name string) float64 {
+	if PIDLike(name) {
+		return NoPID
+	}
 	for _, w := range Words(name) {
 		switch w {
 		case "offset", "skip", "index", "idx", "start", "from":
@@ -198,13 +315,17 @@ const (
 	maxDescription = 2000 // bytes of a description mined for examples
 	maxExamples    = 8    // examples taken from one description
 	maxExample     = 100  // runes of one example
+	negationWindow = 40   // bytes before a quoted example read for a negation
 )
 
 var (
 	exampleAfter = regexp.MustCompile("(?i)(?:\\be\\.g\\.|\\beg\\.|\\bfor example\\b|\\bfor instance\\b|\\bsuch as\\b|\\bexamples?:)\\s*[:,]?\\s*([\"'`]?[^\\s,;)\"'`]+)")
-	oneOf        = regexp.MustCompile(`(?i)\b(?:one of|either|values?:|options?:|allowed:?)\s*:?\s*([^.;\n]+)`)
+	oneOf        = regexp.MustCompile(`(?i)\b(?:one of|either|values:|options:|(?:supported|allowed|valid|accepted|available)\s+[a-z]+\s*:|allowed:?)\s*:?\s*([^.;\n]+)`)
 	quoted       = regexp.MustCompile("`([^`\\n]+)`|\"([^\"\\n]+)\"|'([^'\\n]+)'")
 	listSep      = regexp.MustCompile(`\s*(?:,|\bor\b|\band\b|\|)\s*`)
+	// negated ends the text before a quoted value that says what a value
+	// must not be or hold.
+	negated = regexp.MustCompile(`(?i)\b(?:not|no|never|without|avoid|cannot|can't|don't|mustn't|except|forbidden|disallowed)\b[^.;:]*$`)
 )
 
 // DescriptionExamples mines a property's description for example values,
@@ -213,18 +334,15 @@ var (
 // backticked values. Bounded: the first maxDescription bytes, at most
 // maxExamples examples of at most maxExample runes.
 func DescriptionExamples(desc string) []string {
-	if len(desc) > maxDescription {
-		cut := maxDescription
-		for cut > 0 && !utf8.RuneStart(desc[cut]) {
-			cut--
-		}
-		desc = desc[:cut]
-	}
+	desc = clip(desc, maxDescription)
 	var out []string
 	add := func(v string) {
 		v = strings.Trim(strings.TrimSpace(v), "\"'`")
 		v = strings.TrimRight(v, ".:")
-		if v == "" || utf8.RuneCountInString(v) > maxExample || len(out) >= maxExamples || slices.Contains(out, v) {
+		if !strings.ContainsFunc(v, func(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }) {
+			return // "-", "...": punctuation, no value
+		}
+		if utf8.RuneCountInString(v) > maxExample || len(out) >= maxExamples || slices.Contains(out, v) {
 			return
 		}
 		out = append(out, v)
@@ -232,15 +350,65 @@ func DescriptionExamples(desc string) []string {
 	for _, m := range exampleAfter.FindAllStringSubmatch(desc, -1) {
 		add(m[1])
 	}
-	for _, m := range oneOf.FindAllStringSubmatch(desc, -1) {
+	for _, item := range listed(desc) {
+		add(item)
+	}
+	for _, m := range quoted.FindAllStringSubmatchIndex(desc, -1) {
+		if negated.MatchString(desc[max(0, m[0]-negationWindow):m[0]]) {
+			continue // `must not start with "-"`: what the value must not be
+		}
+		v := desc[m[0]:m[1]]
+		add(v[1 : len(v)-1])
+	}
+	return out
+}
+
+// balanced says whether s closes each bracket it opens.
+func balanced(s string) bool {
+	var open []rune
+	pairs := map[rune]rune{')': '(', ']': '[', '}': '{'}
+	for _, r := range s {
+		switch r {
+		case '(', '[', '{':
+			open = append(open, r)
+		case ')', ']', '}':
+			if len(open) == 0 || open[len(open)-1] != pairs[r] {
+				return false
+			}
+			open = open[:len(open)-1]
+		}
+	}
+	return len(open) == 0
+}
+
+// listed are the items of the lists a text introduces ("one of a, b",
+// "Supported units: m, km"), in order, unbounded: the callers bound them.
+func listed(text string) []string {
+	var out []string
+	for _, m := range oneOf.FindAllStringSubmatch(text, -1) {
 		for _, item := range listSep.Split(m[1], -1) {
-			if !strings.Contains(strings.TrimSpace(item), " ") {
-				add(item)
+			// "rgb(r" is a piece of "rgb(r,g,b)", a template cut at its commas
+			if !strings.Contains(strings.TrimSpace(item), " ") && balanced(item) {
+				out = append(out, item)
 			}
 		}
 	}
-	for _, m := range quoted.FindAllStringSubmatch(desc, -1) {
-		add(m[1] + m[2] + m[3])
+	return out
+}
+
+// ListedValues are the values of the lists a text introduces (see
+// DescriptionExamples), bounded as examples are.
+func ListedValues(text string) []string {
+	text = clip(text, maxDescription)
+	var out []string
+	for _, v := range listed(text) {
+		v = strings.TrimRight(strings.Trim(strings.TrimSpace(v), "\"'`"), ".:")
+		if v == "" || utf8.RuneCountInString(v) > maxExample || slices.Contains(out, v) {
+			continue
+		}
+		if out = append(out, v); len(out) >= maxExamples {
+			break
+		}
 	}
 	return out
 }

@@ -13,7 +13,10 @@ func TestWords(t *testing.T) {
 		"HTTPPath":        {"http", "path"},
 		"file-path":       {"file", "path"},
 		"sessionId":       {"session", "id"},
-		"page2Size":       {"page2", "size"},
+		"page2Size":       {"page", "2", "size"},
+		"date2":           {"date", "2"},
+		"ipv4":            {"ipv", "4"},
+		"2fa":             {"2fa"},
 		"":                nil,
 	} {
 		if got := Words(in); !slices.Equal(got, want) {
@@ -33,6 +36,10 @@ func TestClassifyPath(t *testing.T) {
 		{"directory", "", "", PathDir},
 		{"rootDir", "", "", PathDir},
 		{"cwd", "", "", PathDir},
+		{"repo_path", "Path to Git repository", "", PathDir}, // a repository is a directory
+		{"workdir", "", "", PathDir},
+		{"projectFilePath", "", "", PathFile},
+		{"repo", "owner/name", "", PathNone},
 		{"destination", "", "", PathDest},
 		{"newPath", "", "", PathDest},
 		{"target_dir", "", "", PathDest},
@@ -48,6 +55,8 @@ func TestClassifyPath(t *testing.T) {
 		{"profile", "", "", PathNone}, // "file" inside a word is not a word
 		{"directoryId", "", "", PathNone},
 		{"rootPassword", "", "", PathNone},
+		{"repo_path", "", "", PathDir},
+		{"projectPath", "", "", PathDir},
 	} {
 		if got := ClassifyPath(c.name, c.desc, c.format); got != c.want {
 			t.Errorf("ClassifyPath(%q, %q) = %v, want %v", c.name, c.desc, got, c.want)
@@ -62,7 +71,13 @@ func TestDescriptionExamples(t *testing.T) {
 		"Use `json` or `yaml`":                           {"json", "yaml"},
 		`Sort order ("asc" or "desc")`:                   {"asc", "desc"},
 		"For example: 'main'.":                           {"main"},
-		"Nothing to see here.":                           nil,
+		// a template cut at its commas is no example, nor "value:" a list
+		"Color value: #hex (3/4/6 digits), rgb(r,g,b), or named color": nil,
+		"Supported formats: png, jpeg.":                                {"png", "jpeg"},
+		// what a value must not be is no example
+		`Branch name (no leading "-"), e.g. "main"`:            {"main"},
+		`Must not start with "--" or contain "..", use "HEAD"`: {"HEAD"},
+		"Nothing to see here.":                                 nil,
 	} {
 		if got := DescriptionExamples(desc); !slices.Equal(got, want) {
 			t.Errorf("DescriptionExamples(%q) = %q, want %q", desc, got, want)
@@ -98,7 +113,20 @@ func TestMeaningfulValues(t *testing.T) {
 		{`"offset":{"type":"integer"}`, `0`},
 		{`"year":{"type":"integer","maximum":2100}`, `2026`},
 		{`"filePath":{"type":"string"}`, `"` + c.Text + `"`},
+		{`"date2":{"type":"string","description":"Second date for diff"}`, `"2026-01-01"`},
+		{`"version2":{"type":"string"}`, `"1.0.0"`},
+		{`"ip":{"type":"string"}`, `"192.0.2.1"`},
+		{`"target":{"type":"string","description":"Target IP to check against the CIDR"}`, `"192.0.2.1"`},
+		{`"cidr":{"type":"string"}`, `"192.0.2.0/24"`},
+		{`"expression":{"type":"string","description":"Cron expression (5 fields)"}`, `"0 0 * * *"`},
+		{`"expression":{"type":"string","description":"Math expression to evaluate"}`, `"1 + 2"`},
+		{`"from":{"type":"string","description":"Source unit"}`, `"m"`},
+		{`"number":{"type":"string","description":"Number string to validate"}`, `"12345"`},
+		{`"color":{"type":"string","description":"Color value: #hex (3/4/6 digits), rgb(r,g,b), or named color"}`, `"#336699"`},
+		{`"pid":{"type":"number"}`, `4194304`},
+		{`"processId":{"type":"integer","maximum":99999}`, `99999`},
 		{`"target_dir":{"type":"string"}`, `"` + c.New + `"`},
+		{`"repo_path":{"type":"string"}`, `"` + c.Dir + `"`},
 	} {
 		var one map[string]any
 		json.Unmarshal([]byte("{"+tc.prop+"}"), &one)
@@ -159,5 +187,106 @@ func TestCandidates(t *testing.T) {
 	}
 	if !sawString {
 		t.Errorf("no candidate tries the union's string: %s", first)
+	}
+}
+
+func TestPIDLike(t *testing.T) {
+	for name, want := range map[string]bool{"pid": true, "targetPid": true, "process_id": true, "pids": true,
+		"processName": false, "id": false, "rapid": false, "paid": false} {
+		if got := PIDLike(name); got != want {
+			t.Errorf("PIDLike(%q) = %v", name, got)
+		}
+	}
+}
+
+// TestPIDNoNextChoice: a pid's next candidates never try a small pid (1
+// is the sandbox's init; the server's own is small too).
+func TestPIDNoNextChoice(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{"pid":{"type":"number"},"signal":{"enum":["TERM","KILL"]}},"required":["pid","signal"]}`)
+	cands, err := CandidatesIn(DefaultCanary(), "kill_process", schema, MaxCandidates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cands {
+		var m map[string]any
+		json.Unmarshal(c, &m)
+		if m["pid"] != float64(NoPID) {
+			t.Errorf("candidate %s", c)
+		}
+	}
+}
+
+func TestDescriptionValues(t *testing.T) {
+	for desc, want := range map[string]string{
+		"Cron expression (5 fields: min hour dom mon dow)": "0 0 * * *",
+		"Target IP to check against CIDR":                  "192.0.2.1",
+		"IPv4 address":                                     "192.0.2.1",
+		"Nothing here":                                     "",
+	} {
+		got := DescriptionValues(desc)
+		if (want == "" && got != nil) || (want != "" && (len(got) == 0 || got[0] != want)) {
+			t.Errorf("DescriptionValues(%q) = %q, want %q first", desc, got, want)
+		}
+	}
+}
+
+// TestRepoPathOfACreateTool: a create tool's repository exists.
+func TestRepoPathOfACreateTool(t *testing.T) {
+	c := DefaultCanary()
+	args, err := SynthesizeIn(c, "git_create_branch", json.RawMessage(`{"type":"object","properties":{"repo_path":{"type":"string"},"path":{"type":"string"}},"required":["repo_path","path"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]string
+	json.Unmarshal(args, &m)
+	if m["repo_path"] != c.Dir || m["path"] != c.New {
+		t.Errorf("%s", args)
+	}
+}
+
+// TestRevisionValues: properties that name a git revision, by name or by
+// description, are given HEAD; a commit message is not a revision.
+func TestRevisionValues(t *testing.T) {
+	for _, c := range []struct {
+		name, desc string
+		want       bool
+	}{
+		{"revision", "", true},
+		{"commitSha", "", true},
+		{"upstream", "Upstream branch to rebase onto", true},
+		{"commit", "Commit reference: full/short hash", false}, // an item of commits to cherry-pick
+		{"target", "Target branch or commit to compare with", true},
+		{"object", "Git object to show (commit hash, branch, tag, tree, or blob).", true},
+		{"message", "Commit message.", false},
+		{"commitMessage", "", false},
+		{"target", "Target language", false},
+	} {
+		got := RevisionValues(c.name, c.desc)
+		if (len(got) > 0) != c.want || (c.want && got[0] != "HEAD") {
+			t.Errorf("RevisionValues(%q, %q) = %q, want a revision: %v", c.name, c.desc, got, c.want)
+		}
+	}
+}
+
+// TestRepoPathIsProjectDir: a repository's path is the canary project,
+// also for a tool that creates (a branch, in it), and a revision is HEAD
+// before what the description quotes.
+func TestRepoPathIsProjectDir(t *testing.T) {
+	c := DefaultCanary()
+	schema := json.RawMessage(`{"type":"object","properties":{
+		"repo_path":{"type":"string","description":"Path to Git repository"},
+		"branch_name":{"type":"string"},
+		"start_point":{"type":"string","description":"Must not start with \"-\"; a commit hash or branch"}},
+		"required":["repo_path","branch_name","start_point"]}`)
+	got, err := SynthesizeIn(c, "git_create_branch", schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]string
+	if err := json.Unmarshal(got, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m["repo_path"] != c.Dir || m["start_point"] != "HEAD" {
+		t.Errorf("synthesized %s, want repo_path %s and start_point HEAD", got, c.Dir)
 	}
 }

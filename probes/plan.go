@@ -24,7 +24,9 @@ type Call struct {
 	Arguments json.RawMessage
 	// Source is "probe" for a step of the probe file, "synth" for
 	// arguments made from the input schema, "empty" for {}, "repeat" for a
-	// call made again with the same arguments.
+	// call made again with the same arguments, "negative" and "retry" (see
+	// Negative, Retries), "boundary" for a path or URL out of bounds (see
+	// Boundary).
 	Source      string
 	ExpectError bool
 	// Negative names the schema rule the arguments break (Source
@@ -42,6 +44,9 @@ type Call struct {
 	// Offer says that the arguments take, at call time, the ids and names
 	// that earlier results returned (see State.Offer).
 	Offer bool
+	// Boundary is what a boundary call tries (Source "boundary"; see
+	// WithBoundary).
+	Boundary *BoundaryProbe
 }
 
 // WithNegatives appends, for each tool's first call, calls whose inputs
@@ -74,15 +79,19 @@ type Skip struct {
 // Plan orders the calls of a scan: the probe steps in file order, then each
 // listed tool without a probe: setup tools first (see IsSetup; those that
 // declare destructiveHint: true stay with the rest), then read-only ones,
-// then additive, then the rest, each in listing order, with arguments
+// then additive, then the rest, then teardown tools (see IsTeardown),
+// each in listing order (setup tools that choose a place first), with arguments
 // synthesized from its input schema ({} when it requires nothing) and
 // the next candidates for retries. Steps naming unlisted tools are
 // returned apart. Paths point into canary c.
 func Plan(tools []Tool, steps []Step, c Canary) (calls []Call, skips []Skip, unknown []string) {
 	listed := map[string]bool{}
+	names := make([]string, 0, len(tools))
 	for _, t := range tools {
 		listed[t.Name] = true
+		names = append(names, t.Name)
 	}
+	prefix := ServerPrefix(names)
 	probed := map[string]bool{}
 	for _, s := range steps {
 		if !listed[s.Tool] {
@@ -90,13 +99,13 @@ func Plan(tools []Tool, steps []Step, c Canary) (calls []Call, skips []Skip, unk
 			continue
 		}
 		probed[s.Tool] = true
-		calls = append(calls, Call{Tool: s.Tool, Arguments: s.Arguments, Source: "probe", ExpectError: s.ExpectError, Setup: IsSetup(s.Tool)})
+		calls = append(calls, Call{Tool: s.Tool, Arguments: s.Arguments, Source: "probe", ExpectError: s.ExpectError, Setup: IsSetup(s.Tool, prefix)})
 		for i := 0; i < s.Repeat && i < 100; i++ {
 			calls = append(calls, Call{Tool: s.Tool, Arguments: s.Arguments, Source: "repeat", ExpectError: s.ExpectError})
 		}
 	}
 	order := append([]Tool(nil), tools...)
-	sort.SliceStable(order, func(i, j int) bool { return rank(order[i]) < rank(order[j]) })
+	sort.SliceStable(order, func(i, j int) bool { return rank(order[i], prefix) < rank(order[j], prefix) })
 	for _, t := range order {
 		if probed[t.Name] {
 			continue
@@ -110,27 +119,45 @@ func Plan(tools []Tool, steps []Step, c Canary) (calls []Call, skips []Skip, unk
 		if string(cands[0]) == "{}" {
 			src = "empty"
 		}
-		calls = append(calls, Call{Tool: t.Name, Arguments: cands[0], Source: src, Alternatives: cands[1:], Setup: IsSetup(t.Name), Offer: true})
+		calls = append(calls, Call{Tool: t.Name, Arguments: cands[0], Source: src, Alternatives: cands[1:], Setup: IsSetup(t.Name, prefix), Offer: true})
 	}
 	return withRepeats(tools, calls), skips, unknown
 }
 
-// rank orders the tools without probes. Setup tools come first, so that
-// the state they make (a working directory, a session, a connection) is
+// rank orders the tools without probes. Setup tools come first, those
+// that choose a place (see IsPlaceSetup) before the others, so that the
+// state they make (a working directory, a session, a connection) is
 // there for the tools that read it; then read-only tools, then additive,
 // then the rest, so that a tool that moves or deletes the canaries comes
-// after the tools that read them. A setup tool that declares itself
-// destructive keeps its place among the rest, for the same reason.
-func rank(t Tool) int {
+// after the tools that read them; teardown tools last, so that they do
+// not undo the setup before the others ran. A setup tool that declares
+// itself destructive keeps its place among the rest, for the same
+// reason. Names are read after the server's prefix too (see
+// ServerPrefix): git_set_working_dir is a setup tool.
+func rank(t Tool, prefix []string) int {
+	const (
+		placeSetup = iota
+		setup
+		readOnly
+		additive
+		rest
+		teardown
+	)
 	switch {
-	case IsSetup(t.Name) && !t.Destructive:
-		return 0
+	case IsSetup(t.Name, prefix) && t.Destructive:
+		return rest
+	case IsPlaceSetup(t.Name, prefix):
+		return placeSetup
+	case IsSetup(t.Name, prefix):
+		return setup
+	case IsTeardown(t.Name, prefix):
+		return teardown
 	case t.ReadOnly:
-		return 1
+		return readOnly
 	case t.NonDestructive:
-		return 2
+		return additive
 	}
-	return 3
+	return rest
 }
 
 // withRepeats calls each idempotent tool a second time, right after its

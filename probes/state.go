@@ -11,16 +11,109 @@ import (
 	"unicode/utf8"
 )
 
-// SetupWords are the first words of the names of tools that set up state
-// others read: set_working_dir, init, open_project, connect, create_session,
-// start_server, login, begin_transaction, new_document.
+// SetupWords are the verbs of the names of tools that set up state
+// others read: set_working_dir, init, open_project, connect,
+// create_session, start_server, login, begin_transaction, new_document.
 var SetupWords = []string{"set", "init", "initialize", "open", "connect", "create", "start", "login", "begin", "new"}
 
-// IsSetup says whether a tool's name makes it a setup tool: its first
-// word is one of SetupWords.
-func IsSetup(tool string) bool {
+// placeWords name, in a setup tool's name, the place the other tools work
+// in; with a choosing verb (chooseWords) the tool chooses it
+// (set_working_dir, open_project) and is called before the other setup
+// tools, which may make something there (git_init). create_directory
+// makes a place, and chooses none.
+var (
+	placeWords = map[string]bool{"dir": true, "directory": true, "cwd": true, "folder": true, "root": true, "workdir": true,
+		"workspace": true, "project": true, "repo": true, "repository": true, "worktree": true}
+	chooseWords = []string{"set", "open"}
+)
+
+// IsPlaceSetup says whether a setup tool (see IsSetup) chooses the place
+// the others work in: one of its verbs is a choosing one and a word of
+// its name a place.
+func IsPlaceSetup(tool string, prefix []string) bool {
+	return hasVerb(tool, prefix, chooseWords) && slices.ContainsFunc(Words(tool), func(w string) bool { return placeWords[w] })
+}
+
+// TeardownWords are the verbs of the names of tools that undo the state
+// setup tools made: clear_working_dir, close_session, disconnect, logout.
+// Such tools are called last, so that the others find the state there.
+var TeardownWords = []string{"clear", "close", "disconnect", "logout", "unset", "end", "stop", "quit", "exit", "shutdown", "terminate"}
+
+// Prefixes of tool names: a namespace most of a server's tools share.
+const (
+	minPrefixTools  = 2 // tools that must share a prefix for it to be one
+	prefixShareNum  = 3 // and at least prefixShareNum/prefixShareDen of
+	prefixShareDen  = 4 // the server's tools
+	maxPrefixLength = 4 // words of a prefix considered
+)
+
+// ServerPrefix is the longest run of leading words that at least three
+// quarters of a server's tools (and two) share and go on after: a
+// namespace ("git" of git_status, git_set_working_dir), not a verb. Nil
+// when there is none. It depends only on the set of names, not on their
+// order.
+func ServerPrefix(tools []string) []string {
+	count := map[string]int{}
+	words := map[string][]string{}
+	for _, name := range uniqueSorted(tools) {
+		ws := Words(name)
+		for n := 1; n < len(ws) && n <= maxPrefixLength; n++ {
+			k := strings.Join(ws[:n], " ")
+			count[k]++
+			words[k] = ws[:n]
+		}
+	}
+	n := len(uniqueSorted(tools))
+	var best []string
+	bestKey := ""
+	for k, c := range count {
+		if c < minPrefixTools || c*prefixShareDen < n*prefixShareNum {
+			continue
+		}
+		w := words[k]
+		if len(w) > len(best) || (len(w) == len(best) && k < bestKey) {
+			best, bestKey = w, k
+		}
+	}
+	return best
+}
+
+func uniqueSorted(ss []string) []string {
+	out := slices.Clone(ss)
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// verbs are the words of a tool's name that may say what it does: its
+// first word, and the first word after the server's prefix.
+func verbs(tool string, prefix []string) []string {
 	ws := Words(tool)
-	return len(ws) > 0 && slices.Contains(SetupWords, ws[0])
+	if len(ws) == 0 {
+		return nil
+	}
+	out := []string{ws[0]}
+	if len(prefix) > 0 && len(ws) > len(prefix) && slices.Equal(ws[:len(prefix)], prefix) {
+		out = append(out, ws[len(prefix)])
+	}
+	return out
+}
+
+// hasVerb says whether one of the tool's verbs (see verbs) is in list.
+func hasVerb(tool string, prefix []string, list []string) bool {
+	return slices.ContainsFunc(verbs(tool, prefix), func(v string) bool { return slices.Contains(list, v) })
+}
+
+// IsSetup says whether a tool's name makes it a setup tool: its first
+// word, or its first word after the server's prefix (see ServerPrefix),
+// is one of SetupWords.
+func IsSetup(tool string, prefix []string) bool {
+	return hasVerb(tool, prefix, SetupWords)
+}
+
+// IsTeardown says the same of TeardownWords, for a tool that is not a
+// setup tool: the tool undoes state.
+func IsTeardown(tool string, prefix []string) bool {
+	return !IsSetup(tool, prefix) && hasVerb(tool, prefix, TeardownWords)
 }
 
 // Bounds on the values kept from results: the server writes them.

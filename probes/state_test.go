@@ -21,18 +21,97 @@ func TestPlanSetupFirst(t *testing.T) {
 		{Name: "settings", InputSchema: obj, ReadOnly: true}, // "settings" is no "set"
 		{Name: "init_wipe", InputSchema: obj, Destructive: true},
 	}
-	want := []string{"create_session", "setWorkingDir", "read_thing", "settings", "add_thing", "delete_all", "use_session", "init_wipe"}
+	want := []string{"setWorkingDir", "create_session", "read_thing", "settings", "add_thing", "delete_all", "use_session", "init_wipe"}
 	for i := 0; i < 3; i++ {
 		calls, _, _ := Plan(tools, nil, DefaultCanary())
 		var got []string
 		for _, c := range calls {
 			got = append(got, c.Tool)
-			if c.Setup != IsSetup(c.Tool) {
+			if c.Setup != IsSetup(c.Tool, nil) {
 				t.Errorf("%s: Setup %v", c.Tool, c.Setup)
 			}
 		}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("order %q, want %q", got, want)
+		}
+	}
+}
+
+// TestPlanSetupAfterPrefix: a namespace most tools share ("git_") hides
+// no setup or teardown verb; the setup tool that chooses the working
+// directory comes before the one that makes a repository there, and the
+// tool that clears the directory comes last; a shared first word that is
+// a verb is no namespace for the tools that do not share it.
+func TestPlanSetupAfterPrefix(t *testing.T) {
+	obj := json.RawMessage(`{"type":"object"}`)
+	tools := []Tool{
+		{Name: "git_add", InputSchema: obj},
+		{Name: "git_clear_working_dir", InputSchema: obj},
+		{Name: "git_init", InputSchema: obj},
+		{Name: "git_log", InputSchema: obj, ReadOnly: true},
+		{Name: "git_set_working_dir", InputSchema: obj},
+		{Name: "git_status", InputSchema: obj, ReadOnly: true},
+		{Name: "gitReset", InputSchema: obj, Destructive: true},
+		{Name: "help", InputSchema: obj, ReadOnly: true},
+	}
+	want := []string{"git_set_working_dir", "git_init", "git_log", "git_status", "help", "git_add", "gitReset", "git_clear_working_dir"}
+	wantSetup := map[string]bool{"git_set_working_dir": true, "git_init": true}
+	for i := 0; i < 3; i++ {
+		calls, _, _ := Plan(tools, nil, DefaultCanary())
+		var got []string
+		for _, c := range calls {
+			got = append(got, c.Tool)
+			if c.Setup != wantSetup[c.Tool] {
+				t.Errorf("%s: Setup %v", c.Tool, c.Setup)
+			}
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("order %q, want %q", got, want)
+		}
+	}
+}
+
+// TestPlanSetupKeepsListing: setup tools that choose no place keep their
+// listing order (open_nodes reads what create_entities made).
+func TestPlanSetupKeepsListing(t *testing.T) {
+	obj := json.RawMessage(`{"type":"object"}`)
+	tools := []Tool{{Name: "create_entities", InputSchema: obj}, {Name: "read_graph", InputSchema: obj, ReadOnly: true}, {Name: "open_nodes", InputSchema: obj}}
+	calls, _, _ := Plan(tools, nil, DefaultCanary())
+	var got []string
+	for _, c := range calls {
+		got = append(got, c.Tool)
+	}
+	if want := []string{"create_entities", "open_nodes", "read_graph"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("order %q, want %q", got, want)
+	}
+}
+
+func TestServerPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		tools []string
+		want  []string
+	}{
+		{[]string{"git_status", "git_log", "git_set_working_dir"}, []string{"git"}},
+		{[]string{"mcp_git_status", "mcp_git_log", "mcp_git_add", "mcp_version"}, []string{"mcp", "git"}},
+		{[]string{"create_issue", "create_pr", "list_issues", "get_issue"}, nil}, // half is not most
+		{[]string{"status"}, nil},
+		{[]string{"git", "git_log"}, nil}, // a prefix needs two tools that go on after it
+		{nil, nil},
+	} {
+		if got := ServerPrefix(tc.tools); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("ServerPrefix(%q) = %q, want %q", tc.tools, got, tc.want)
+		}
+	}
+	// Words after the prefix are read besides the first, never instead.
+	if !IsSetup("set_a", []string{"set"}) || !IsSetup("git_open_repo", []string{"git"}) || IsSetup("git_log_open", []string{"git"}) {
+		t.Error("IsSetup does not read the first word and the word after the prefix")
+	}
+	if IsTeardown("git_open_close", []string{"git"}) || !IsTeardown("disconnect", nil) {
+		t.Error("IsTeardown")
+	}
+	for tool, want := range map[string]bool{"git_set_working_dir": true, "openProject": true, "create_directory": false, "open_nodes": false, "init_repo": false} {
+		if got := IsPlaceSetup(tool, []string{"git"}); got != want {
+			t.Errorf("IsPlaceSetup(%q) = %v", tool, got)
 		}
 	}
 }

@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -97,6 +100,9 @@ func CandidatesIn(c Canary, tool string, schema json.RawMessage, n int) ([]json.
 			continue
 		}
 		seen[string(b)] = true
+		if seen["{}"] && onlyDefaults(s.root, val) {
+			continue // what {} means already: the server fills in the defaults
+		}
 		if err := validate(v, b); err != nil {
 			if len(out) == 0 {
 				lastErr = err
@@ -481,10 +487,12 @@ func (y *synth) str(s map[string]any, name string, alt int) string {
 	if v, ok := formatExample(format); ok {
 		cand = append(cand, v)
 	}
+	cand = append(cand, RevisionValues(name, desc)...) // before the description's examples: "-" of "must not start with "-""
 	// The description's own examples come before what the name suggests:
 	// they say what this server accepts.
 	cand = append(cand, DescriptionExamples(desc)...)
 	cand = append(cand, NameValues(name)...)
+	cand = append(cand, DescriptionValues(desc)...)
 	if p, ok := s["pattern"].(string); ok {
 		cand = append(cand, patternExamples(p)...)
 	}
@@ -530,6 +538,8 @@ func (y *synth) pathFor(name, desc, format string) string {
 		return ""
 	case k == PathDest:
 		return y.canary.New
+	case k == PathDir && RepoDir(name):
+		return y.canary.Dir // the repository the tool works in, even when it creates
 	case y.create && y.dirs:
 		return y.canary.NewDir
 	case y.create:
@@ -562,8 +572,9 @@ func patternExamples(p string) []string {
 }
 
 // number makes a number within the schema's bounds: 1 (a count, a limit,
-// a page), 0 for offsets and indexes, the year for years; the next choices
-// are 10, then the lowest allowed.
+// a page), 0 for offsets and indexes, the year for years, NoPID for a
+// process id; the next choices (not for a pid) are 10, then the lowest
+// allowed.
 func number(s map[string]any, integer bool, name string, alt int) any {
 	lo, hasLo := num(s["minimum"])
 	hi, hasHi := num(s["maximum"])
@@ -580,9 +591,9 @@ func number(s map[string]any, integer bool, name string, alt int) any {
 		}
 	}
 	v := NameNumber(name)
-	switch alt {
-	case 0:
-	case 1:
+	switch {
+	case alt == 0 || PIDLike(name): // a pid's next choices could be a live process
+	case alt == 1:
 		v = 10
 	default:
 		v = 0
@@ -662,4 +673,138 @@ func without(s map[string]any, key string) map[string]any {
 		}
 	}
 	return out
+}
+
+// maxErrorText bounds the bytes of an error read by Repair: the server
+// writes it.
+const maxErrorText = 8 << 10
+
+var (
+	// needWords mark an error that asks for something.
+	needWords = regexp.MustCompile(`(?i)\b(required|missing|provide|provided|must|needs?|expected|specify|specified)\b`)
+	identWord = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+)
+
+// RepairIn reads the error a tool answered arguments args with for what
+// to change, with paths into canary c: each property of the schema that
+// args leave out and that the error names where it asks for something
+// ("date2 is required for diff", "ip or cidr is required") is added with
+// its synthesized value; each string the error quotes back ("Unknown
+// unit: example") takes the first value of a list the error gives
+// ("Supported units: m, km") that the schema accepts; a path keeps its
+// canary. It says false when nothing
+// changes or the result is not valid. Bounded: the first maxErrorText
+// bytes of the error.
+func RepairIn(c Canary, tool string, schema, args json.RawMessage, errText string) (json.RawMessage, bool) {
+	root, err := decodeSchema(schema)
+	if err != nil {
+		return nil, false
+	}
+	v, err := compile(schema)
+	if err != nil {
+		return nil, false
+	}
+	var m map[string]any
+	if json.Unmarshal(args, &m) != nil || m == nil {
+		return nil, false
+	}
+	props, _ := root["properties"].(map[string]any)
+	errText = clip(errText, maxErrorText)
+	changed := false
+	if needWords.MatchString(errText) {
+		named := map[string]bool{}
+		for _, w := range identWord.FindAllString(errText, -1) {
+			named[w] = true
+		}
+		s := &synth{canary: c, root: root, dirs: dirTool.MatchString(tool), create: createTool.MatchString(tool), mode: modeAllProps, budget: maxValues}
+		full, _ := s.value(root, "", 0)
+		fm, _ := full.(map[string]any)
+		for _, name := range sortedKeys(props) {
+			if _, present := m[name]; present || !named[name] {
+				continue
+			}
+			if fv, ok := fm[name]; ok {
+				m[name], changed = fv, true
+			}
+		}
+	}
+	if ex := ListedValues(errText); len(ex) > 0 {
+		for _, name := range sortedKeys(m) {
+			cur, ok := m[name].(string)
+			if !ok || cur == "" || slices.Contains(ex, cur) || !containsToken(errText, cur) {
+				continue
+			}
+			if ps, _ := props[name].(map[string]any); ps != nil {
+				if desc, _ := ps["description"].(string); ClassifyPath(name, desc, "") != PathNone {
+					continue // a path keeps its canary
+				}
+			}
+			for _, e := range ex {
+				if e == cur {
+					continue
+				}
+				m[name] = e
+				if b, err := json.Marshal(m); err == nil && validate(v, b) == nil {
+					changed = true
+					break
+				}
+				m[name] = cur
+			}
+		}
+	}
+	if !changed {
+		return nil, false
+	}
+	b, err := json.Marshal(m)
+	if err != nil || validate(v, b) != nil || bytes.Equal(b, args) {
+		return nil, false
+	}
+	return b, true
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// containsToken says whether s occurs in text as a whole token: not
+// inside a longer word ("example" is not in "examples").
+func containsToken(text, s string) bool {
+	isWord := func(r rune) bool { return r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) }
+	for i := 0; i <= len(text)-len(s); {
+		j := strings.Index(text[i:], s)
+		if j < 0 {
+			return false
+		}
+		j += i
+		before, _ := utf8.DecodeLastRuneInString(text[:j])
+		after, _ := utf8.DecodeRuneInString(text[j+len(s):])
+		if (j == 0 || !isWord(before)) && (j+len(s) == len(text) || !isWord(after)) {
+			return true
+		}
+		i = j + 1
+	}
+	return false
+}
+
+// onlyDefaults says whether each of an object's properties holds its
+// schema's default.
+func onlyDefaults(schema map[string]any, val any) bool {
+	m, ok := val.(map[string]any)
+	if !ok || len(m) == 0 {
+		return false
+	}
+	props, _ := schema["properties"].(map[string]any)
+	for k, v := range m {
+		ps, _ := props[k].(map[string]any)
+		d, ok := ps["default"]
+		if !ok || !reflect.DeepEqual(d, v) {
+			return false
+		}
+	}
+	return true
 }

@@ -120,3 +120,51 @@ func TestHostileSchemas(t *testing.T) {
 		}
 	}
 }
+
+// TestRepair: an error that names a missing property has it added; one
+// that quotes a value back and lists what it accepts has the value
+// replaced; an error that says neither changes nothing.
+func TestRepair(t *testing.T) {
+	c := DefaultCanary()
+	date := json.RawMessage(`{"type":"object","properties":{"action":{"enum":["diff","add"]},"date":{"type":"string"},"date2":{"type":"string","description":"Second date for diff"},"amount":{"type":"number"}},"required":["action","date"]}`)
+	units := json.RawMessage(`{"type":"object","properties":{"value":{"type":"number"},"from":{"type":"string"},"to":{"type":"string"}},"required":["value","from","to"]}`)
+	for _, tc := range []struct {
+		schema     json.RawMessage
+		args, text string
+		want       string // "" for no repair
+	}{
+		{date, `{"action":"diff","date":"2026-01-01"}`, "Error: date2 is required for diff", `{"action":"diff","date":"2026-01-01","date2":"2026-01-01"}`},
+		{units, `{"from":"example","to":"example","value":1}`, "Error: Unknown unit: example. Supported units: m, km, cm", `{"from":"m","to":"m","value":1}`},
+		{units, `{"from":"examples","to":"m","value":1}`, "Unknown unit: example. Supported units: m, km", ""},
+		{date, `{"action":"diff","date":"2026-01-01"}`, "Error: something broke (date2)", ""},
+		{date, `{"action":"diff","date":"2026-01-01"}`, "Error: Invalid date", ""},
+		{json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"},"mode":{"enum":["rewrite","append"],"default":"rewrite"}},"required":["path"]}`),
+			`{"path":"/w/a"}`, "Write rejected: /w/a exists, and no 'mode' was specified, the default 'rewrite' would replace it", `{"mode":"rewrite","path":"/w/a"}`},
+		{json.RawMessage(`{"type":"object","properties":{"key":{"type":"string"},"value":{"type":"boolean"}},"required":["key","value"]}`),
+			`{"key":"example","value":false}`, `Key "example" is not configurable. Allowed keys: telemetryEnabled, defaultShell`, `{"key":"telemetryEnabled","value":false}`},
+	} {
+		got, ok := RepairIn(c, "t", tc.schema, json.RawMessage(tc.args), tc.text)
+		if tc.want == "" {
+			if ok {
+				t.Errorf("%s / %q: repaired to %s", tc.args, tc.text, got)
+			}
+			continue
+		}
+		if !ok || string(got) != tc.want {
+			t.Errorf("%s / %q: %s (%v), want %s", tc.args, tc.text, got, ok, tc.want)
+		}
+	}
+}
+
+// TestNoCandidateOfDefaultsAfterEmpty: after {}, a candidate that only
+// spells out the defaults is the same call; the next one differs.
+func TestNoCandidateOfDefaultsAfterEmpty(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{"data":{"type":"string","format":"uri","default":"https://example.org/x"},"kind":{"enum":["a","b"],"default":"a"}}}`)
+	cands, err := CandidatesIn(DefaultCanary(), "t", schema, MaxCandidates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(cands[0]) != "{}" || len(cands) < 2 || string(cands[1]) != `{"data":"http://example.com/","kind":"b"}` {
+		t.Errorf("candidates %s", cands)
+	}
+}

@@ -76,6 +76,9 @@ type ContainerOptions struct {
 	RunID   string
 	// StderrLimit bounds the stderr tail kept (default 64 KiB).
 	StderrLimit int
+	// Secrets, when set, names the planted secrets in data: the whole
+	// stderr stream is looked through with it (see StderrSecrets).
+	Secrets func(data string) []string
 	// Agent says that the image holds the agent at agent.Path (see
 	// AgentImage). It then runs as PID 1, as `docker run --init` runs
 	// docker-init (/proc/1/cmdline reads "/sbin/docker-init -- ARGV"), takes
@@ -214,7 +217,7 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 	if err != nil {
 		return nil, &InfraError{Cause: fmt.Sprintf("creating the container: %v", err), Err: err}
 	}
-	c := &Container{ID: created.ID, cli: cli, stderr: newTailBuffer(opts.StderrLimit), events: newEventStore(opts.MaxEvents), demux: make(chan error, 1), drained: make(chan struct{})}
+	c := &Container{ID: created.ID, cli: cli, stderr: &tailBuffer{max: opts.StderrLimit, find: opts.Secrets}, events: newEventStore(opts.MaxEvents), demux: make(chan error, 1), drained: make(chan struct{})}
 	// Registered before anything else can fail: the container goes away on
 	// every error path from here on.
 	defer func() {
@@ -335,6 +338,10 @@ func (s stdinCloser) Close() error { return s.c.attach.CloseWrite() }
 // Stderr returns the tail of what the server wrote to stderr, the total
 // number of bytes it wrote, and whether the tail is truncated.
 func (c *Container) Stderr() (tail string, total int64, truncated bool) { return c.stderr.snapshot() }
+
+// StderrSecrets names the planted secrets (ContainerOptions.Secrets) found
+// anywhere in what the server wrote to stderr, sorted.
+func (c *Container) StderrSecrets() []string { return c.stderr.secrets() }
 
 // StderrHead returns the start of what the server wrote to stderr (the
 // first stderrHeadLimit bytes).

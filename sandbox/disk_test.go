@@ -54,6 +54,7 @@ func TestDiskBound(t *testing.T) {
 			opts := fixtureOpts(t, "disk")
 			opts.Probes = steps(t, tc.probes)
 			opts.Disk, opts.DiskInterval = testDisk, 20*time.Millisecond
+			opts.NoBoundary = true // a boundary call of the writing tool would write again
 			if tc.perCall {
 				opts.Isolation = sandbox.IsolationCall
 			}

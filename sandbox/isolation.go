@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/probes"
@@ -20,6 +21,7 @@ func (sc *scanner) scanPerCall() (res Result, err error) {
 	res = Result{Report: rep, Transcript: disc.transcript}
 	rep.Sandbox.Isolation = IsolationCall.String()
 	var plan []probes.Call
+	var surfErr error // a read that ended the first session: the calls still run, each in its own
 	func() {
 		defer sc.close(disc, &derr)
 		if derr != nil {
@@ -30,6 +32,9 @@ func (sc *scanner) scanPerCall() (res Result, err error) {
 		if derr == nil {
 			sc.watchFirst(disc, rep)
 			plan = sc.plan(rep)
+			// The other surfaces are read here, in the first session: each
+			// read in the state the server starts in.
+			surfErr = sc.surfaces(disc)
 		}
 	}()
 	if derr != nil {
@@ -54,13 +59,16 @@ func (sc *scanner) scanPerCall() (res Result, err error) {
 			}
 		}
 	}
-	rep.Complete = complete && sc.ctx.Err() == nil
+	rep.Complete = complete && sc.ctx.Err() == nil && surfErr == nil
 	if sc.ctx.Err() != nil {
 		rep.Problems = append(rep.Problems, sc.why())
 		return res, fmt.Errorf("%w: %s", ErrIncomplete, sc.why().Message)
 	}
 	if len(errs) > 0 {
 		return res, fmt.Errorf("%w: %d call session(s) failed: %w", ErrIncomplete, len(errs), errors.Join(errs...))
+	}
+	if surfErr != nil {
+		return res, surfErr
 	}
 	if !rep.Complete {
 		return res, fmt.Errorf("%w: a call session did not run every step", ErrIncomplete)
@@ -176,6 +184,12 @@ func mergeCall(rep, sub *report.Report, first int) {
 	rep.Sandbox.EventsTruncated += sub.Sandbox.EventsTruncated
 	rep.Sandbox.FilesUnhashed += sub.Sandbox.FilesUnhashed
 	rep.Sandbox.DiskExceeded = rep.Sandbox.DiskExceeded || sub.Sandbox.DiskExceeded
+	// A secret written to stderr in any session was written.
+	if len(sub.Server.StderrDisclosed) > 0 {
+		ds := append(slices.Clone(rep.Server.StderrDisclosed), sub.Server.StderrDisclosed...)
+		slices.Sort(ds)
+		rep.Server.StderrDisclosed = slices.Compact(ds)
+	}
 	if rep.Timing == nil {
 		rep.Timing = &report.Timing{}
 	}

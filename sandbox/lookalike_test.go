@@ -114,7 +114,7 @@ func TestScanLooksLikeDockerRunInit(t *testing.T) {
 		t.Errorf("environment: %d more names in the scan, want %d: %q", n, len(baitEnv), ours.EnvNames)
 	}
 	planted := map[string]bool{}
-	for _, s := range bait.Seeds() {
+	for _, s := range append(bait.Seeds(), bait.BoundarySeed()) { // the boundary probes' marker too
 		for p := s.Path; p != "/" && p != "/workspace" && p != ours.Home; p = parentOf(p) {
 			planted[p] = true
 		}

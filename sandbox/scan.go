@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -91,6 +93,10 @@ type ScanOptions struct {
 	// Negatives also calls each tool with inputs that break its schema,
 	// one rule at a time.
 	Negatives bool
+	// NoBoundary leaves out the boundary probes: path properties given a
+	// traversal out of the canary project, URL properties a link-local
+	// and a loopback URL (see probes.WithBoundary).
+	NoBoundary bool
 	// Bounds limit what is read and kept of what the server sends (zero
 	// fields: DefaultBounds).
 	Bounds Bounds
@@ -292,7 +298,7 @@ func (sc *scanner) open() (*Session, error) {
 		Disk: o.Disk, DiskInterval: o.DiskInterval}
 	if !o.NoSeed {
 		so.Env = append(sc.bait.Env(), so.Env...)
-		so.Seeds = sc.bait.Seeds()
+		so.Seeds = append(sc.bait.Seeds(), sc.boundarySeeds()...)
 		so.Secrets = sc.bait.Find
 		so.Placeholders = sc.bait.Placeholders()
 	}
@@ -343,6 +349,9 @@ func (sc *scanner) scanSession() (res Result, err error) {
 		return res, err
 	}
 	sc.endListing(s)
+	if err := sc.surfaces(s); err != nil {
+		return res, err
+	}
 	s.rep.Complete = true
 	return res, nil
 }
@@ -394,6 +403,7 @@ func (sc *scanner) planTools(rep *report.Report, tools []report.Tool) []probes.C
 	if sc.opts.Negatives {
 		plan = probes.WithNegatives(ptools, plan)
 	}
+	plan = sc.withBoundary(ptools, plan, canary)
 	for _, s := range skips {
 		rep.NotCalled = append(rep.NotCalled, report.NotCalled{Tool: s.Tool, Reason: s.Reason})
 	}
@@ -428,7 +438,7 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 		var from []int
 		if step.Offer {
 			var args json.RawMessage
-			if args, from = sc.state.Offer(sc.schemas[step.Tool], step.Arguments); from != nil {
+			if args, from = sc.offer(step.Tool, step.Arguments, rep.Calls); from != nil {
 				follow(plan[i+1:], step.Tool, step.Arguments, args)
 				step.Arguments = args
 			}
@@ -436,6 +446,7 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 		sc.logf("call %d: %s %s", seq, step.Tool, step.Arguments)
 		call := s.Call(sc.ctx, CallRequest{Seq: seq, Tool: step.Tool, Arguments: step.Arguments, Source: step.Source, Negative: step.Negative})
 		call.Retries, call.Setup, call.ValuesFrom = step.Retries, step.Setup, from
+		call.Boundary = boundaryOutcome(step, call, s.Structured())
 		call.Effects = s.Mark(sc.ctx, true, seq)
 		if bg := s.Background(); len(bg) > 0 && call.ErrorKind != "transport" {
 			// Let what the call left running finish, so that its effects land
@@ -448,7 +459,9 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 		rep.Calls = append(rep.Calls, call)
 		sc.args[seq] = step.Arguments
 		if call.ErrorKind == "" && !call.IsError {
-			sc.state.Harvest(seq, step.Tool, call.Result, s.Structured())
+			if step.Boundary == nil { // what a path out of bounds listed is no id for later calls
+				sc.state.Harvest(seq, step.Tool, call.Result, s.Structured())
+			}
 			if step.Setup && sc.opts.Isolation == IsolationCall {
 				if len(sc.setups) < maxSetups {
 					sc.setups = append(sc.setups, setupCall{seq: seq, call: step})
@@ -457,7 +470,7 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 					s.problem("probe", seq, "more than %d setup calls: from call %d on, a setup call is not replayed before the calls after it", maxSetups, seq)
 				}
 			}
-		} else if r, ok := retryOf(step, call); ok {
+		} else if r, ok := retryOf(step, call, sc.repairer(step.Tool)); ok {
 			follow(plan[i+1:], step.Tool, step.Arguments, r.Arguments)
 			plan = slices.Insert(plan, i+1, r)
 		}
@@ -511,6 +524,18 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 	return nil
 }
 
+// repairer reads a refusal of tool's arguments for what to change (see
+// probes.RepairIn), with paths into the run's canary.
+func (sc *scanner) repairer(tool string) func(json.RawMessage, string) (json.RawMessage, bool) {
+	canary := probes.DefaultCanary()
+	if !sc.opts.NoSeed {
+		canary = sc.bait.Canary
+	}
+	return func(args json.RawMessage, errText string) (json.RawMessage, bool) {
+		return probes.RepairIn(canary, tool, sc.schemas[tool], args, errText)
+	}
+}
+
 // follow gives the repeats right after a call (which repeat it to check
 // idempotentHint) the arguments the call was made with at last: with the
 // values offered, or a retry's.
@@ -526,9 +551,14 @@ func follow(rest []probes.Call, tool string, old, args json.RawMessage) {
 }
 
 // retryOf is the retry of a call the server refused as invalid (see
-// probes.Refused), with the next candidate arguments, if there is one
+// probes.Refused), or of a call with no arguments that failed, with the
+// next candidate arguments, if there is one
 // left: at most probes.MaxCandidates-1 retries per planned call.
-func retryOf(step probes.Call, call report.Call) (probes.Call, bool) {
+//
+// The retry's arguments are those repair (nil: none) makes of the call's
+// and its error (see probes.RepairIn), else the next candidate; either
+// way a retry uses up a candidate, so that retries stay bounded.
+func retryOf(step probes.Call, call report.Call, repair func(args json.RawMessage, errText string) (json.RawMessage, bool)) (probes.Call, bool) {
 	if len(step.Alternatives) == 0 {
 		return probes.Call{}, false
 	}
@@ -540,14 +570,37 @@ func retryOf(step probes.Call, call report.Call) (probes.Call, bool) {
 	} else if call.ErrorKind != "" {
 		return probes.Call{}, false // a timeout, a crash: not a refusal
 	}
-	if !probes.Refused(code, call.IsError || call.ErrorKind == "rpc", text) {
+	// A call with no arguments ({}: the tool requires none) that failed
+	// lacked something its optional properties say, whatever the error's
+	// words ("Provide one of: ...", a default URL that cannot be fetched
+	// offline): it is retried with them, unless the method itself is
+	// wanting.
+	failed := call.IsError || call.ErrorKind == "rpc"
+	emptyFailed := step.Source == "empty" && failed && code != codeMethodNotFound && !strings.Contains(text, methodNotFound)
+	var repaired json.RawMessage
+	if repair != nil && failed && code != codeMethodNotFound {
+		repaired, _ = repair(step.Arguments, text)
+	}
+	// An error that asks for what the call left out, or lists what it
+	// takes instead of a value sent, is a refusal whatever its words.
+	if !emptyFailed && repaired == nil && !probes.Refused(code, failed, text) {
 		return probes.Call{}, false
 	}
 	r := step
 	r.Arguments, r.Alternatives = step.Alternatives[0], step.Alternatives[1:]
+	if repaired != nil {
+		r.Arguments = repaired
+	}
 	r.Source, r.Retries = "retry", call.Seq
 	return r, true
 }
+
+// JSON-RPC's method not found, as a code and as the TypeScript SDK words
+// it in an isError result: no argument fixes it.
+const (
+	codeMethodNotFound = -32601
+	methodNotFound     = "MCP error -32601:"
+)
 
 // decodeTool reads one raw tool, keeping annotations and schemas as sent
 // and telling "not declared" from "declared false" for each hint.
@@ -636,4 +689,141 @@ func resultText(res *mcp.CallToolResult, limit int) string {
 		s = s[:cut] + "…"
 	}
 	return report.EscapeInvalid(s)
+}
+
+// startedPIDs are the processes this session's calls started (kernel
+// pids: the report's are normalized only at the session's end), best
+// first, and the seq of the call that started them: those of the latest
+// setup call (see probes.IsSetup) that started any, else of the latest
+// call that did, live ones before those that exited, each in
+// the order they ran (the one the call spawned before what that
+// spawned). Neither the sandbox's init (pid 1) nor the server (a child
+// of init) is ever among them.
+func startedPIDs(calls []report.Call) ([]int, int) {
+	// A setup call's first (start_process): the process meant to be read
+	// and ended; else any call's (a helper the server ran).
+	if pids, seq := startedBy(calls, func(c report.Call) bool { return c.Setup }); len(pids) > 0 {
+		return pids, seq
+	}
+	return startedBy(calls, func(report.Call) bool { return true })
+}
+
+// startedBy is startedPIDs over the calls that pass keep.
+func startedBy(calls []report.Call, keep func(report.Call) bool) ([]int, int) {
+	for i := len(calls) - 1; i >= 0; i-- {
+		if !keep(calls[i]) {
+			continue
+		}
+		var live, exited []int
+		for _, p := range calls[i].Effects.Processes {
+			if p.PID <= 1 || p.PPID <= 1 || p.ExecError != "" || slices.Contains(live, p.PID) || slices.Contains(exited, p.PID) {
+				continue
+			}
+			if p.ExitCode == nil {
+				live = append(live, p.PID)
+			} else {
+				exited = append(exited, p.PID)
+			}
+		}
+		if out := append(live, exited...); len(out) > 0 {
+			return out, calls[i].Seq
+		}
+	}
+	return nil, 0
+}
+
+// offer gives a call's arguments the values earlier results returned
+// (see probes.State.Offer), but never to a process-id property (see
+// probes.PIDLike): a pid a result named may be the server's own (a status
+// dump) and a kill tool given it would end the scan for no fault of the
+// tool. A pid property takes instead the first process the latest call
+// that started any started (see startedPIDs), or keeps its synthesized
+// value (probes.NoPID: no process has it). It returns the arguments and
+// the seqs of the calls whose results or processes they took.
+func (sc *scanner) offer(tool string, planned json.RawMessage, calls []report.Call) (json.RawMessage, []int) {
+	schema := sc.schemas[tool]
+	args, from := sc.state.Offer(schema, planned)
+	var pm, am map[string]json.RawMessage
+	if json.Unmarshal(planned, &pm) != nil || json.Unmarshal(args, &am) != nil || pm == nil || am == nil {
+		return args, from
+	}
+	var pidKeys []string
+	for k := range am {
+		if probes.PIDLike(k) {
+			pidKeys = append(pidKeys, k)
+		}
+	}
+	if len(pidKeys) == 0 {
+		return args, from
+	}
+	sort.Strings(pidKeys)
+	touched := false
+	for _, k := range pidKeys {
+		if v, ok := pm[k]; ok {
+			touched = touched || !bytes.Equal(am[k], v)
+			am[k] = v
+		} else {
+			touched = true
+			delete(am, k) // an optional pid the state added
+		}
+	}
+	if touched {
+		from = sc.fromValues(am, pm)
+	}
+	if pids, seq := startedPIDs(calls); len(pids) > 0 {
+		withPID := maps.Clone(am)
+		for _, k := range pidKeys {
+			if _, ok := withPID[k]; !ok {
+				continue
+			}
+			enc := mustJSON(pids[0])
+			if len(withPID[k]) > 0 && withPID[k][0] == '"' {
+				enc = mustJSON(fmt.Sprint(pids[0]))
+			}
+			withPID[k] = enc
+		}
+		if b, err := json.Marshal(withPID); err == nil && probes.Validate(schema, b) == nil {
+			am = withPID
+			if !slices.Contains(from, seq) {
+				from = append(from, seq)
+			}
+		}
+	}
+	b, err := json.Marshal(am)
+	if err != nil || probes.Validate(schema, b) != nil {
+		return planned, nil
+	}
+	if len(from) == 0 {
+		return planned, nil
+	}
+	sort.Ints(from)
+	return b, from
+}
+
+// fromValues are the seqs of the calls whose values the state gave to
+// the properties of am that differ from planned pm: for each, the latest
+// value equal to it.
+func (sc *scanner) fromValues(am, pm map[string]json.RawMessage) []int {
+	var from []int
+	vals := sc.state.Values()
+	for k, v := range am {
+		if bytes.Equal(v, pm[k]) {
+			continue
+		}
+		for i := len(vals) - 1; i >= 0; i-- {
+			x := vals[i].Value
+			if bytes.Equal(mustJSON(x), v) || bytes.Equal(mustJSON(fmt.Sprint(x)), v) {
+				if !slices.Contains(from, vals[i].From) {
+					from = append(from, vals[i].From)
+				}
+				break
+			}
+		}
+	}
+	return from
+}
+
+func mustJSON(v any) []byte {
+	b, _ := json.Marshal(v)
+	return b
 }

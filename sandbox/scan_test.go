@@ -21,6 +21,8 @@ import (
 
 	"github.com/mcpsandbox/mcpsandbox/ci/formats"
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/ci/rules"
+	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
 	"github.com/mcpsandbox/mcpsandbox/probes"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
@@ -81,10 +83,12 @@ func toolByName(r *report.Report, name string) *report.Tool {
 
 // callsOf returns the calls of a tool, leaving out the automatic repeats
 // of idempotent tools.
+// callsOf is tool's calls, less the repeats and the boundary probes
+// (TestBoundaryProbes checks those).
 func callsOf(r *report.Report, tool string) []report.Call {
 	var out []report.Call
 	for _, c := range r.Calls {
-		if c.Tool == tool && c.Source != "repeat" {
+		if c.Tool == tool && c.Source != "repeat" && c.Source != "boundary" {
 			out = append(out, c)
 		}
 	}
@@ -389,6 +393,27 @@ func TestRealNPMServers(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ws, "b.txt")); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("write_file reached the host workspace: %v", err)
+	}
+	// Its allowed directories hold: every boundary probe is refused, none
+	// is a finding.
+	var probed int
+	for _, c := range r.Calls {
+		if c.Source == "boundary" {
+			probed++
+			if !c.IsError && c.ErrorKind == "" || c.Boundary.Returned {
+				t.Errorf("boundary call %d %s %s not refused: %q", c.Seq, c.Tool, c.Arguments, c.Result)
+			}
+		}
+	}
+	fr := *r
+	verdict.Finish(&fr, verdict.Config{})
+	for _, f := range fr.Findings {
+		if f.Rule == rules.PathEscape || f.Rule == rules.SsrfFollowed {
+			t.Errorf("server-filesystem: %s", f.Message)
+		}
+	}
+	if probed == 0 {
+		t.Error("server-filesystem: no boundary call")
 	}
 
 	mem, err := scan(t, cli, sandbox.ScanOptions{

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -456,7 +457,7 @@ func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Contai
 	s.logf("starting %s in %s", strings.Join(o.Argv, " "), s.image)
 	ctr, err := Start(startCtx, s.cli, ContainerOptions{Image: s.image, Argv: o.Argv, Env: o.Env, User: o.User,
 		Mounts: o.Mounts, Limits: o.Limits, RunID: o.RunID, keep: o.Keep,
-		Agent: o.Agent != "", Network: o.Network, MaxEvents: o.MaxEvents, ShmSize: o.Disk, BeforeStart: beforeStart, AfterStart: afterStart})
+		Agent: o.Agent != "", Network: o.Network, MaxEvents: o.MaxEvents, ShmSize: o.Disk, Secrets: o.Secrets, BeforeStart: beforeStart, AfterStart: afterStart})
 	if err != nil {
 		if s.rec.src != nil {
 			err = errors.Join(err, s.rec.src.Close(context.WithoutCancel(ctx)))
@@ -792,6 +793,7 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 		call.IsError = res.IsError
 		call.Result = resultText(res, s.opts.Bounds.MaxResultText)
 		call.WholeBytes, call.WholeSha256 = whole.Bytes, whole.Sha256
+		call.Disclosed = s.disclosed(res)
 		if whole.Bytes > int64(s.opts.Bounds.MaxResultText) {
 			// Not kept whole: what it was is counted and hashed.
 			call.ResultBytes, call.ResultSha256 = whole.Bytes, whole.Sha256
@@ -814,6 +816,30 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 		call.Error, call.ErrorKind = s.clip(err.Error()), "client"
 	}
 	return call
+}
+
+// disclosed are the roles of the planted secrets in v, a result as
+// received, whole: the text kept is cut at a bound, the model is not.
+func (s *Session) disclosed(v any) []string {
+	if s.opts.Secrets == nil {
+		return nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil // it was decoded from JSON: it encodes
+	}
+	return roles(s.opts.Secrets(string(raw)))
+}
+
+// roles are names as the report's roles ("<github-token>"), once each,
+// sorted.
+func roles(names []string) []string {
+	var out []string
+	for _, n := range names {
+		out = append(out, "<"+n+">")
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // Structured is the last call's structuredContent, nil when it had none.
@@ -957,6 +983,13 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 		// The tail no longer reaches back to the start, where a server
 		// says why it failed.
 		s.rep.Server.StderrHead = ctr.StderrHead()
+	}
+	if s.opts.Secrets != nil {
+		found := ctr.StderrSecrets()
+		if s.rep.Server.Instructions != "" {
+			found = append(found, s.opts.Secrets(s.rep.Server.Instructions)...)
+		}
+		s.rep.Server.StderrDisclosed = roles(found)
 	}
 	s.rep.Server.StdoutNoise, s.rep.Server.StdoutNoiseSample = s.noise.snapshot()
 	s.refusedElsewhere()

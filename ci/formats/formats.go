@@ -82,7 +82,7 @@ func WriteMarkdown(w io.Writer, r *report.Report) error {
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %d | %s | %d | %d | %d | %d%s |\n", md(t.Name), report.Hint(t.Hints.ReadOnly), report.Hint(t.Hints.Destructive),
 			report.Hint(t.Hints.Idempotent), report.Hint(t.Hints.OpenWorld), calls, statusText(cov[t.Name].Status), files, procs, nets, finds, mark)
 	}
-	b.WriteString("\nHints as declared; `·`: not declared (the specification's default applies). Status `exercised`: a call returned a result that is not an error (repeats and schema-breaking inputs do not count); `errored`: every call failed. ❌: findings that fail the gate or would.\n")
+	b.WriteString("\nHints as declared; `·`: not declared (the specification's default applies). Status `exercised`: a call returned a result that is not an error (repeats, schema-breaking inputs and boundary probes do not count); `errored`: every call failed. ❌: findings that fail the gate or would.\n")
 	var unexercised []report.ToolCoverage
 	for _, c := range r.Coverage {
 		if c.Status != report.CoverageExercised {

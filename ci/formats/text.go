@@ -23,9 +23,10 @@ const notEvidence = "their code did not run as a client would run it, so the abs
 var legend = []string{
 	"RO DESTR IDEMP OPEN: the readOnlyHint, destructiveHint, idempotentHint and openWorldHint the tool declared:",
 	"  true, false, or · when not declared (the specification's default applies: false, true, false, true).",
-	"CALLS: every call, repeats and schema-breaking inputs included. STATUS: exercised (a call returned a",
-	"  result that is not an error), errored (every call failed), not called. Repeats and schema-breaking",
-	"  inputs do not exercise a tool. FILES PROCS NET: the effects its calls recorded.",
+	"CALLS: every call, repeats, schema-breaking inputs and boundary probes included. STATUS: exercised (a",
+	"  call returned a result that is not an error), errored (every call failed), not called. Repeats,",
+	"  schema-breaking inputs and boundary probes do not exercise a tool. FILES PROCS NET: the effects its",
+	"  calls recorded.",
 }
 
 // coverageLine is the coverage in words: "exercised 11 of 13 tools (84%):
@@ -172,6 +173,19 @@ func WriteText(w io.Writer, r *report.Report) error {
 		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 		for _, c := range unexercised {
 			fmt.Fprintf(tw, "  %s\t%s\n", esc(c.Tool), esc(whyNot(c)))
+		}
+		tw.Flush()
+	}
+	if len(r.Reads) > 0 {
+		b.WriteString("\nreads (resources, prompts, completions):\n")
+		tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+		for _, rd := range r.Reads {
+			status := "ok"
+			if rd.ErrorKind != "" {
+				status = "error " + rd.ErrorKind
+			}
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\tfiles %d\tprocs %d\tnet %d\n", rd.Seq, rd.Method, esc(rd.Target), status,
+				len(rd.Effects.Files), len(rd.Effects.Processes), len(rd.Effects.Network))
 		}
 		tw.Flush()
 	}

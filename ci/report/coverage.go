@@ -97,10 +97,13 @@ const MaxCoverageReason = 240
 
 // Counts says whether call c counts toward its tool's coverage: every
 // call but the repeats (the same arguments again, for idempotentHint)
-// and the negatives (inputs that break the schema, made to fail). A probe
+// the negatives (inputs that break the schema, made to fail) and the
+// boundary probes (paths and URLs out of bounds, made to be refused). A probe
 // step that expects an error counts: if it fails, its tool was not
 // exercised by it.
-func Counts(c Call) bool { return c.Source != "repeat" && c.Source != "negative" }
+func Counts(c Call) bool {
+	return c.Source != "repeat" && c.Source != "negative" && c.Source != "boundary"
+}
 
 // Succeeded says whether call c returned a result that is not an error.
 // A result the client refused over a bound (errorKind client) was not

@@ -40,6 +40,12 @@ func (r *Report) Normalize() {
 		all = append(all, &r.Calls[i].Effects)
 		all = append(all, after[r.Calls[i].Seq]...)
 	}
+	if r.Reads == nil {
+		r.Reads = []Read{} // present, never null
+	}
+	for i := range r.Reads {
+		all = append(all, &r.Reads[i].Effects)
+	}
 	all = append(all, later...)
 
 	ids := map[int]int{1: 0} // pid 1 is the agent: the sandbox's init

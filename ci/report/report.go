@@ -27,6 +27,11 @@ type Report struct {
 	Tools     []Tool      `json:"tools"`
 	Calls     []Call      `json:"calls"`
 	NotCalled []NotCalled `json:"notCalled"`
+	// Reads are the requests made of the server's other surfaces once its
+	// tools were called: resources read, resource templates read, prompts
+	// got, completions asked, each where the server declares the
+	// capability; in the order made.
+	Reads []Read `json:"reads"`
 	// Coverage says, for each listed tool in the order of Tools, whether
 	// it was exercised (a call returned a result that is not an error),
 	// errored or not called: what the verdict on a tool is worth. Finish
@@ -119,6 +124,17 @@ type Server struct {
 	StderrHead      string `json:"stderrHead,omitempty"`
 	StderrBytes     int64  `json:"stderrBytes"`
 	StderrTruncated bool   `json:"stderrTruncated"`
+	// StderrDisclosed are the roles ("<aws-secret-access-key>") of the
+	// planted secrets found anywhere in what the server wrote to stderr,
+	// the whole stream (not only what is kept), or in its initialize
+	// instructions: what reaches a client's logs or the model. Sorted;
+	// never the values.
+	StderrDisclosed []string `json:"stderrDisclosed,omitempty"`
+	// SurfacesTruncated names the lists of the other surfaces
+	// (resources/list, resources/templates/list, prompts/list) cut at a
+	// bound (pages, bytes, items, a page refused over a message bound):
+	// what was past it was neither read nor judged.
+	SurfacesTruncated []string `json:"surfacesTruncated,omitempty"`
 	// StdoutNoise counts stdout lines that were not JSON-RPC (dropped from
 	// the MCP stream); StdoutNoiseSample keeps the first few.
 	StdoutNoise       int      `json:"stdoutNoise"`
@@ -234,7 +250,7 @@ type Call struct {
 	// "empty" ({}: the schema requires nothing), "repeat" (the previous
 	// call again, to check idempotentHint), "negative" (see Negative),
 	// "retry" (the next candidate arguments after the server refused the
-	// call Retries names).
+	// call Retries names), "boundary" (see Boundary).
 	Source string `json:"source"`
 	// Retries is the seq of the attempt this call retries (source "retry"):
 	// that call was refused as invalid (JSON-RPC -32602, or an isError
@@ -255,6 +271,12 @@ type Call struct {
 	// they come after the calls planned first, in the session where it
 	// appeared (with --isolation call, the session of the call before).
 	Late bool `json:"late,omitempty"`
+	// Boundary is set on the boundary probes (source "boundary"): a path
+	// property given a traversal out of the canary project, or a URL
+	// property given a link-local or loopback URL (see Probes in the
+	// README). Their effects are judged by path-escape and ssrf-followed
+	// (and secret-exfiltration), not by the hint rules.
+	Boundary *Boundary `json:"boundary,omitempty"`
 	// IsError is the result's isError flag.
 	IsError bool `json:"isError"`
 	// Error is set when the call got no result: a JSON-RPC error, a timeout,
@@ -274,14 +296,88 @@ type Call struct {
 	// WholeBytes and WholeSha256 are ResultBytes and ResultSha256 for every
 	// result, kept whole or not: what shedding the result text over the
 	// report bound leaves in its place (not written themselves).
-	WholeBytes  int64   `json:"-"`
-	WholeSha256 string  `json:"-"`
-	Effects     Effects `json:"effects"`
+	WholeBytes  int64  `json:"-"`
+	WholeSha256 string `json:"-"`
+	// Disclosed are the roles ("<aws-secret-access-key>") of the planted
+	// secrets found in the whole result as received (every content item,
+	// structuredContent, embedded resources; not only Result), plain or
+	// encoded: secrets handed to the model. Sorted; never the values.
+	Disclosed []string `json:"disclosed,omitempty"`
+	Effects   Effects  `json:"effects"`
 	// Replay, when set, says how far the call's effects (with the
 	// "between" phase after it) were checked by replaying the call; only
 	// the effects it reproduced are the call's. Nil: not replayed, every
 	// effect is the call's (no rule needed checking, or --no-replay).
 	Replay *Replay `json:"replay,omitempty"`
+}
+
+// The surfaces a Read reads.
+const (
+	SurfaceResource   = "resource"   // resources/read of a listed resource
+	SurfaceTemplate   = "template"   // resources/read of a URI made from a resource template
+	SurfacePrompt     = "prompt"     // prompts/get
+	SurfaceCompletion = "completion" // completion/complete
+)
+
+// Read is one request made of a surface other than tools. Each is by the
+// specification a read (resources and prompts are data the client
+// fetches, completion a suggestion), so any effect is the server's
+// surprise: its effects are recorded as a call's are.
+type Read struct {
+	// Seq numbers the reads, from 1, in the order made.
+	Seq int `json:"seq"`
+	// Surface is SurfaceResource, SurfaceTemplate, SurfacePrompt or
+	// SurfaceCompletion; Method the JSON-RPC method sent.
+	Surface string `json:"surface"`
+	Method  string `json:"method"`
+	// Target is the resource's URI, the template's URI template, or the
+	// prompt's name; for a completion, the prompt's name or the template
+	// asked about.
+	Target string `json:"target"`
+	// URI is the URI read (a template's, with its variables filled in).
+	URI string `json:"uri,omitempty"`
+	// Arguments are the prompt's arguments, the template's variables, or
+	// the completion's argument, as sent.
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Error and ErrorKind are as a call's: no result.
+	Error     string `json:"error,omitempty"`
+	ErrorKind string `json:"errorKind,omitempty"`
+	// Result is the text of what was returned, bounded as a call's
+	// (--max-result); ResultBytes and ResultSha256 are the whole result's
+	// when it was not kept whole.
+	Result       string `json:"result"`
+	ResultBytes  int64  `json:"resultBytes,omitempty"`
+	ResultSha256 string `json:"resultSha256,omitempty"`
+	// Disclosed are the roles of the planted secrets in the whole result,
+	// as a call's.
+	Disclosed []string `json:"disclosed,omitempty"`
+	// WholeBytes and WholeSha256 are the whole result's, kept whole or not
+	// (for shedding; not written).
+	WholeBytes  int64   `json:"-"`
+	WholeSha256 string  `json:"-"`
+	DurationMs  int64   `json:"-"`
+	Effects     Effects `json:"effects"`
+}
+
+// Boundary is what a boundary probe tried, and what its result showed.
+type Boundary struct {
+	// Kind is path-file (read a file outside the root), path-dir (list a
+	// directory outside it), path-dest (write a file outside it) or url
+	// (fetch a link-local or loopback URL).
+	Kind string `json:"kind"`
+	// Property is the argument that carried the probe.
+	Property string `json:"property"`
+	// Target is the path the traversal names once resolved (a marker
+	// planted outside the workspace, its directory, or a destination that
+	// does not exist), or the URL.
+	Target string `json:"target"`
+	// Address and Port are where fetching the URL connects (port 0: any).
+	Address string `json:"address,omitempty"`
+	Port    int    `json:"port,omitempty"`
+	// Returned is set when the result held what only following the path
+	// shows: the marker file's secret content (path-file) or its name
+	// (path-dir).
+	Returned bool `json:"returned,omitempty"`
 }
 
 // Replay is the outcome of replaying one call: in a fresh container from
@@ -609,6 +705,7 @@ func New() *Report {
 		Tools:         []Tool{},
 		Calls:         []Call{},
 		NotCalled:     []NotCalled{},
+		Reads:         []Read{},
 		Coverage:      []ToolCoverage{},
 		Phases:        []Phase{},
 		ToolChanges:   []ToolChange{},

@@ -67,6 +67,15 @@ func (r *Report) Shed(step ShedStep) int {
 			c.Result = ""
 			n++
 		}
+		for i := range r.Reads {
+			if rd := &r.Reads[i]; rd.Result != "" {
+				if rd.ResultBytes == 0 {
+					rd.ResultBytes, rd.ResultSha256 = rd.WholeBytes, rd.WholeSha256
+				}
+				rd.Result = ""
+				n++
+			}
+		}
 	case ShedArguments:
 		for i := range r.Calls {
 			c := &r.Calls[i]
@@ -84,6 +93,9 @@ func (r *Report) Shed(step ShedStep) int {
 		}
 		for i := range r.Calls {
 			cut(&r.Calls[i].Error)
+		}
+		for i := range r.Reads {
+			cut(&r.Reads[i].Error)
 		}
 		for i := range r.Problems {
 			cut(&r.Problems[i].Message)
@@ -103,6 +115,9 @@ func (r *Report) Shed(step ShedStep) int {
 		}
 		for i := range r.Phases {
 			n += shedEffects(&r.Phases[i].Effects)
+		}
+		for i := range r.Reads {
+			n += shedEffects(&r.Reads[i].Effects)
 		}
 	}
 	return n

@@ -25,6 +25,9 @@ func Suspects(r *report.Report, opts Options) []int {
 	sc, owned := newScratch(r), ownedSet(r)
 	var out []int
 	for i, c := range r.Calls {
+		if c.Source == "boundary" {
+			continue // judged by the boundary rules, on what the call did
+		}
 		effs := append([]report.Effects{c.Effects}, after[c.Seq]...)
 		e := &evaluator{opts: opts, scratch: sc}
 		e.call(r, i, c, tools[c.Tool], effs, true)

@@ -93,8 +93,11 @@ func All() []Rule {
 		diskRule(),
 		reportBoundRule(),
 		coverageRule(),
+		secretDisclosedRule(),
+		readHasEffectsRule(),
+		surfaceListRule(),
 	}
-	return append(append(all, phaseRules()...), toolListRules()...)
+	return append(append(append(all, phaseRules()...), toolListRules()...), boundaryRules()...)
 }
 
 // ByID returns the rule with id.
@@ -137,6 +140,10 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 		// What a call caused includes what it left running did after it
 		// returned.
 		effs := append([]report.Effects{c.Effects}, after[c.Seq]...)
+		if c.Source == "boundary" {
+			e.boundary(c, effs)
+			continue
+		}
 		if c.Replay == nil {
 			e.call(r, i, c, tools[c.Tool], effs, true)
 			continue
@@ -161,6 +168,9 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 	e.out = append(e.out, disk(r)...)
 	e.out = append(e.out, reportBound(r)...)
 	e.out = append(e.out, coverage(r, opts.MinCoverage)...)
+	e.out = append(e.out, disclosed(r, r.Sandbox.Isolation)...)
+	e.out = append(e.out, reads(r, ownedSet(r), r.Sandbox.Isolation)...)
+	e.out = append(e.out, surfaceListCut(r)...)
 	if n := r.Sandbox.EventsTruncated; n > 0 {
 		rl, _ := ByID(CaptureTruncated)
 		e.out = append(e.out, report.Finding{Rule: rl.ID, Severity: rl.Severity, Message: fmt.Sprintf("%d agent events were cut at a bound; %s", n, rl.Rationale),
@@ -232,15 +242,7 @@ func (e *evaluator) call(r *report.Report, i int, c report.Call, t report.Tool, 
 			e.add(SchemaViolationEffects, c, "", ev, paths)
 		}
 	}
-	var leaked []string
-	for _, ef := range effs {
-		for _, n := range ef.Network {
-			for _, sec := range n.Secrets {
-				leaked = append(leaked, fmt.Sprintf("%s in %s", sec, describeNet(n)))
-			}
-		}
-	}
-	e.add(SecretExfiltration, c, "", leaked, nil)
+	e.exfiltration(c, effs)
 	e.files(ShellOrCredentialFiles, c, effs, "", func(f report.FileChange) bool { return IsShellOrCredentialFile(f.Path) })
 	// Shell start-up and credential files are the rule above's, at its
 	// higher severity: not listed twice.
@@ -449,4 +451,18 @@ func Brief(f report.Finding) string {
 		}
 	}
 	return f.Message
+}
+
+// exfiltration raises secret-exfiltration on call c for every planted
+// secret its network events carried.
+func (e *evaluator) exfiltration(c report.Call, effs []report.Effects) {
+	var leaked []string
+	for _, ef := range effs {
+		for _, n := range ef.Network {
+			for _, sec := range n.Secrets {
+				leaked = append(leaked, fmt.Sprintf("%s in %s", sec, describeNet(n)))
+			}
+		}
+	}
+	e.add(SecretExfiltration, c, "", leaked, nil)
 }

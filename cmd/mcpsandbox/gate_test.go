@@ -41,10 +41,12 @@ func fixtureArgs(t *testing.T, out string, flags []string, serverArgs ...string)
 	sandboxtest.NodeImage(t, cli)
 	fx := sandboxtest.Fixture(t)
 	args := []string{"scan", "--format", "json", "--out", out, "--agent", sandboxtest.Agent(t), "--mount", fx.Source + ":" + fx.Target,
-		// A moment's linger and no replay, unless the test asks (a later
-		// --linger, --no-replay=false): the suite stays short, and the
-		// tests of replays turn them on.
-		"--linger", sandboxtest.Linger.String(), "--no-replay"}
+		// A moment's linger, no replay and no boundary probes, unless the
+		// test asks (a later --linger, --no-replay=false,
+		// --no-boundary=false): the suite stays short; the tests of
+		// replays turn them on, and sandbox's TestBoundaryProbes tests the
+		// probes.
+		"--linger", sandboxtest.Linger.String(), "--no-replay", "--no-boundary"}
 	args = append(args, flags...)
 	return append(append(args, "--", fx.Target), serverArgs...)
 }

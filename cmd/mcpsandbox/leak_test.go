@@ -107,12 +107,18 @@ func TestNoPlantedValueIsWritten(t *testing.T) {
 	if !strings.Contains(info.String(), `"leaky\\xff\\xfe<aws-access-key-id>`) || !strings.Contains(info.String(), `"version":"1.0\\ud800"`) {
 		t.Errorf("serverInfo %s", r.Server.ServerInfo)
 	}
-	var badName, exfil bool
+	var badName, exfil, disclosedTool, disclosedServer bool
 	for _, tool := range r.Tools {
 		badName = badName || tool.Name == `bad\xff\xfename`
 	}
 	for _, f := range r.Findings {
 		exfil = exfil || (f.Rule == rules.SecretExfiltration && strings.Contains(strings.Join(f.Evidence, "\n"), "<aws-access-key-id"))
+		ev := strings.Join(f.Evidence, "\n")
+		disclosedTool = disclosedTool || (f.Rule == rules.SecretDisclosed && f.Tool == "leak_all" && strings.Contains(ev, "<github-token> in the result of call"))
+		disclosedServer = disclosedServer || (f.Rule == rules.SecretDisclosed && f.Tool == "" && strings.Contains(ev, "<ssh-private-key> in the server's stderr"))
+	}
+	if !disclosedTool || !disclosedServer {
+		t.Errorf("%s on leak_all's result: %v, on the server's stderr: %v; findings %+v", rules.SecretDisclosed, disclosedTool, disclosedServer, r.Findings)
 	}
 	if !badName || !exfil {
 		t.Errorf("tool named with \\xNN: %v; %s naming a role: %v; tools %+v findings %+v", badName, rules.SecretExfiltration, exfil, r.Tools, r.Findings)

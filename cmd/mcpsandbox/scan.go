@@ -68,6 +68,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&opts.FileLimits.MaxEntries, "max-files", 0, "entries walked per file snapshot (default 200,000; 20,000 with --changes api); past it the snapshot is truncated, a problem and a finding")
 	fs.IntVar(&opts.MaxLateTools, "max-late-tools", 0, "tools that appear during the scan and are called (default 50); past it they are named, not called, a problem and a finding")
 	rounds := fs.Int("rounds", 1, "scan this many times, each round in fresh containers with the same bait seed, and report the findings of all rounds, each with the rounds that saw it; the gate acts on a finding any round saw")
+	fs.BoolVar(&opts.NoBoundary, "no-boundary", false, "leave out the boundary probes: a traversal out of the canary project for path properties, a link-local and a loopback URL for URL properties (path-escape, ssrf-followed)")
 	fs.BoolVar(&opts.NoSeed, "no-seed", false, "do not seed the canary workspace and honeytokens")
 	baitSeed := fs.Uint64("bait-seed", 0, "draw the canary's names and the honeytokens' values from this seed (0 to 2^53-1; default: a random seed, reported under timing)")
 	client := sandbox.DefaultClientInfo()

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -34,6 +35,23 @@ func probe(args []string) int {
 	switch args[0] {
 	case "noop":
 		return 0
+	case "exec-from-thread":
+		// A Go program execs from whatever thread runs the goroutine: here
+		// one that is not the leader, whose exit stop the kernel makes as
+		// it destroys the leader; the process lives on under noop.
+		done := make(chan error)
+		var try func()
+		try = func() {
+			runtime.LockOSThread() // never unlocked: the next try takes another thread
+			if unix.Gettid() == unix.Getpid() {
+				go try()
+				return
+			}
+			done <- syscall.Exec(self, []string{self, probeArg, "noop"}, os.Environ())
+		}
+		go try()
+		fmt.Println(<-done)
+		return 1
 	case "peek":
 		return peekProbe()
 	case "wait-stdin":
@@ -481,6 +499,40 @@ func TestAgentLooksLikeDockerInit(t *testing.T) {
 	for _, c := range comms {
 		if c != Name {
 			t.Errorf("a thread is named %q, want %q (all: %q)", c, Name, comms)
+		}
+	}
+}
+
+// TestExecFromAThreadIsNotAnExit: a server whose exec comes from a thread
+// other than its leader goes on under the new program; the leader's exit
+// stop, which the kernel makes as it destroys it, is not the server's
+// exit. One exit is reported, the real one, after the exec.
+func TestExecFromAThreadIsNotAnExit(t *testing.T) {
+	for range 5 {
+		res := runAgent(t, agentRun{args: []string{"--network", "open", "--", "SELF", probeArg, "exec-from-thread"}})
+		if res.code != 0 {
+			t.Fatalf("agent exit %d, want noop's 0; %s; events %+v", res.code, res.stdout, res.events)
+		}
+		var server, exits, execAt, exitAt int
+		for _, e := range res.events {
+			if e.Kind == KindExec && len(e.Argv) == 3 && e.Argv[2] == "exec-from-thread" {
+				server = e.PID
+			}
+		}
+		for i, e := range res.events {
+			switch {
+			case e.Kind == KindExec && e.PID == server && len(e.Argv) == 3 && e.Argv[2] == "noop":
+				execAt = i
+			case e.Kind == KindExit && e.PID == server:
+				exits++
+				exitAt = i
+				if e.PPID != 1 || e.ExitCode == nil || *e.ExitCode != 0 {
+					t.Errorf("the server's exit %+v, want ppid 1, code 0", e)
+				}
+			}
+		}
+		if server == 0 || exits != 1 || execAt == 0 || exitAt < execAt {
+			t.Fatalf("server %d: %d exits (last at %d), the exec of noop at %d; want one exit after the exec; events %+v", server, exits, exitAt, execAt, res.events)
 		}
 	}
 }

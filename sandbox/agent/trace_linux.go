@@ -243,7 +243,7 @@ func (t *tracer) event(tid int, tk *task, cause int) {
 			t.created(tid, tk, int(msg), cause)
 		}
 	case unix.PTRACE_EVENT_EXIT:
-		if tid == tk.tgid && !leaderThreadExit(tid) {
+		if tid == tk.tgid && lastThread(tid) {
 			if p := t.procs[tid]; p != nil && p.reported && !p.exitSent {
 				msg, err := unix.PtraceGetEventMsg(tid)
 				if err == nil {
@@ -726,14 +726,14 @@ func cloneFlags(tid int) (uint64, bool) {
 	return 0, true
 }
 
-// leaderThreadExit tells a group leader that ends only its own thread
-// (SYS_exit while other threads run on) from the end of the process.
-func leaderThreadExit(tid int) bool {
-	r, err := getRegs(tid)
-	if err != nil || r.nr != sysExit {
-		return false
-	}
-	return statusFields(tid, "Threads:")[0] > 1
+// lastThread tells a group leader's exit stop that ends the process from
+// one that ends only its thread while others run on: a leader that calls
+// SYS_exit alone, a group exit whose other threads are not gone yet, and
+// the leader a non-leader thread's execve destroys (the process lives on
+// under the new program, with the leader's pid). Only the first is
+// reported at the stop; the others at the process's end, from wait.
+func lastThread(tid int) bool {
+	return statusFields(tid, "Threads:")[0] <= 1
 }
 
 func ppidOf(pid int) int { return statusFields(pid, "PPid:")[0] }

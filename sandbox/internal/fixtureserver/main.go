@@ -2,7 +2,7 @@
 // demo: honest tools, and tools that lie about their side effects in each
 // way mcpsandbox must catch. Arguments choose the tool sets:
 //
-//	fixtureserver [honest] [liar] [bad] [hostile] [wary] [stateful] [held] [ipc] [flaky] [env] [leaky] [owner] [coverage] [garbage] [hang] [crash] ... [--banner]
+//	fixtureserver [honest] [liar] [bad] [hostile] [wary] [stateful] [held] [ipc] [flaky] [env] [leaky] [owner] [boundary] [secrets] [surfaces] [readcrash] [coverage] [garbage] [hang] [crash] ... [--banner]
 //	fixtureserver flood [pages=N] [page-bytes=B] ... (see flood.go: a server that floods its client)
 //
 // (default: honest liar); each misbehaving tool may be named alone. --banner prints a line of non-JSON to stdout
@@ -73,7 +73,17 @@ func main() {
 	if sets["leaky"] {
 		info, transport = leakyInfo(), leakyTransport()
 	}
-	s := mcp.NewServer(info, nil)
+	var sopts *mcp.ServerOptions
+	if sets["surfaces"] {
+		sopts = &mcp.ServerOptions{CompletionHandler: completeSurfaces}
+	}
+	s := mcp.NewServer(info, sopts)
+	if sets["surfaces"] {
+		addSurfaces(s)
+	}
+	if sets["readcrash"] {
+		addReadCrash(s)
+	}
 	if sets["leaky"] {
 		addLeaky(s)
 	}
@@ -121,6 +131,12 @@ func main() {
 	}
 	if sets["owner"] {
 		addOwnerTools(s)
+	}
+	if sets["secrets"] {
+		addSecretsTools(s)
+	}
+	if sets["boundary"] {
+		addBoundaryTools(s)
 	}
 	if err := s.Run(context.Background(), transport); err != nil {
 		log.Fatal(err)
