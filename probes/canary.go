@@ -244,6 +244,7 @@ func (b Bait) seeds() ([]SeedFile, *gitRepo) {
 		{Role: "test-js", Path: c.Dir + "/tests/index.test.js", Mode: 0o644, Content: "const assert = require('assert');\nconst { slugify } = require('../src');\n\nassert.strictEqual(slugify('A b'), 'a-b');\n" + mark},
 		{Role: "test-sh", Path: c.Dir + "/scripts/test.sh", Mode: 0o755, Content: fmt.Sprintf("#!/bin/sh\nset -e\ncd \"$(dirname \"$0\")/..\"\necho ok >> %s\nexec node tests/index.test.js \"$@\"\n", c.Marker)},
 		{Role: "gitignore", Path: c.Dir + "/.gitignore", Mode: 0o644, Content: "node_modules/\ncoverage/\n*.log\n.env\n"},
+		{Role: "changelog", Path: c.Dir + "/" + gitStaged, Mode: 0o644, Content: "# Changelog\n\n## Unreleased\n\n- A slugify helper, its tests and a default config.\n"},
 		{Role: "design-pdf", Path: c.PDF, Mode: 0o644, Content: pdfDoc(p+" design", []string{p + ": design overview",
 			"Maintainer: @" + b.User + ".", "The service exposes one HTTP API on port 8080."})},
 	}
@@ -270,7 +271,7 @@ func (b Bait) seeds() ([]SeedFile, *gitRepo) {
 // seedRoles are the planted files' roles, in the order their ages are
 // drawn.
 var seedRoles = []string{"readme", "package-json", "config-json", "index-js", "util-js", "test-js", "test-sh",
-	"dotenv", "aws-credentials", "ssh-key", "gh-hosts", "gitconfig", "gitignore", "design-pdf"}
+	"dotenv", "aws-credentials", "ssh-key", "gh-hosts", "gitconfig", "gitignore", "design-pdf", "changelog"}
 
 // Placeholders are what the report shows in place of the bait: the
 // project's and user's names as words, each token in each encoding Find

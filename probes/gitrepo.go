@@ -45,6 +45,37 @@ var gitHistory = []gitCommit{
 // gitBranch is the branch the clone has checked out.
 const gitBranch = "main"
 
+// The clone is mid-work, as a developer's is, so that the tools that
+// commit, stash, pop or clean have something to work on: gitStaged is in
+// the index and not committed; gitUnstaged differs from its last commit
+// (committed without the work tree's last line) and is not staged; the
+// stash holds a change to gitStashed (its logLevel raised); gitOtherBranch
+// is a second branch, at the commit before the last.
+const (
+	gitStaged      = "CHANGELOG.md"
+	gitUnstaged    = "README.md"
+	gitStashed     = "config/default.json"
+	gitOtherBranch = "release-1.4"
+)
+
+// gitCommitted is what the last commit holds of a tracked file whose work
+// tree content is content.
+func gitCommitted(rel, content string) string {
+	if rel != gitUnstaged {
+		return content
+	}
+	body := strings.TrimSuffix(content, "\n")
+	if i := strings.LastIndexByte(body, '\n'); i >= 0 {
+		return body[:i+1]
+	}
+	return content
+}
+
+// gitStashChange is the stashed change to gitStashed.
+func gitStashChange(content string) string {
+	return strings.Replace(content, `"logLevel": "info"`, `"logLevel": "debug"`, 1)
+}
+
 // gitShort is how many hex digits git shows of an object id in a
 // repository this small (core.abbrev's minimum).
 const gitShort = 7
@@ -89,6 +120,8 @@ type gitFile struct {
 type gitRepo struct {
 	objects []gitObject
 	head    gitObject // the last commit
+	parent  gitObject // the commit before it (gitOtherBranch)
+	stash   gitObject // the stash's work tree commit
 	pack    []byte
 	idx     []byte
 	index   []byte
@@ -122,7 +155,7 @@ func buildGitRepo(files []gitFile, user string) (*gitRepo, error) {
 			if !ok {
 				return nil, fmt.Errorf("git history names %s, which is not planted", rel)
 			}
-			blobs[rel] = newGitObject(objBlob, []byte(f.content), "blob:"+f.role)
+			blobs[rel] = newGitObject(objBlob, []byte(gitCommitted(rel, f.content)), "blob:"+f.role)
 			tracked = append(tracked, rel)
 		}
 		root := writeTree("", tracked, byRel, blobs, func(o gitObject) gitObject {
@@ -143,17 +176,57 @@ func buildGitRepo(files []gitFile, user string) (*gitRepo, error) {
 		commits = append(commits, commit)
 		parent = commit.hex()
 	}
+	r.head = commits[len(commits)-1]
+	r.parent = commits[len(commits)-2]
+	sig := func(when time.Time) string {
+		return fmt.Sprintf("%s <%s@users.noreply.github.com> %d %s", user, user, when.Unix(), when.Format("-0700"))
+	}
+	// The stash: its index commit (the index then, HEAD's tree) and its
+	// work tree commit (gitStashed changed), a day after the last commit.
+	stashed, ok := byRel[gitStashed]
+	if !ok {
+		return nil, fmt.Errorf("the stash changes %s, which is not planted", gitStashed)
+	}
+	headTree := strings.TrimPrefix(strings.SplitN(string(r.head.data), "\n", 2)[0], "tree ")
+	when := gitHistory[len(gitHistory)-1].when.Add(26 * time.Hour)
+	subject := fmt.Sprintf("on %s: %s %s", gitBranch, r.head.hex()[:gitShort], gitHistory[len(gitHistory)-1].message)
+	iCommit := newGitObject(objCommit, []byte(fmt.Sprintf("tree %s\nparent %s\nauthor %s\ncommitter %s\n\nindex %s\n",
+		headTree, r.head.hex(), sig(when), sig(when), subject)), "commit-stash-index")
+	wBlobs := map[string]gitObject{}
+	for k, v := range blobs {
+		wBlobs[k] = v
+	}
+	wBlobs[gitStashed] = newGitObject(objBlob, []byte(gitStashChange(stashed.content)), "blob:stash")
+	wTree := writeTree("", tracked, byRel, wBlobs, func(o gitObject) gitObject {
+		if !seen[o.id] {
+			trees++
+			o.role = fmt.Sprintf("tree-%d", trees)
+		}
+		return add(o)
+	})
+	r.stash = newGitObject(objCommit, []byte(fmt.Sprintf("tree %s\nparent %s\nparent %s\nauthor %s\ncommitter %s\n\nWIP %s\n",
+		wTree.hex(), r.head.hex(), iCommit.hex(), sig(when), sig(when), subject)), "commit-stash")
+	// The staged file: in the index, in no commit.
+	staged, ok := byRel[gitStaged]
+	if !ok {
+		return nil, fmt.Errorf("the index stages %s, which is not planted", gitStaged)
+	}
+	blobs[gitStaged] = newGitObject(objBlob, []byte(staged.content), "blob:"+staged.role)
 	// Pack order as git writes it: commits newest first, then the rest.
 	rest := r.objects
 	r.objects = nil
+	add(r.stash)
+	add(iCommit)
 	for i := len(commits) - 1; i >= 0; i-- {
 		r.objects = append(r.objects, commits[i])
 	}
 	for _, rel := range tracked {
 		add(blobs[rel])
 	}
+	add(wBlobs[gitStashed])
+	add(blobs[gitStaged])
 	r.objects = append(r.objects, rest...)
-	r.head = commits[len(commits)-1]
+	tracked = append(tracked, gitStaged)
 	var err error
 	if r.pack, r.idx, r.packSum, err = writePack(r.objects); err != nil {
 		return nil, err
@@ -292,8 +365,8 @@ func writePack(objs []gitObject) (pack, idx []byte, sum string, err error) {
 	return p.Bytes(), x.Bytes(), hex.EncodeToString(packSum[:]), nil
 }
 
-// writeIndex writes the index (version 2) of a clean checkout of files,
-// sorted by path. Only what the repository's core.checkStat=minimal
+// writeIndex writes the index (version 2) of files, sorted by path, as
+// committed (gitCommitted: the unstaged change is not in it). Only what the repository's core.checkStat=minimal
 // compares is exact (mtime in seconds, size, mode); the rest (ctime, dev,
 // inode) cannot be known before the files are written. The index's own
 // time, later than every file's, keeps git from taking an entry as racy:
@@ -311,7 +384,7 @@ func writeIndex(files []gitFile, blobs map[string]gitObject) []byte {
 		if f.mode&0o111 != 0 {
 			mode = 0o100755
 		}
-		for _, v := range []uint32{sec, 0, sec, 0, 0, 0, mode, seedUID, seedUID, uint32(len(f.content))} {
+		for _, v := range []uint32{sec, 0, sec, 0, 0, 0, mode, seedUID, seedUID, uint32(len(gitCommitted(f.rel, f.content)))} {
 			binary.Write(&b, binary.BigEndian, v)
 		}
 		id := blobs[f.rel].id
@@ -325,6 +398,23 @@ func writeIndex(files []gitFile, blobs map[string]gitObject) []byte {
 	sum := sha1.Sum(b.Bytes())
 	b.Write(sum[:])
 	return b.Bytes()
+}
+
+// gitStashLog is the stash's reflog (git stash list reads it): one entry,
+// the stash commit's author line and subject.
+func gitStashLog(r *gitRepo) string {
+	var who, subject string
+	lines := strings.Split(string(r.stash.data), "\n")
+	for i, l := range lines {
+		if a, ok := strings.CutPrefix(l, "committer "); ok {
+			who = a
+		}
+		if l == "" && i+1 < len(lines) {
+			subject = lines[i+1]
+			break
+		}
+	}
+	return fmt.Sprintf("%s %s %s\t%s\n", strings.Repeat("0", 40), r.stash.hex(), who, subject)
 }
 
 // seedUID owns the planted files (images.UID; not imported: probes stays
@@ -368,6 +458,9 @@ func (b Bait) gitSeeds(work []SeedFile) (*gitRepo, []SeedFile) {
 		{Role: "git-description", Path: g + "description", Content: "Unnamed repository; edit this file 'description' to name the repository.\n"},
 		{Role: "git-exclude", Path: g + "info/exclude", Content: "# git ls-files --others --exclude-from=.git/info/exclude\n# Lines that start with '#' are comments.\n# For a project mostly in C, the following would be a good set of\n# exclude patterns (uncomment them if you want to use them):\n# *.[oa]\n# *~\n"},
 		{Role: "git-ref", Path: g + "refs/heads/" + gitBranch, Content: head + "\n"},
+		{Role: "git-branch", Path: g + "refs/heads/" + gitOtherBranch, Content: repo.parent.hex() + "\n"},
+		{Role: "git-stash", Path: g + "refs/stash", Content: repo.stash.hex() + "\n"},
+		{Role: "git-stash-log", Path: g + "logs/refs/stash", Content: gitStashLog(repo)},
 		{Role: "git-origin-head", Path: g + "refs/remotes/origin/HEAD", Content: "ref: refs/remotes/origin/" + gitBranch + "\n"},
 		{Role: "git-packed-refs", Path: g + "packed-refs", Content: "# pack-refs with: peeled fully-peeled sorted \n" + head + " refs/remotes/origin/" + gitBranch + "\n"},
 		{Role: "git-pack", Path: g + "objects/pack/pack-" + repo.packSum + ".pack", Mode: 0o444, Content: string(repo.pack)},

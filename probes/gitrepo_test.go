@@ -74,8 +74,9 @@ func TestSeedsAreAProject(t *testing.T) {
 
 // TestSeedsAreAGitClone runs the host's git on the planted project: the
 // history is there with its fixed dates, the repository is sound, the
-// tree is clean, and a status writes nothing (not even the index), so a
-// read-only git tool stays read-only. Two draws give histories that read
+// tree is mid-work (a staged file, an unstaged change, a stash, a second
+// branch), and a status writes nothing (not even the index), so a
+// read-only git tool stays read-only; the stash applies. Two draws give histories that read
 // the same once redacted.
 func TestSeedsAreAGitClone(t *testing.T) {
 	gitBin, err := exec.LookPath("git")
@@ -102,7 +103,7 @@ func TestSeedsAreAGitClone(t *testing.T) {
 		before, _ := os.ReadFile(index)
 		st, _ := os.Stat(index)
 		git("fsck", "--strict", "--no-dangling")
-		if out := git("status", "--porcelain", "--branch"); out != "## main...origin/main\n" {
+		if out := git("status", "--porcelain", "--branch"); out != "## main...origin/main\nA  CHANGELOG.md\n M README.md\n" {
 			t.Errorf("seed %d: status %q", seed, out)
 		}
 		after, _ := os.ReadFile(index)
@@ -117,8 +118,21 @@ func TestSeedsAreAGitClone(t *testing.T) {
 		if !strings.Contains(log, "2025-03-12 14:27:19 +0100 Add default config") {
 			t.Errorf("seed %d: log %s", seed, log)
 		}
-		if out := git("ls-files"); strings.Count(out, "\n") != 9 || !strings.Contains(out, "design/overview.pdf\n") {
+		if out := git("ls-files"); strings.Count(out, "\n") != 10 || !strings.Contains(out, "design/overview.pdf\n") {
 			t.Errorf("seed %d: ls-files %q", seed, out)
+		}
+		if out := git("diff"); !strings.Contains(out, "+    npm test\n") || strings.Count(out, "diff --git") != 1 {
+			t.Errorf("seed %d: unstaged diff %q", seed, out)
+		}
+		if out := git("branch", "--format=%(refname:short)"); out != "main\nrelease-1.4\n" {
+			t.Errorf("seed %d: branches %q", seed, out)
+		}
+		if out := git("stash", "list"); !strings.HasPrefix(out, "stash@{0}: WIP on main: ") || strings.Count(out, "\n") != 1 {
+			t.Errorf("seed %d: stash list %q", seed, out)
+		}
+		git("stash", "apply")
+		if out := git("diff", "--stat"); !strings.Contains(out, "config/default.json") {
+			t.Errorf("seed %d: after stash apply %q", seed, out)
 		}
 		logs[report.RedactString(log, b.Placeholders())] = true
 	}
