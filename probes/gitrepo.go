@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"path"
 	"sort"
 	"strings"
@@ -46,34 +47,26 @@ var gitHistory = []gitCommit{
 const gitBranch = "main"
 
 // The clone is mid-work, as a developer's is, so that the tools that
-// commit, stash, pop or clean have something to work on: gitStaged is in
-// the index and not committed; gitUnstaged differs from its last commit
-// (committed without the work tree's last line) and is not staged; the
-// stash holds a change to gitStashed (its logLevel raised); gitOtherBranch
-// is a second branch, at the commit before the last.
+// commit, stash, pop or apply have something to work on: gitStaged is in
+// the index and not committed; the stash holds two entries, each a change
+// to its own file (so that popping one and applying the other, in either
+// order, applies cleanly); gitOtherBranch is a second branch, at the
+// commit before the last. The work tree has no unstaged change: a rebase
+// or a cherry-pick refuses one, and the staged file is enough to commit.
 const (
 	gitStaged      = "CHANGELOG.md"
-	gitUnstaged    = "README.md"
-	gitStashed     = "config/default.json"
 	gitOtherBranch = "release-1.4"
 )
 
-// gitCommitted is what the last commit holds of a tracked file whose work
-// tree content is content.
-func gitCommitted(rel, content string) string {
-	if rel != gitUnstaged {
-		return content
-	}
-	body := strings.TrimSuffix(content, "\n")
-	if i := strings.LastIndexByte(body, '\n'); i >= 0 {
-		return body[:i+1]
-	}
-	return content
-}
-
-// gitStashChange is the stashed change to gitStashed.
-func gitStashChange(content string) string {
-	return strings.Replace(content, `"logLevel": "info"`, `"logLevel": "debug"`, 1)
+// gitStash are the stash's entries, oldest first: the file each changes,
+// the change, and how long after the last commit it was stashed.
+var gitStash = []struct {
+	file   string
+	change func(string) string
+	after  time.Duration
+}{
+	{"src/lib/util.js", func(c string) string { return c + "exports.trim = (s) => String(s).trim();\n" }, 26 * time.Hour},
+	{"config/default.json", func(c string) string { return strings.Replace(c, `"logLevel": "info"`, `"logLevel": "debug"`, 1) }, 50 * time.Hour},
 }
 
 // gitShort is how many hex digits git shows of an object id in a
@@ -119,9 +112,9 @@ type gitFile struct {
 // gitRepo is the planted repository: its objects, in pack order.
 type gitRepo struct {
 	objects []gitObject
-	head    gitObject // the last commit
-	parent  gitObject // the commit before it (gitOtherBranch)
-	stash   gitObject // the stash's work tree commit
+	head    gitObject   // the last commit
+	parent  gitObject   // the commit before it (gitOtherBranch)
+	stashes []gitObject // the stash's work tree commits, oldest first
 	pack    []byte
 	idx     []byte
 	index   []byte
@@ -155,7 +148,7 @@ func buildGitRepo(files []gitFile, user string) (*gitRepo, error) {
 			if !ok {
 				return nil, fmt.Errorf("git history names %s, which is not planted", rel)
 			}
-			blobs[rel] = newGitObject(objBlob, []byte(gitCommitted(rel, f.content)), "blob:"+f.role)
+			blobs[rel] = newGitObject(objBlob, []byte(f.content), "blob:"+f.role)
 			tracked = append(tracked, rel)
 		}
 		root := writeTree("", tracked, byRel, blobs, func(o gitObject) gitObject {
@@ -181,31 +174,35 @@ func buildGitRepo(files []gitFile, user string) (*gitRepo, error) {
 	sig := func(when time.Time) string {
 		return fmt.Sprintf("%s <%s@users.noreply.github.com> %d %s", user, user, when.Unix(), when.Format("-0700"))
 	}
-	// The stash: its index commit (the index then, HEAD's tree) and its
-	// work tree commit (gitStashed changed), a day after the last commit.
-	stashed, ok := byRel[gitStashed]
-	if !ok {
-		return nil, fmt.Errorf("the stash changes %s, which is not planted", gitStashed)
-	}
+	// Each stash entry: its index commit (the index then: HEAD's tree)
+	// and its work tree commit (one file changed).
 	headTree := strings.TrimPrefix(strings.SplitN(string(r.head.data), "\n", 2)[0], "tree ")
-	when := gitHistory[len(gitHistory)-1].when.Add(26 * time.Hour)
-	subject := fmt.Sprintf("on %s: %s %s", gitBranch, r.head.hex()[:gitShort], gitHistory[len(gitHistory)-1].message)
-	iCommit := newGitObject(objCommit, []byte(fmt.Sprintf("tree %s\nparent %s\nauthor %s\ncommitter %s\n\nindex %s\n",
-		headTree, r.head.hex(), sig(when), sig(when), subject)), "commit-stash-index")
-	wBlobs := map[string]gitObject{}
-	for k, v := range blobs {
-		wBlobs[k] = v
-	}
-	wBlobs[gitStashed] = newGitObject(objBlob, []byte(gitStashChange(stashed.content)), "blob:stash")
-	wTree := writeTree("", tracked, byRel, wBlobs, func(o gitObject) gitObject {
-		if !seen[o.id] {
-			trees++
-			o.role = fmt.Sprintf("tree-%d", trees)
+	last := gitHistory[len(gitHistory)-1]
+	subject := fmt.Sprintf("on %s: %s %s", gitBranch, r.head.hex()[:gitShort], last.message)
+	var stashObjs []gitObject
+	for i, e := range gitStash {
+		f, ok := byRel[e.file]
+		if !ok {
+			return nil, fmt.Errorf("the stash changes %s, which is not planted", e.file)
 		}
-		return add(o)
-	})
-	r.stash = newGitObject(objCommit, []byte(fmt.Sprintf("tree %s\nparent %s\nparent %s\nauthor %s\ncommitter %s\n\nWIP %s\n",
-		wTree.hex(), r.head.hex(), iCommit.hex(), sig(when), sig(when), subject)), "commit-stash")
+		when := sig(last.when.Add(e.after))
+		iCommit := newGitObject(objCommit, []byte(fmt.Sprintf("tree %s\nparent %s\nauthor %s\ncommitter %s\n\nindex %s\n",
+			headTree, r.head.hex(), when, when, subject)), fmt.Sprintf("commit-stash-%d-index", i+1))
+		wBlobs := maps.Clone(blobs)
+		wBlobs[e.file] = newGitObject(objBlob, []byte(e.change(f.content)), fmt.Sprintf("blob:stash-%d", i+1))
+		wTree := writeTree("", tracked, byRel, wBlobs, func(o gitObject) gitObject {
+			if !seen[o.id] {
+				trees++
+				o.role = fmt.Sprintf("tree-%d", trees)
+			}
+			return add(o)
+		})
+		w := newGitObject(objCommit, []byte(fmt.Sprintf("tree %s\nparent %s\nparent %s\nauthor %s\ncommitter %s\n\nWIP %s\n",
+			wTree.hex(), r.head.hex(), iCommit.hex(), when, when, subject)), fmt.Sprintf("commit-stash-%d", i+1))
+		r.stashes = append(r.stashes, w)
+		stashObjs = append([]gitObject{w, iCommit}, stashObjs...)
+		stashObjs = append(stashObjs, wBlobs[e.file])
+	}
 	// The staged file: in the index, in no commit.
 	staged, ok := byRel[gitStaged]
 	if !ok {
@@ -215,15 +212,15 @@ func buildGitRepo(files []gitFile, user string) (*gitRepo, error) {
 	// Pack order as git writes it: commits newest first, then the rest.
 	rest := r.objects
 	r.objects = nil
-	add(r.stash)
-	add(iCommit)
+	for _, o := range stashObjs {
+		add(o)
+	}
 	for i := len(commits) - 1; i >= 0; i-- {
 		r.objects = append(r.objects, commits[i])
 	}
 	for _, rel := range tracked {
 		add(blobs[rel])
 	}
-	add(wBlobs[gitStashed])
 	add(blobs[gitStaged])
 	r.objects = append(r.objects, rest...)
 	tracked = append(tracked, gitStaged)
@@ -366,7 +363,7 @@ func writePack(objs []gitObject) (pack, idx []byte, sum string, err error) {
 }
 
 // writeIndex writes the index (version 2) of files, sorted by path, as
-// committed (gitCommitted: the unstaged change is not in it). Only what the repository's core.checkStat=minimal
+// they are in the work tree (no unstaged change). Only what the repository's core.checkStat=minimal
 // compares is exact (mtime in seconds, size, mode); the rest (ctime, dev,
 // inode) cannot be known before the files are written. The index's own
 // time, later than every file's, keeps git from taking an entry as racy:
@@ -384,7 +381,7 @@ func writeIndex(files []gitFile, blobs map[string]gitObject) []byte {
 		if f.mode&0o111 != 0 {
 			mode = 0o100755
 		}
-		for _, v := range []uint32{sec, 0, sec, 0, 0, 0, mode, seedUID, seedUID, uint32(len(gitCommitted(f.rel, f.content)))} {
+		for _, v := range []uint32{sec, 0, sec, 0, 0, 0, mode, seedUID, seedUID, uint32(len(f.content))} {
 			binary.Write(&b, binary.BigEndian, v)
 		}
 		id := blobs[f.rel].id
@@ -400,21 +397,24 @@ func writeIndex(files []gitFile, blobs map[string]gitObject) []byte {
 	return b.Bytes()
 }
 
-// gitStashLog is the stash's reflog (git stash list reads it): one entry,
-// the stash commit's author line and subject.
+// gitStashLog is the stash's reflog (git stash list reads it): one line
+// per entry, oldest first, with its commit's committer and subject.
 func gitStashLog(r *gitRepo) string {
-	var who, subject string
-	lines := strings.Split(string(r.stash.data), "\n")
-	for i, l := range lines {
-		if a, ok := strings.CutPrefix(l, "committer "); ok {
-			who = a
+	var b strings.Builder
+	prev := strings.Repeat("0", 40)
+	for _, w := range r.stashes {
+		var who, subject string
+		head, body, _ := strings.Cut(string(w.data), "\n\n")
+		for _, l := range strings.Split(head, "\n") {
+			if a, ok := strings.CutPrefix(l, "committer "); ok {
+				who = a
+			}
 		}
-		if l == "" && i+1 < len(lines) {
-			subject = lines[i+1]
-			break
-		}
+		subject, _, _ = strings.Cut(body, "\n")
+		fmt.Fprintf(&b, "%s %s %s\t%s\n", prev, w.hex(), who, subject)
+		prev = w.hex()
 	}
-	return fmt.Sprintf("%s %s %s\t%s\n", strings.Repeat("0", 40), r.stash.hex(), who, subject)
+	return b.String()
 }
 
 // seedUID owns the planted files (images.UID; not imported: probes stays
@@ -459,7 +459,7 @@ func (b Bait) gitSeeds(work []SeedFile) (*gitRepo, []SeedFile) {
 		{Role: "git-exclude", Path: g + "info/exclude", Content: "# git ls-files --others --exclude-from=.git/info/exclude\n# Lines that start with '#' are comments.\n# For a project mostly in C, the following would be a good set of\n# exclude patterns (uncomment them if you want to use them):\n# *.[oa]\n# *~\n"},
 		{Role: "git-ref", Path: g + "refs/heads/" + gitBranch, Content: head + "\n"},
 		{Role: "git-branch", Path: g + "refs/heads/" + gitOtherBranch, Content: repo.parent.hex() + "\n"},
-		{Role: "git-stash", Path: g + "refs/stash", Content: repo.stash.hex() + "\n"},
+		{Role: "git-stash", Path: g + "refs/stash", Content: repo.stashes[len(repo.stashes)-1].hex() + "\n"},
 		{Role: "git-stash-log", Path: g + "logs/refs/stash", Content: gitStashLog(repo)},
 		{Role: "git-origin-head", Path: g + "refs/remotes/origin/HEAD", Content: "ref: refs/remotes/origin/" + gitBranch + "\n"},
 		{Role: "git-packed-refs", Path: g + "packed-refs", Content: "# pack-refs with: peeled fully-peeled sorted \n" + head + " refs/remotes/origin/" + gitBranch + "\n"},

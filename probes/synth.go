@@ -520,6 +520,7 @@ func (y *synth) str(s map[string]any, name string, alt int) string {
 	// The description's own examples come before what the name suggests:
 	// they say what this server accepts.
 	cand = append(cand, DescriptionExamples(desc)...)
+	cand = append(cand, JSONURLValues(name, desc)...)
 	cand = append(cand, NameValues(name)...)
 	cand = append(cand, DescriptionValues(desc)...)
 	if p, ok := s["pattern"].(string); ok {
