@@ -156,6 +156,18 @@ func TestMeaningfulValues(t *testing.T) {
 	}
 }
 
+// TestCreateBranch: a tool that creates a branch names a new one; the
+// branch it starts from, and a branch of other tools, is main.
+func TestCreateBranch(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{"branch_name":{"type":"string"},"base_branch":{"type":"string"}},"required":["branch_name","base_branch"]}`)
+	if c, _ := SynthesizeIn(DefaultCanary(), "git_create_branch", schema); string(c) != `{"base_branch":"main","branch_name":"feature-example"}` {
+		t.Errorf("git_create_branch: %s", c)
+	}
+	if c, _ := SynthesizeIn(DefaultCanary(), "git_checkout", schema); string(c) != `{"base_branch":"main","branch_name":"main"}` {
+		t.Errorf("git_checkout: %s", c)
+	}
+}
+
 // TestStartCommand: a tool that starts a process gets a command that
 // stays (cat), so that the tools that act on the process by its id find
 // it; the next candidate ends at once.

@@ -52,6 +52,14 @@ const (
 // commandWords name a property that holds a shell command line.
 var commandWords = map[string]bool{"command": true, "cmd": true, "commandline": true}
 
+// newBranch is the branch name a tool that creates a branch is given:
+// the canary clone has main and release-1.4, not this one.
+const newBranch = "feature-example"
+
+// baseWords name the branch a new one starts from (base_branch,
+// from_branch), which exists.
+var baseWords = map[string]bool{"base": true, "from": true, "source": true, "start": true, "parent": true}
+
 // oldWords name a property that holds the text an edit replaces
 // (old_string, oldText, old_str).
 var oldWords = map[string]bool{"old": true}
@@ -509,7 +517,9 @@ func (y *synth) str(s map[string]any, name string, alt int) string {
 		cand = append(cand, v)
 	}
 	cand = append(cand, RevisionValues(name, desc)...) // before the description's examples: "-" of "must not start with "-""
-	if ws := Words(name); slices.ContainsFunc(ws, func(w string) bool { return oldWords[w] }) && y.canary.Snippet != "" {
+	if ws := Words(name); y.create && slices.Contains(ws, "branch") && !slices.ContainsFunc(ws, func(w string) bool { return baseWords[w] }) {
+		cand = append(cand, newBranch) // the branch a creating tool makes: not one that exists
+	} else if slices.ContainsFunc(ws, func(w string) bool { return oldWords[w] }) && y.canary.Snippet != "" {
 		cand = append(cand, y.canary.Snippet) // text the canary file has: the edit is made
 	} else if slices.ContainsFunc(ws, func(w string) bool { return commandWords[w] }) {
 		if y.starts {
