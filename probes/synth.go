@@ -787,9 +787,21 @@ func RepairIn(c Canary, tool string, schema, args json.RawMessage, errText strin
 			if _, present := m[name]; present || !named[name] {
 				continue
 			}
-			if fv, ok := fm[name]; ok {
-				m[name], changed = fv, true
+			fv, ok := fm[name]
+			if !ok {
+				continue
 			}
+			// Asked for, the default is what the server just refused
+			// (paths: [] for "paths must be provided"): a value of the
+			// property's own schema without it instead.
+			if ps, _ := props[name].(map[string]any); ps != nil {
+				if d, has := ps["default"]; has && reflect.DeepEqual(d, fv) {
+					if nv, ok := s.value(without(ps, "default"), name, 1); ok {
+						fv = nv
+					}
+				}
+			}
+			m[name], changed = fv, true
 		}
 	}
 	// A boolean the error asks to be true ("force flag must be set to

@@ -122,7 +122,7 @@ func TestHostileSchemas(t *testing.T) {
 }
 
 // TestRepair: an error that names a missing property has it added (of
-// "either A or B", A's); one that quotes a value back and lists what it
+// "either A or B", A's; not its default, which was refused); one that quotes a value back and lists what it
 // accepts has the value replaced; a boolean it asks to be true is set
 // true; an error that says none of these changes nothing.
 func TestRepair(t *testing.T) {
@@ -131,7 +131,7 @@ func TestRepair(t *testing.T) {
 	units := json.RawMessage(`{"type":"object","properties":{"value":{"type":"number"},"from":{"type":"string"},"to":{"type":"string"}},"required":["value","from","to"]}`)
 	clean := json.RawMessage(`{"type":"object","properties":{"force":{"type":"boolean"},"dryRun":{"type":"boolean"},"path":{"type":"string"}}}`)
 	edit := json.RawMessage(`{"type":"object","properties":{"file_path":{"type":"string"},"old_string":{"type":"string"},"new_string":{"type":"string"},"range":{"type":"string"},"content":{}},"required":["file_path"]}`)
-	add := json.RawMessage(`{"type":"object","properties":{"paths":{"type":"array","items":{"type":"string"}},"all":{"type":"boolean"},"update":{"type":"boolean"}}}`)
+	add := json.RawMessage(`{"type":"object","properties":{"paths":{"type":"array","default":[],"items":{"type":"string","minLength":1}},"all":{"type":"boolean","default":false},"update":{"type":"boolean","default":false}}}`)
 	for _, tc := range []struct {
 		schema     json.RawMessage
 		args, text string
