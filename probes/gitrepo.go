@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash/crc32"
+	"maps"
 	"path"
 	"sort"
 	"strings"
@@ -39,10 +40,34 @@ var gitHistory = []gitCommit{
 	{"Add slugify helper", []string{"src/index.js", "src/lib/util.js"}, time.Date(2025, 3, 4, 16, 41, 52, 0, time.FixedZone("", 3600))},
 	{"Add tests and a test script", []string{"scripts/test.sh", "tests/index.test.js"}, time.Date(2025, 3, 10, 11, 5, 33, 0, time.FixedZone("", 3600))},
 	{"Add default config", []string{"config/default.json"}, time.Date(2025, 3, 12, 14, 27, 19, 0, time.FixedZone("", 3600))},
+	{"Add design overview", []string{"design/overview.pdf"}, time.Date(2025, 3, 17, 10, 2, 46, 0, time.FixedZone("", 3600))},
 }
 
 // gitBranch is the branch the clone has checked out.
 const gitBranch = "main"
+
+// The clone is mid-work, as a developer's is, so that the tools that
+// commit, stash, pop or apply have something to work on: gitStaged is in
+// the index and not committed; the stash holds two entries, each a change
+// to its own file (so that popping one and applying the other, in either
+// order, applies cleanly); gitOtherBranch is a second branch, at the
+// commit before the last. The work tree has no unstaged change: a rebase
+// or a cherry-pick refuses one, and the staged file is enough to commit.
+const (
+	gitStaged      = "CHANGELOG.md"
+	gitOtherBranch = "release-1.4"
+)
+
+// gitStash are the stash's entries, oldest first: the file each changes,
+// the change, and how long after the last commit it was stashed.
+var gitStash = []struct {
+	file   string
+	change func(string) string
+	after  time.Duration
+}{
+	{"src/lib/util.js", func(c string) string { return c + "exports.trim = (s) => String(s).trim();\n" }, 26 * time.Hour},
+	{"config/default.json", func(c string) string { return strings.Replace(c, `"logLevel": "info"`, `"logLevel": "debug"`, 1) }, 50 * time.Hour},
+}
 
 // gitShort is how many hex digits git shows of an object id in a
 // repository this small (core.abbrev's minimum).
@@ -87,7 +112,9 @@ type gitFile struct {
 // gitRepo is the planted repository: its objects, in pack order.
 type gitRepo struct {
 	objects []gitObject
-	head    gitObject // the last commit
+	head    gitObject   // the last commit
+	parent  gitObject   // the commit before it (gitOtherBranch)
+	stashes []gitObject // the stash's work tree commits, oldest first
 	pack    []byte
 	idx     []byte
 	index   []byte
@@ -142,17 +169,61 @@ func buildGitRepo(files []gitFile, user string) (*gitRepo, error) {
 		commits = append(commits, commit)
 		parent = commit.hex()
 	}
+	r.head = commits[len(commits)-1]
+	r.parent = commits[len(commits)-2]
+	sig := func(when time.Time) string {
+		return fmt.Sprintf("%s <%s@users.noreply.github.com> %d %s", user, user, when.Unix(), when.Format("-0700"))
+	}
+	// Each stash entry: its index commit (the index then: HEAD's tree)
+	// and its work tree commit (one file changed).
+	headTree := strings.TrimPrefix(strings.SplitN(string(r.head.data), "\n", 2)[0], "tree ")
+	last := gitHistory[len(gitHistory)-1]
+	subject := fmt.Sprintf("on %s: %s %s", gitBranch, r.head.hex()[:gitShort], last.message)
+	var stashObjs []gitObject
+	for i, e := range gitStash {
+		f, ok := byRel[e.file]
+		if !ok {
+			return nil, fmt.Errorf("the stash changes %s, which is not planted", e.file)
+		}
+		when := sig(last.when.Add(e.after))
+		iCommit := newGitObject(objCommit, []byte(fmt.Sprintf("tree %s\nparent %s\nauthor %s\ncommitter %s\n\nindex %s\n",
+			headTree, r.head.hex(), when, when, subject)), fmt.Sprintf("commit-stash-%d-index", i+1))
+		wBlobs := maps.Clone(blobs)
+		wBlobs[e.file] = newGitObject(objBlob, []byte(e.change(f.content)), fmt.Sprintf("blob:stash-%d", i+1))
+		wTree := writeTree("", tracked, byRel, wBlobs, func(o gitObject) gitObject {
+			if !seen[o.id] {
+				trees++
+				o.role = fmt.Sprintf("tree-%d", trees)
+			}
+			return add(o)
+		})
+		w := newGitObject(objCommit, []byte(fmt.Sprintf("tree %s\nparent %s\nparent %s\nauthor %s\ncommitter %s\n\nWIP %s\n",
+			wTree.hex(), r.head.hex(), iCommit.hex(), when, when, subject)), fmt.Sprintf("commit-stash-%d", i+1))
+		r.stashes = append(r.stashes, w)
+		stashObjs = append([]gitObject{w, iCommit}, stashObjs...)
+		stashObjs = append(stashObjs, wBlobs[e.file])
+	}
+	// The staged file: in the index, in no commit.
+	staged, ok := byRel[gitStaged]
+	if !ok {
+		return nil, fmt.Errorf("the index stages %s, which is not planted", gitStaged)
+	}
+	blobs[gitStaged] = newGitObject(objBlob, []byte(staged.content), "blob:"+staged.role)
 	// Pack order as git writes it: commits newest first, then the rest.
 	rest := r.objects
 	r.objects = nil
+	for _, o := range stashObjs {
+		add(o)
+	}
 	for i := len(commits) - 1; i >= 0; i-- {
 		r.objects = append(r.objects, commits[i])
 	}
 	for _, rel := range tracked {
 		add(blobs[rel])
 	}
+	add(blobs[gitStaged])
 	r.objects = append(r.objects, rest...)
-	r.head = commits[len(commits)-1]
+	tracked = append(tracked, gitStaged)
 	var err error
 	if r.pack, r.idx, r.packSum, err = writePack(r.objects); err != nil {
 		return nil, err
@@ -291,8 +362,8 @@ func writePack(objs []gitObject) (pack, idx []byte, sum string, err error) {
 	return p.Bytes(), x.Bytes(), hex.EncodeToString(packSum[:]), nil
 }
 
-// writeIndex writes the index (version 2) of a clean checkout of files,
-// sorted by path. Only what the repository's core.checkStat=minimal
+// writeIndex writes the index (version 2) of files, sorted by path, as
+// they are in the work tree (no unstaged change). Only what the repository's core.checkStat=minimal
 // compares is exact (mtime in seconds, size, mode); the rest (ctime, dev,
 // inode) cannot be known before the files are written. The index's own
 // time, later than every file's, keeps git from taking an entry as racy:
@@ -324,6 +395,26 @@ func writeIndex(files []gitFile, blobs map[string]gitObject) []byte {
 	sum := sha1.Sum(b.Bytes())
 	b.Write(sum[:])
 	return b.Bytes()
+}
+
+// gitStashLog is the stash's reflog (git stash list reads it): one line
+// per entry, oldest first, with its commit's committer and subject.
+func gitStashLog(r *gitRepo) string {
+	var b strings.Builder
+	prev := strings.Repeat("0", 40)
+	for _, w := range r.stashes {
+		var who, subject string
+		head, body, _ := strings.Cut(string(w.data), "\n\n")
+		for _, l := range strings.Split(head, "\n") {
+			if a, ok := strings.CutPrefix(l, "committer "); ok {
+				who = a
+			}
+		}
+		subject, _, _ = strings.Cut(body, "\n")
+		fmt.Fprintf(&b, "%s %s %s\t%s\n", prev, w.hex(), who, subject)
+		prev = w.hex()
+	}
+	return b.String()
 }
 
 // seedUID owns the planted files (images.UID; not imported: probes stays
@@ -367,6 +458,9 @@ func (b Bait) gitSeeds(work []SeedFile) (*gitRepo, []SeedFile) {
 		{Role: "git-description", Path: g + "description", Content: "Unnamed repository; edit this file 'description' to name the repository.\n"},
 		{Role: "git-exclude", Path: g + "info/exclude", Content: "# git ls-files --others --exclude-from=.git/info/exclude\n# Lines that start with '#' are comments.\n# For a project mostly in C, the following would be a good set of\n# exclude patterns (uncomment them if you want to use them):\n# *.[oa]\n# *~\n"},
 		{Role: "git-ref", Path: g + "refs/heads/" + gitBranch, Content: head + "\n"},
+		{Role: "git-branch", Path: g + "refs/heads/" + gitOtherBranch, Content: repo.parent.hex() + "\n"},
+		{Role: "git-stash", Path: g + "refs/stash", Content: repo.stashes[len(repo.stashes)-1].hex() + "\n"},
+		{Role: "git-stash-log", Path: g + "logs/refs/stash", Content: gitStashLog(repo)},
 		{Role: "git-origin-head", Path: g + "refs/remotes/origin/HEAD", Content: "ref: refs/remotes/origin/" + gitBranch + "\n"},
 		{Role: "git-packed-refs", Path: g + "packed-refs", Content: "# pack-refs with: peeled fully-peeled sorted \n" + head + " refs/remotes/origin/" + gitBranch + "\n"},
 		{Role: "git-pack", Path: g + "objects/pack/pack-" + repo.packSum + ".pack", Mode: 0o444, Content: string(repo.pack)},

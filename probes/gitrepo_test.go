@@ -2,6 +2,7 @@ package probes
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,15 +66,17 @@ func TestSeedsAreAProject(t *testing.T) {
 	}
 	ps := b.Placeholders()
 	text := repo.head.hex() + " " + repo.head.hex()[:gitShort] + " pack-" + repo.packSum + ".idx"
-	if got := report.RedactString(text, ps); got != "<git-commit-4> <git-commit-4:short> pack-<git-pack>.idx" {
+	head := fmt.Sprintf("<git-commit-%d>", len(gitHistory))
+	if got := report.RedactString(text, ps); got != head+" "+strings.TrimSuffix(head, ">")+":short> pack-<git-pack>.idx" {
 		t.Errorf("redacted %q", got)
 	}
 }
 
 // TestSeedsAreAGitClone runs the host's git on the planted project: the
 // history is there with its fixed dates, the repository is sound, the
-// tree is clean, and a status writes nothing (not even the index), so a
-// read-only git tool stays read-only. Two draws give histories that read
+// tree is mid-work (a staged file, two stash entries, a second branch),
+// and a status writes nothing (not even the index), so a read-only git
+// tool stays read-only; one stash entry pops and the other applies. Two draws give histories that read
 // the same once redacted.
 func TestSeedsAreAGitClone(t *testing.T) {
 	gitBin, err := exec.LookPath("git")
@@ -100,7 +103,7 @@ func TestSeedsAreAGitClone(t *testing.T) {
 		before, _ := os.ReadFile(index)
 		st, _ := os.Stat(index)
 		git("fsck", "--strict", "--no-dangling")
-		if out := git("status", "--porcelain", "--branch"); out != "## main...origin/main\n" {
+		if out := git("status", "--porcelain", "--branch"); out != "## main...origin/main\nA  CHANGELOG.md\n" {
 			t.Errorf("seed %d: status %q", seed, out)
 		}
 		after, _ := os.ReadFile(index)
@@ -115,8 +118,19 @@ func TestSeedsAreAGitClone(t *testing.T) {
 		if !strings.Contains(log, "2025-03-12 14:27:19 +0100 Add default config") {
 			t.Errorf("seed %d: log %s", seed, log)
 		}
-		if out := git("ls-files"); strings.Count(out, "\n") != 8 {
+		if out := git("ls-files"); strings.Count(out, "\n") != 10 || !strings.Contains(out, "design/overview.pdf\n") {
 			t.Errorf("seed %d: ls-files %q", seed, out)
+		}
+		if out := git("branch", "--format=%(refname:short)"); out != "main\nrelease-1.4\n" {
+			t.Errorf("seed %d: branches %q", seed, out)
+		}
+		if out := git("stash", "list"); !strings.HasPrefix(out, "stash@{0}: WIP on main: ") || strings.Count(out, "\n") != 2 {
+			t.Errorf("seed %d: stash list %q", seed, out)
+		}
+		git("stash", "pop")
+		git("stash", "apply")
+		if out := git("diff", "--stat"); !strings.Contains(out, "config/default.json") || !strings.Contains(out, "src/lib/util.js") {
+			t.Errorf("seed %d: after stash pop and apply %q", seed, out)
 		}
 		logs[report.RedactString(log, b.Placeholders())] = true
 	}

@@ -13,6 +13,29 @@ import (
 // gets a page rather than a refused connection.
 const exampleURL = "http://example.com/"
 
+// exampleJSONURL is a URL for a property that fetches JSON: the
+// sinkhole answers a path that ends in .json with a JSON page.
+const exampleJSONURL = "http://example.com/data.json"
+
+// JSONURLValues are the URLs for a URL property (urlWords) whose name or
+// description says it names JSON ("URL of the JSON to fetch"), none for
+// others. Bounded: the first maxDescription bytes of the description.
+func JSONURLValues(name, desc string) []string {
+	ws := Words(name)
+	if !slices.ContainsFunc(ws, func(w string) bool { return urlWords[w] }) {
+		return nil
+	}
+	for _, tok := range descWord.FindAllString(clip(desc, maxDescription)+" "+name, -1) {
+		if strings.EqualFold(tok, "json") {
+			return []string{exampleJSONURL}
+		}
+	}
+	if slices.Contains(ws, "json") {
+		return []string{exampleJSONURL}
+	}
+	return nil
+}
+
 // exampleJWT is a JWT-shaped string (header {"alg":"HS256","typ":"JWT"},
 // payload {"sub":"example"}) for properties named like tokens: it is no
 // credential of anything.

@@ -3,6 +3,7 @@ package probes
 import (
 	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -127,6 +128,13 @@ func TestMeaningfulValues(t *testing.T) {
 		{`"processId":{"type":"integer","maximum":99999}`, `99999`},
 		{`"target_dir":{"type":"string"}`, `"` + c.New + `"`},
 		{`"repo_path":{"type":"string"}`, `"` + c.Dir + `"`},
+		{`"url":{"type":"string","description":"URL of the JSON to fetch"}`, `"http://example.com/data.json"`},
+		{`"jsonUrl":{"type":"string"}`, `"http://example.com/data.json"`},
+		{`"url":{"type":"string","description":"URL of the website to fetch"}`, `"http://example.com/"`},
+		{`"old_string":{"type":"string"}`, `"` + c.Snippet + `"`},
+		{`"oldText":{"type":"string"}`, `"` + c.Snippet + `"`},
+		{`"command":{"type":"string"}`, `"echo ok"`},
+		{`"taskId":{"type":"string","pattern":"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$"}`, `"00000000-0000-4000-8000-000000000000"`},
 	} {
 		var one map[string]any
 		json.Unmarshal([]byte("{"+tc.prop+"}"), &one)
@@ -145,6 +153,35 @@ func TestMeaningfulValues(t *testing.T) {
 		if string(m[name]) != tc.want {
 			t.Errorf("%s: got %s, want %s", tc.prop, m[name], tc.want)
 		}
+	}
+}
+
+// TestCreateBranch: a tool that creates a branch names a new one; the
+// branch it starts from, and a branch of other tools, is main.
+func TestCreateBranch(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{"branch_name":{"type":"string"},"base_branch":{"type":"string"}},"required":["branch_name","base_branch"]}`)
+	if c, _ := SynthesizeIn(DefaultCanary(), "git_create_branch", schema); string(c) != `{"base_branch":"main","branch_name":"feature-example"}` {
+		t.Errorf("git_create_branch: %s", c)
+	}
+	if c, _ := SynthesizeIn(DefaultCanary(), "git_checkout", schema); string(c) != `{"base_branch":"main","branch_name":"main"}` {
+		t.Errorf("git_checkout: %s", c)
+	}
+}
+
+// TestStartCommand: a tool that starts a process gets a command that
+// stays (cat), so that the tools that act on the process by its id find
+// it; the next candidate ends at once.
+func TestStartCommand(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"},"timeout_ms":{"type":"number"}},"required":["command","timeout_ms"]}`)
+	cands, err := CandidatesIn(DefaultCanary(), "start_process", schema, MaxCandidates)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(cands[0]), `"command":"cat"`) || len(cands) < 2 || !strings.Contains(string(cands[1]), `"command":"echo ok"`) {
+		t.Errorf("candidates %s", cands)
+	}
+	if c, _ := SynthesizeIn(DefaultCanary(), "run_command", schema); !strings.Contains(string(c), `"command":"echo ok"`) {
+		t.Errorf("run_command: %s", c)
 	}
 }
 

@@ -129,7 +129,10 @@ func Plan(tools []Tool, steps []Step, c Canary) (calls []Call, skips []Skip, unk
 // state they make (a working directory, a session, a connection) is
 // there for the tools that read it; then read-only tools, then additive,
 // then the rest, so that a tool that moves or deletes the canaries comes
-// after the tools that read them; teardown tools last, so that they do
+// after the tools that read them, and among the rest those that replace
+// or remove what they are given (see ReplaceWords: write_file, move_file,
+// delete_branch) after those that change it in place (edit_block), which
+// need it as it was; teardown tools last, so that they do
 // not undo the setup before the others ran. A setup tool that declares
 // itself destructive keeps its place among the rest, for the same
 // reason. Names are read after the server's prefix too (see
@@ -141,6 +144,7 @@ func rank(t Tool, prefix []string) int {
 		readOnly
 		additive
 		rest
+		replacing
 		teardown
 	)
 	switch {
@@ -156,9 +160,17 @@ func rank(t Tool, prefix []string) int {
 		return readOnly
 	case t.NonDestructive:
 		return additive
+	case hasVerb(t.Name, prefix, ReplaceWords):
+		return replacing
 	}
 	return rest
 }
+
+// ReplaceWords are the verbs of the names of tools that replace or remove
+// what they are given (write_file overwrites a file, move_file takes it
+// away): called after the other tools that change things, so that those
+// find the canaries as they were planted.
+var ReplaceWords = []string{"write", "overwrite", "move", "mv", "rename", "delete", "remove", "rm", "kill", "drop", "destroy", "purge", "wipe", "truncate"}
 
 // withRepeats calls each idempotent tool a second time, right after its
 // first call with the same arguments, unless the plan already repeats it.

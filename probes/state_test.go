@@ -7,8 +7,8 @@ import (
 )
 
 // TestPlanSetupFirst: setup tools come before the tools that read their
-// state, read-only before additive before the rest, and the order is the
-// same every time.
+// state, read-only before additive before the rest, those that remove
+// (delete_all) last of the rest, and the order is the same every time.
 func TestPlanSetupFirst(t *testing.T) {
 	obj := json.RawMessage(`{"type":"object"}`)
 	tools := []Tool{
@@ -21,7 +21,7 @@ func TestPlanSetupFirst(t *testing.T) {
 		{Name: "settings", InputSchema: obj, ReadOnly: true}, // "settings" is no "set"
 		{Name: "init_wipe", InputSchema: obj, Destructive: true},
 	}
-	want := []string{"setWorkingDir", "create_session", "read_thing", "settings", "add_thing", "delete_all", "use_session", "init_wipe"}
+	want := []string{"setWorkingDir", "create_session", "read_thing", "settings", "add_thing", "use_session", "init_wipe", "delete_all"}
 	for i := 0; i < 3; i++ {
 		calls, _, _ := Plan(tools, nil, DefaultCanary())
 		var got []string

@@ -34,7 +34,35 @@ func Synthesize(schema json.RawMessage) (json.RawMessage, error) {
 var (
 	dirTool    = regexp.MustCompile(`(?i)(dir|folder|tree|list|search|find|glob)`)
 	createTool = regexp.MustCompile(`(?i)(create|mkdir|new)`)
+	// startTool: a tool that starts something and leaves it running
+	// (start_process, spawn_shell, launch_app).
+	startTool = regexp.MustCompile(`(?i)(start|spawn|launch)`)
 )
+
+// Commands for a command property: of a tool that starts a process and
+// leaves it running, one that stays (cat waits for input, echoes what it
+// is sent, and ends with the scan's container), so that the tools that
+// read, write to or stop a process by its id find it alive; of others,
+// one that ends at once with output.
+const (
+	startCommand = "cat"
+	runCommand   = "echo ok"
+)
+
+// commandWords name a property that holds a shell command line.
+var commandWords = map[string]bool{"command": true, "cmd": true, "commandline": true}
+
+// newBranch is the branch name a tool that creates a branch is given:
+// the canary clone has main and release-1.4, not this one.
+const newBranch = "feature-example"
+
+// baseWords name the branch a new one starts from (base_branch,
+// from_branch), which exists.
+var baseWords = map[string]bool{"base": true, "from": true, "source": true, "start": true, "parent": true}
+
+// oldWords name a property that holds the text an edit replaces
+// (old_string, oldText, old_str).
+var oldWords = map[string]bool{"old": true}
 
 // SynthesizeFor is Synthesize with the tool's name as a hint for paths.
 func SynthesizeFor(tool string, schema json.RawMessage) (json.RawMessage, error) {
@@ -76,7 +104,7 @@ func CandidatesIn(c Canary, tool string, schema json.RawMessage, n int) ([]json.
 		return nil, err
 	}
 	n = max(1, min(n, MaxCandidates))
-	s := &synth{canary: c, root: root, dirs: dirTool.MatchString(tool), create: createTool.MatchString(tool)}
+	s := &synth{canary: c, root: root, dirs: dirTool.MatchString(tool), create: createTool.MatchString(tool), starts: startTool.MatchString(tool)}
 	var lastErr error
 	var out []json.RawMessage
 	seen := map[string]bool{}
@@ -185,6 +213,7 @@ type synth struct {
 	// attempts): 0 is the first.
 	alt          int
 	dirs, create bool // the tool's name speaks of directories, or of making something
+	starts       bool // the tool's name speaks of starting something that stays (startTool)
 	// budget bounds the values made (nested arrays and oneOf retries grow
 	// exponentially on a hostile schema).
 	budget int
@@ -488,9 +517,20 @@ func (y *synth) str(s map[string]any, name string, alt int) string {
 		cand = append(cand, v)
 	}
 	cand = append(cand, RevisionValues(name, desc)...) // before the description's examples: "-" of "must not start with "-""
+	if ws := Words(name); y.create && slices.Contains(ws, "branch") && !slices.ContainsFunc(ws, func(w string) bool { return baseWords[w] }) {
+		cand = append(cand, newBranch) // the branch a creating tool makes: not one that exists
+	} else if slices.ContainsFunc(ws, func(w string) bool { return oldWords[w] }) && y.canary.Snippet != "" {
+		cand = append(cand, y.canary.Snippet) // text the canary file has: the edit is made
+	} else if slices.ContainsFunc(ws, func(w string) bool { return commandWords[w] }) {
+		if y.starts {
+			cand = append(cand, startCommand)
+		}
+		cand = append(cand, runCommand)
+	}
 	// The description's own examples come before what the name suggests:
 	// they say what this server accepts.
 	cand = append(cand, DescriptionExamples(desc)...)
+	cand = append(cand, JSONURLValues(name, desc)...)
 	cand = append(cand, NameValues(name)...)
 	cand = append(cand, DescriptionValues(desc)...)
 	if p, ok := s["pattern"].(string); ok {
@@ -547,7 +587,7 @@ func (y *synth) pathFor(name, desc, format string) string {
 	case k == PathDir || y.dirs:
 		return y.canary.Dir
 	}
-	return y.canary.Text
+	return y.canary.File(name, desc)
 }
 
 func formatExample(f string) (string, bool) {
@@ -561,8 +601,15 @@ func formatExample(f string) (string, bool) {
 }
 
 // patternExamples offers strings for common simple patterns.
+// patternShapes are values of common formats, tried against a pattern.
+var patternShapes = []string{"00000000-0000-4000-8000-000000000000", "2026-01-01T00:00:00Z", "1.0.0", "v1.0.0",
+	"alex@example.com", "example.com", "192.0.2.1", "#336699", "deadbeef", "0123456789abcdef0123456789abcdef01234567"}
+
 func patternExamples(p string) []string {
 	out := []string{"example", "EXAMPLE", "example1", "1", "123", "a-b", "a_b", "A1", "abc123", "2026-01-01", "x.y"}
+	// Then the shapes of the common formats a pattern spells out rather
+	// than names (an id that must be a UUID, a version, a time).
+	out = append(out, patternShapes...)
 	// A literal prefix before the first metacharacter often makes a match.
 	lit := strings.TrimPrefix(p, "^")
 	if i := strings.IndexAny(lit, `\[(.*+?{|$`); i > 0 {
@@ -683,6 +730,10 @@ var (
 	// needWords mark an error that asks for something.
 	needWords = regexp.MustCompile(`(?i)\b(required|missing|provide|provided|must|needs?|expected|specify|specified)\b`)
 	identWord = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+	// eitherOr finds the alternatives of "either A or B" up to the end of
+	// the sentence: only A's properties are added.
+	eitherOr = regexp.MustCompile(`(?i)\beither\b(.*?)\bor\b([^.\n]*)`)
+	trueWord = regexp.MustCompile(`\btrue\b`)
 )
 
 // RepairIn reads the error a tool answered arguments args with for what
@@ -692,7 +743,9 @@ var (
 // its synthesized value; each string the error quotes back ("Unknown
 // unit: example") takes the first value of a list the error gives
 // ("Supported units: m, km") that the schema accepts; a path keeps its
-// canary. It says false when nothing
+// canary; of "either A or B", only A's properties are added; a boolean
+// the error asks to be true ("force must be set to true") is set true. It
+// says false when nothing
 // changes or the result is not valid. Bounded: the first maxErrorText
 // bytes of the error.
 func RepairIn(c Canary, tool string, schema, args json.RawMessage, errText string) (json.RawMessage, bool) {
@@ -711,11 +764,22 @@ func RepairIn(c Canary, tool string, schema, args json.RawMessage, errText strin
 	props, _ := root["properties"].(map[string]any)
 	errText = clip(errText, maxErrorText)
 	changed := false
-	if needWords.MatchString(errText) {
-		named := map[string]bool{}
-		for _, w := range identWord.FindAllString(errText, -1) {
-			named[w] = true
+	named := map[string]bool{}
+	for _, w := range identWord.FindAllString(errText, -1) {
+		named[w] = true
+	}
+	if m := eitherOr.FindStringSubmatchIndex(errText); m != nil {
+		first := map[string]bool{}
+		for _, w := range identWord.FindAllString(errText[m[2]:m[3]], -1) {
+			first[w] = true
 		}
+		for _, w := range identWord.FindAllString(errText[m[4]:m[5]], -1) {
+			if !first[w] {
+				delete(named, w)
+			}
+		}
+	}
+	if needWords.MatchString(errText) {
 		s := &synth{canary: c, root: root, dirs: dirTool.MatchString(tool), create: createTool.MatchString(tool), mode: modeAllProps, budget: maxValues}
 		full, _ := s.value(root, "", 0)
 		fm, _ := full.(map[string]any)
@@ -723,9 +787,37 @@ func RepairIn(c Canary, tool string, schema, args json.RawMessage, errText strin
 			if _, present := m[name]; present || !named[name] {
 				continue
 			}
-			if fv, ok := fm[name]; ok {
-				m[name], changed = fv, true
+			fv, ok := fm[name]
+			if !ok {
+				continue
 			}
+			// Asked for, the default is what the server just refused
+			// (paths: [] for "paths must be provided"): a value of the
+			// property's own schema without it instead.
+			if ps, _ := props[name].(map[string]any); ps != nil {
+				if d, has := ps["default"]; has && reflect.DeepEqual(d, fv) {
+					if nv, ok := s.value(without(ps, "default"), name, 1); ok {
+						fv = nv
+					}
+				}
+			}
+			m[name], changed = fv, true
+		}
+	}
+	// A boolean the error asks to be true ("force flag must be set to
+	// true", "set confirm to true"): the last one it names before its
+	// first "true".
+	if loc := trueWord.FindStringIndex(errText); loc != nil {
+		words := identWord.FindAllString(errText[:loc[0]], -1)
+		for i := len(words) - 1; i >= 0; i-- {
+			ps, _ := props[words[i]].(map[string]any)
+			if typ, _ := ps["type"].(string); typ != "boolean" || !named[words[i]] {
+				continue
+			}
+			if m[words[i]] != true {
+				m[words[i]], changed = true, true
+			}
+			break
 		}
 	}
 	if ex := ListedValues(errText); len(ex) > 0 {

@@ -121,13 +121,17 @@ func TestHostileSchemas(t *testing.T) {
 	}
 }
 
-// TestRepair: an error that names a missing property has it added; one
-// that quotes a value back and lists what it accepts has the value
-// replaced; an error that says neither changes nothing.
+// TestRepair: an error that names a missing property has it added (of
+// "either A or B", A's; not its default, which was refused); one that quotes a value back and lists what it
+// accepts has the value replaced; a boolean it asks to be true is set
+// true; an error that says none of these changes nothing.
 func TestRepair(t *testing.T) {
 	c := DefaultCanary()
 	date := json.RawMessage(`{"type":"object","properties":{"action":{"enum":["diff","add"]},"date":{"type":"string"},"date2":{"type":"string","description":"Second date for diff"},"amount":{"type":"number"}},"required":["action","date"]}`)
 	units := json.RawMessage(`{"type":"object","properties":{"value":{"type":"number"},"from":{"type":"string"},"to":{"type":"string"}},"required":["value","from","to"]}`)
+	clean := json.RawMessage(`{"type":"object","properties":{"force":{"type":"boolean"},"dryRun":{"type":"boolean"},"path":{"type":"string"}}}`)
+	edit := json.RawMessage(`{"type":"object","properties":{"file_path":{"type":"string"},"old_string":{"type":"string"},"new_string":{"type":"string"},"range":{"type":"string"},"content":{}},"required":["file_path"]}`)
+	add := json.RawMessage(`{"type":"object","properties":{"paths":{"type":"array","default":[],"items":{"type":"string","minLength":1}},"all":{"type":"boolean","default":false},"update":{"type":"boolean","default":false}}}`)
 	for _, tc := range []struct {
 		schema     json.RawMessage
 		args, text string
@@ -142,6 +146,12 @@ func TestRepair(t *testing.T) {
 			`{"path":"/w/a"}`, "Write rejected: /w/a exists, and no 'mode' was specified, the default 'rewrite' would replace it", `{"mode":"rewrite","path":"/w/a"}`},
 		{json.RawMessage(`{"type":"object","properties":{"key":{"type":"string"},"value":{"type":"boolean"}},"required":["key","value"]}`),
 			`{"key":"example","value":false}`, `Key "example" is not configurable. Allowed keys: telemetryEnabled, defaultShell`, `{"key":"telemetryEnabled","value":false}`},
+		{clean, `{}`, "Invalid arguments for tool t: force flag must be set to true to clean untracked files (or use dryRun to preview) at force", `{"dryRun":false,"force":true}`},
+		{clean, `{"dryRun":false,"force":false}`, "force flag must be set to true (or use dryRun to preview)", `{"dryRun":false,"force":true}`},
+		{clean, `{"force":true}`, "force flag must be set to true", ""},
+		{clean, `{}`, "set it to true", ""},
+		{edit, `{"file_path":"/w/a"}`, `Must provide either (old_string + new_string) or (range + content)`, `{"file_path":"/w/a","new_string":"example","old_string":"` + c.Snippet + `"}`},
+		{add, `{}`, "Either paths must be provided, or all/update must be true. at paths", `{"paths":["` + c.Text + `"]}`},
 	} {
 		got, ok := RepairIn(c, "t", tc.schema, json.RawMessage(tc.args), tc.text)
 		if tc.want == "" {

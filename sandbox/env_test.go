@@ -14,7 +14,8 @@ import (
 
 // TestSeededProjectIsAGitRepo: a server that runs git in the canary
 // project finds a clone with its history (redacted in the report: the
-// ids and the user are roles), a clean tree, a sound repository; and
+// ids and the user are roles), work in progress (a staged file), a sound
+// repository; and
 // running `git status` there writes nothing, so a read-only tool that
 // does stays read-only.
 func TestSeededProjectIsAGitRepo(t *testing.T) {
@@ -38,9 +39,10 @@ func TestSeededProjectIsAGitRepo(t *testing.T) {
 		t.Fatalf("calls %+v", res.Report.Calls)
 	}
 	for _, want := range []string{
-		"$ git log --format=%h %an %ad %s --date=iso (<nil>)\n<git-commit-4:short> <git-user> 2025-03-12 14:27:19 +0100 Add default config\n",
+		"$ git log --format=%h %an %ad %s --date=iso (<nil>)\n<git-commit-5:short> <git-user> 2025-03-17 10:02:46 +0100 Add design overview\n",
+		"<git-commit-4:short> <git-user> 2025-03-12 14:27:19 +0100 Add default config\n",
 		"<git-commit-1:short> <git-user> 2025-03-03 09:14:07 +0100 Initial commit\n",
-		"$ git status --porcelain --branch (<nil>)\n## main...origin/main\n\n",
+		"$ git status --porcelain --branch (<nil>)\n## main...origin/main\nA  CHANGELOG.md\n\n",
 		"$ git fsck --no-dangling (<nil>)",
 	} {
 		if !strings.Contains(c[0].Result, want) {

@@ -11,8 +11,9 @@ type NetworkMode int
 const (
 	// NetworkNone: loopback only; DNS answered NXDOMAIN by the agent.
 	NetworkNone NetworkMode = iota + 1
-	// NetworkSinkhole: no network, but DNS answers the loopback and outbound
-	// TCP is redirected to the agent's listeners; nothing leaves.
+	// NetworkSinkhole: no network, but DNS answers a documentation address
+	// (agent.SinkIP) and outbound TCP is redirected to the agent's
+	// listeners; nothing leaves.
 	NetworkSinkhole
 	// NetworkBridge and NetworkHost really reach other machines.
 	NetworkBridge

@@ -28,6 +28,9 @@ type procNet struct {
 	// sink is set when the agent answers DNS on 127.0.0.1:53: the
 	// resolver's datagrams to it are reported as dns events, not connects.
 	sink bool
+	// answers is set in sinkhole mode, where the agent answers every name
+	// with agent.SinkIP (set after newProcNet).
+	answers bool
 	// forkOnly holds the children a call listed as "(forked, no exec)";
 	// their execs after that call are the call's (fill puts them there),
 	// not those of the stretch they fall in: whether a fork and its exec
@@ -165,9 +168,19 @@ func (p *procNet) collect(ctx context.Context, eff *report.Effects, call bool) {
 				continue
 			}
 			ip := net.ParseIP(e.Address)
+			// A connection to the sinkhole's DNS answer reached the agent
+			// on the loopback, as one to 127.0.0.1 does: the host it was
+			// for is the dns entry's, and the address, the same for every
+			// host, would make connections to different hosts look alike
+			// across calls.
+			// A datagram there stays an outside one: it reaches no one,
+			// and its payload is searched for honeytokens.
+			toSink := p.answers && e.Kind == agent.KindConnect && e.Protocol != "udp" &&
+				ip.Equal(net.ParseIP(agent.SinkIP))
+			local := ip != nil && (ip.IsLoopback() || toSink)
 			ne := report.NetEvent{Kind: e.Kind, PID: e.PID, Host: e.Host, Address: e.Address,
 				Port: e.Port, Protocol: e.Protocol, Result: e.Result, Method: e.Method, Path: e.Path,
-				Loopback:   ip != nil && ip.IsLoopback() && e.Kind != agent.KindHTTP && e.Kind != agent.KindTLS && e.Kind != agent.KindDNS,
+				Loopback:   local && e.Kind != agent.KindHTTP && e.Kind != agent.KindTLS && e.Kind != agent.KindDNS,
 				Unreadable: e.Unreadable, Truncated: p.cut(e)}
 			if p.secrets != nil && !ne.Loopback {
 				// The tokens themselves stay out of the report: only their names.

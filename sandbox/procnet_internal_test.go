@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -220,5 +222,39 @@ func TestSettleClearsWhatEndedInIt(t *testing.T) {
 	}
 	if call.Processes[1].Background || !call.Processes[2].Background {
 		t.Errorf("after the settle: %+v", call.Processes)
+	}
+}
+
+// TestSinkAnswersAreLocal: in sinkhole mode a TCP connect to the
+// sinkhole's DNS answer is a loopback entry (it reached the agent; the
+// dns entry names the host), a datagram there and any other address are
+// not; outside sinkhole mode the answers are ordinary addresses.
+func TestSinkAnswersAreLocal(t *testing.T) {
+	for _, answers := range []bool{true, false} {
+		s := newEventStore(100)
+		pn := newProcNet(s, true)
+		pn.answers = answers
+		pn.sync = time.Millisecond
+		now := agent.Now()
+		for i, e := range []agent.Event{
+			{Kind: agent.KindConnect, PID: 10, Address: agent.SinkIP, Port: 80, Protocol: "tcp", Result: "sinkholed:EINPROGRESS"},
+			{Kind: agent.KindConnect, PID: 10, Address: "192.0.2.1", Port: 443, Protocol: "tcp", Result: "sinkholed:EINPROGRESS"},
+			{Kind: agent.KindConnect, PID: 10, Address: agent.SinkIP, Port: 9, Protocol: "udp", Result: "sent"},
+			{Kind: agent.KindConnect, PID: 10, Address: "203.0.113.7", Port: 80, Protocol: "tcp", Result: "sinkholed:EINPROGRESS"},
+		} {
+			e.T = now + int64(i)
+			s.add(e)
+		}
+		time.Sleep(time.Millisecond)
+		call := report.NewEffects()
+		pn.collect(context.Background(), &call, true)
+		got := map[string]bool{}
+		for _, n := range call.Network {
+			got[fmt.Sprintf("%s:%d/%s", n.Address, n.Port, n.Protocol)] = n.Loopback
+		}
+		want := map[string]bool{"3fff::1:80/tcp": answers, "192.0.2.1:443/tcp": false, "3fff::1:9/udp": false, "203.0.113.7:80/tcp": false}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("answers %v: loopback by entry %v, want %v", answers, got, want)
+		}
 	}
 }

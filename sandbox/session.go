@@ -316,6 +316,7 @@ func (s *Session) open(ctx context.Context) error {
 	release() // the container pins its image now
 	if o.Agent != "" {
 		s.rec.pn = newProcNet(ctr.events, o.Network.Confined())
+		s.rec.pn.answers = o.Network == NetworkSinkhole
 		s.rec.pn.secrets = o.Secrets
 		// Startup ends once the server runs, so that its own exec is always
 		// a startup effect.

@@ -59,7 +59,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Var(&opts.Changes, "changes", "how file effects are read: auto, upperdir (the overlay upper dir, needs a local engine and root) or api (the Engine API)")
 	agentPath := fs.String("agent", "", "a static build of mcpsandbox to run as the in-container agent (default: this binary)")
 	noAgent := fs.Bool("no-agent", false, "run without the agent: processes and network attempts are not recorded")
-	fs.Var(&opts.Network, "network", "sinkhole (default: DNS and common TCP ports answered on the loopback; nothing leaves), none (loopback only; the default with --no-agent), bridge or host (the server can reach other machines)")
+	fs.Var(&opts.Network, "network", "sinkhole (default: every name resolves to a documentation address, common TCP ports answered by the agent; nothing leaves), none (loopback only; the default with --no-agent), bridge or host (the server can reach other machines)")
 	fs.DurationVar(&opts.Linger, "linger", sandbox.DefaultLinger, "after the last call, keep observing this long for what the calls set off for later (timers, threads, children); 0: not at all")
 	noReplay := fs.Bool("no-replay", false, "do not replay the calls whose effects raise findings: every effect is then the call's during which it was seen")
 	fs.DurationVar(&opts.Settle, "settle", 0, "after a call, wait up to this long while processes it left behind run (default 2s)")

@@ -38,8 +38,21 @@ func TestDNSQuestionAndAnswers(t *testing.T) {
 		t.Errorf("none mode answer = %x, want NXDOMAIN with no answer", nx)
 	}
 	a := dnsAnswer(q, true)
-	if a[3]&0x0f != 0 || a[7] != 1 || !bytes.HasSuffix(a, []byte{127, 0, 0, 1}) {
-		t.Errorf("sinkhole answer = %x, want one A record of 127.0.0.1", a)
+	if a[3]&0x0f != 0 || a[7] != 0 {
+		t.Errorf("sinkhole A answer = %x, want no record and no error (one family only)", a)
+	}
+	q6 := append(q[:len(q)-4:len(q)-4], 0, 28, 0, 1) // AAAA, IN
+	a6 := dnsAnswer(q6, true)
+	want6 := append([]byte{0, 28, 0, 1, 0, 0, 0, 30, 0, 16}, net.ParseIP("3fff::1").To16()...)
+	if a6[3]&0x0f != 0 || a6[7] != 1 || !bytes.HasSuffix(a6, want6) {
+		t.Errorf("sinkhole AAAA answer = %x, want one AAAA record of 3fff::1", a6)
+	}
+	mx := dnsAnswer(append(q[:len(q)-4:len(q)-4], 0, 15, 0, 1), true)
+	if mx[3]&0x0f != 0 || mx[7] != 0 {
+		t.Errorf("sinkhole MX answer = %x, want no record and no error", mx)
+	}
+	if ip := net.ParseIP(SinkIP); ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified() || ip.IsMulticast() {
+		t.Errorf("sinkhole address %s is not a public-looking one: SSRF guards refuse it", SinkIP)
 	}
 }
 

@@ -5,6 +5,21 @@ import (
 	"strings"
 )
 
+// SinkIP is the one address the sinkhole's DNS answers every name with (an
+// AAAA record; an A query gets no record and no error). It is from the
+// documentation range 3fff::/20 (RFC 9637), so no real host is named, and
+// it is neither loopback, private nor link-local, nor in the older
+// 2001:db8::/32 or 192.0.2.0/24 that common guards (private-ip) refuse, so
+// a client's SSRF guard lets the request go on to the sinkhole (the agent
+// redirects every TCP connect that is not to the loopback). One family
+// only: with an A record too, which of the two a dialer connects to
+// (happy eyeballs, the resolver's sort) depends on timing, and the report
+// would not be the same from one run to the next.
+const SinkIP = "3fff::1"
+
+// dnsTypeAAAA is the one DNS record type the sinkhole answers.
+const dnsTypeAAAA = 28
+
 // dnsQuestion returns the first question's name of a DNS query.
 func dnsQuestion(msg []byte) (string, bool) {
 	names, _ := dnsQuestions(msg, 1)

@@ -15,8 +15,9 @@ import (
 )
 
 // Modes of the network: none (loopback only, DNS answered NXDOMAIN),
-// sinkhole (DNS answered with loopback, outbound TCP redirected to the
-// agent's listeners), open (the container's own network; only observed).
+// sinkhole (DNS answered with a documentation address, SinkIP; outbound
+// TCP redirected to the agent's listeners), open (the
+// container's own network; only observed).
 const (
 	ModeNone     = "none"
 	ModeSinkhole = "sinkhole"

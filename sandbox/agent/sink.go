@@ -25,9 +25,8 @@ func (s *sinks) close() {
 }
 
 // startSinks answers DNS on 127.0.0.1:53 (the container's resolver, set by
-// the runner): NXDOMAIN in none mode, the loopback in sinkhole mode; and in
-// sinkhole mode accepts TCP on the common ports, recording TLS SNI and HTTP
-// requests. Binding low ports needs the runner's
+// the runner): NXDOMAIN in none mode, SinkIP in sinkhole mode; and in sinkhole mode accepts TCP on the common ports, recording TLS
+// SNI and HTTP requests. Binding low ports needs the runner's
 // net.ipv4.ip_unprivileged_port_start=0; a failure is reported, not fatal.
 func startSinks(mode string, out *writer) *sinks {
 	s := &sinks{}
@@ -99,8 +98,8 @@ func serveDNS(pc net.PacketConn, mode string, out *writer) {
 	}
 }
 
-// dnsAnswer answers a query: NXDOMAIN, or for sinkhole an A record of
-// 127.0.0.1 (other types get an empty answer).
+// dnsAnswer answers a query: NXDOMAIN, or for sinkhole one AAAA record of
+// SinkIP (other types, A among them, get an empty answer).
 func dnsAnswer(q []byte, sinkhole bool) []byte {
 	_, end, ok := readName(q, 12)
 	if !ok || end+4 > len(q) {
@@ -118,12 +117,15 @@ func dnsAnswer(q []byte, sinkhole bool) []byte {
 		binary.BigEndian.PutUint16(resp[6:], 0)
 		return resp
 	}
-	if qtype != 1 {
+	if qtype != dnsTypeAAAA {
 		binary.BigEndian.PutUint16(resp[6:], 0)
 		return resp
 	}
+	addr := net.ParseIP(SinkIP).To16()
 	binary.BigEndian.PutUint16(resp[6:], 1)
-	return append(resp, 0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 30, 0, 4, 127, 0, 0, 1)
+	// The name by pointer to the question, the type, class IN, TTL 30 s.
+	resp = append(resp, 0xc0, 12, byte(qtype>>8), byte(qtype), 0, 1, 0, 0, 0, 30, 0, byte(len(addr)))
+	return append(resp, addr...)
 }
 
 // Bounds of the sinkhole's TCP side: how long a connection may stay

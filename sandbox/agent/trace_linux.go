@@ -400,6 +400,16 @@ func (t *tracer) seccomp(tid int, tk *task) bool {
 			pd.restore, pd.addrPtr = redirect(tid, r.args[1], int(r.args[2]))
 		}
 		p.dests[fd] = ev
+		if t.mode == ModeSinkhole && ev.Protocol == "udp" && isSinkAddress(ev.Address) {
+			// A resolver sorting its answers (RFC 6724; glibc's
+			// getaddrinfo does for a name that gives several, one per
+			// socket type) connects a UDP socket to each to learn its
+			// source address:
+			// nothing is sent, and a datagram that follows is recorded by
+			// its send. Reported, it would be the same entry on every
+			// call that resolves a name.
+			return false
+		}
 		tk.exit = pd
 		return true
 	case sysSendto:
@@ -646,6 +656,12 @@ func redirect(tid int, addr uint64, n int) ([]byte, uint64) {
 	}
 	writeBytes(tid, addr, b)
 	return orig, addr
+}
+
+// isSinkAddress tells whether a is the sinkhole's DNS answer.
+func isSinkAddress(a string) bool {
+	ip := net.ParseIP(a)
+	return ip != nil && ip.Equal(net.ParseIP(SinkIP))
 }
 
 func isLoopback(a string) bool {

@@ -264,3 +264,14 @@ func checkForkEvents(t *testing.T, stdout, stderr *bytes.Buffer, leaves int) {
 		}
 	}
 }
+
+// TestSinkAddresses: the sinkhole's answer is recognised in any spelling;
+// other addresses, the other documentation ranges among them, are not.
+func TestSinkAddresses(t *testing.T) {
+	for a, want := range map[string]bool{SinkIP: true, "3fff:0::1": true, "3fff:0:0:0:0:0:0:1": true,
+		"192.0.2.1": false, "::ffff:192.0.2.1": false, "127.0.0.1": false, "2001:db8::1": false, "": false} {
+		if got := isSinkAddress(a); got != want {
+			t.Errorf("isSinkAddress(%q) = %v, want %v", a, got, want)
+		}
+	}
+}
