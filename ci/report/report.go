@@ -14,7 +14,7 @@ import (
 )
 
 // SchemaVersion names the shape of the report.
-const SchemaVersion = "mcpsandbox.report/v1.3"
+const SchemaVersion = "mcpsandbox.report/v1.4"
 
 // Report is everything one scan learned about one server.
 type Report struct {
