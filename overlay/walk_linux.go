@@ -186,6 +186,12 @@ func walkFD(fd int, rel string, fn func(n node) error) error {
 	names, err := dir.Readdirnames(-1)
 	if err != nil {
 		dir.Close()
+		if rel != "" && errors.Is(err, unix.ENOENT) {
+			// Removed since it was opened (a lock directory a server
+			// makes and removes, proper-lockfile's P.lock): it was empty
+			// to be removed, as meet treats an entry gone since listed.
+			return nil
+		}
 		return fmt.Errorf("listing %s: %w", orRoot(rel), err)
 	}
 	sort.Strings(names)

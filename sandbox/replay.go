@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -101,26 +102,62 @@ func (sc *scanner) replay(rep *report.Report) {
 
 // reproduced are the keys of orig (the call's effects) that happened with
 // the call and not in the control, sorted. Keys are compared with their
-// run-specific parts replaced (report.NormalizeEvidence): a browser's
-// profile directory made under a new random name each time
-// (/tmp/puppeteer_dev_chrome_profile-jgKl5H) is the same effect again.
+// run-specific parts replaced (replayKey): a browser's profile directory
+// made under a new random name each time
+// (/tmp/puppeteer_dev_chrome_profile-jgKl5H) is the same effect again, and
+// so is a commit object (.git/objects/0e/e08e7e...) whose hash holds the
+// time it was made.
 func reproduced(orig []string, with, without map[string]bool) []string {
 	norm := func(m map[string]bool) map[string]bool {
 		out := make(map[string]bool, len(m))
 		for k := range m {
-			out[report.NormalizeEvidence(k)] = true
+			out[replayKey(k)] = true
 		}
 		return out
 	}
 	w, wo := norm(with), norm(without)
 	out := []string{}
 	for _, k := range orig {
-		if n := report.NormalizeEvidence(k); w[n] && !wo[n] {
+		if n := replayKey(k); w[n] && !wo[n] {
 			out = append(out, k)
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// fanOut stands for a fan-out directory of a content-addressed store.
+const fanOut = "<fan-out>"
+
+// replayKey is effect key k with its run-specific parts replaced
+// (report.NormalizeEvidence), a fan-out directory too: a path component of
+// two lower-case hex digits, the first byte of a hash that names what is
+// under it (git's .git/objects/0e, npm's _cacache/content-v2/sha512/ab/cd).
+// NormalizeEvidence already makes the hash a placeholder, but keeps the
+// letters of such a directory ("0e" is "<n>e", "46" is "<n>"), so the same
+// object made again under a new hash would not be the same effect. Only
+// the replay compares so: fingerprints are left as they are.
+func replayKey(k string) string {
+	parts := strings.Split(k, "/")
+	for i, p := range parts {
+		if i > 0 && isFanOut(p) {
+			parts[i] = fanOut
+		}
+	}
+	return report.NormalizeEvidence(strings.Join(parts, "/"))
+}
+
+// isFanOut reports whether path component p is two lower-case hex digits.
+func isFanOut(p string) bool {
+	if len(p) != 2 {
+		return false
+	}
+	for k := 0; k < len(p); k++ {
+		if c := p[k]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // sent is what call c sent: its arguments before the report's redaction.
