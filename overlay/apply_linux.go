@@ -1,0 +1,844 @@
+//go:build linux
+
+package overlay
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
+)
+
+// TakeBaseline records the identity of every path under dir, never
+// following a link, within opts' bounds.
+func TakeBaseline(dir string, opts BaselineOptions) (Baseline, error) {
+	if opts.MaxFiles <= 0 {
+		opts.MaxFiles = DefaultBaselineFiles
+	}
+	if opts.HashBudget <= 0 {
+		opts.HashBudget = DefaultBaselineHash
+	}
+	b := Baseline{Files: map[string]FileID{}}
+	budget := opts.HashBudget
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", p, err)
+		}
+		if len(b.Files) >= opts.MaxFiles {
+			b.Truncated = true
+			return filepath.SkipAll
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		if rel == "." {
+			rel = ""
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			return fmt.Errorf("reading %s: %w", p, err)
+		}
+		id := fileID(&st)
+		if id.Type == File && st.Size <= budget {
+			if sum, err := hashFile(p); err == nil {
+				id.SHA256 = sum
+				budget -= st.Size
+			}
+		}
+		b.Files[rel] = id
+		return nil
+	})
+	if err != nil {
+		return Baseline{}, fmt.Errorf("taking the baseline of %s: %w", dir, err)
+	}
+	return b, nil
+}
+
+func fileID(st *unix.Stat_t) FileID {
+	return FileID{Type: statType(st.Mode), Mode: st.Mode & 0o7777, Size: st.Size, MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano(),
+		Ino: st.Ino, Dev: st.Dev, UID: st.Uid, GID: st.Gid}
+}
+
+func statType(mode uint32) Type {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return File
+	case unix.S_IFDIR:
+		return Dir
+	case unix.S_IFLNK:
+		return Symlink
+	}
+	return Other
+}
+
+func hashFile(p string) (string, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NOATIME, 0)
+	if err != nil {
+		f, err = os.OpenFile(p, os.O_RDONLY|unix.O_NOFOLLOW, 0) // O_NOATIME needs the owner or CAP_FOWNER
+		if err != nil {
+			return "", err
+		}
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// Changes lists what the run changed in the host directory, sorted by
+// path, each with why Apply would refuse it now (if it would).
+func Changes(opts ApplyOptions) ([]WorkspaceChange, error) {
+	if opts.MaxDiffBytes <= 0 {
+		opts.MaxDiffBytes = DefaultMaxDiffBytes
+	}
+	w := &workspace{opts: opts}
+	if err := w.open(); err != nil {
+		return nil, err
+	}
+	defer w.close()
+	return w.changes()
+}
+
+// Apply writes the changes under paths (every change when none is given)
+// into the host directory, as its owner: a modified file keeps its
+// owner, a created one takes the directory's. Each change is checked
+// again just before it is written; one refused is skipped and listed,
+// the others go on. Deletions go first, deepest first, then directories,
+// then files.
+func Apply(opts ApplyOptions, paths ...string) (ApplyResult, error) {
+	if opts.MaxDiffBytes <= 0 {
+		opts.MaxDiffBytes = DefaultMaxDiffBytes
+	}
+	w := &workspace{opts: opts}
+	if err := w.open(); err != nil {
+		return ApplyResult{}, err
+	}
+	defer w.close()
+	all, err := w.changes()
+	if err != nil {
+		return ApplyResult{}, err
+	}
+	var res ApplyResult
+	picked := map[string]bool{}
+	if len(paths) == 0 {
+		for _, c := range all {
+			picked[c.Path] = true
+		}
+	}
+	for _, p := range paths {
+		rel, ok := cleanRel(filepath.ToSlash(p))
+		if !ok {
+			res.Refused = append(res.Refused, &RefusedError{Path: p, Reason: RefuseEscapes, Detail: "the path leaves the directory"})
+			continue
+		}
+		n := 0
+		for _, c := range all {
+			if underRel(c.Path, rel) {
+				picked[c.Path] = true
+				n++
+			}
+		}
+		if n == 0 {
+			res.Refused = append(res.Refused, &RefusedError{Path: rel, Reason: RefuseUnknown, Detail: "the run did not change it"})
+		}
+	}
+	// A created directory above a picked path comes with it.
+	byPath := map[string]WorkspaceChange{}
+	for _, c := range all {
+		byPath[c.Path] = c
+	}
+	for p := range picked {
+		if byPath[p].Refused != nil {
+			continue // it will not be written: nothing is made for it
+		}
+		for d := path.Dir(p); d != "." && d != "/"; d = path.Dir(d) {
+			if c, ok := byPath[d]; ok && c.Type == Dir && c.Change == report.ChangeCreated {
+				picked[d] = true
+			}
+		}
+	}
+	var todo []WorkspaceChange
+	for _, c := range all {
+		if picked[c.Path] {
+			todo = append(todo, c)
+		}
+	}
+	sort.SliceStable(todo, func(i, j int) bool { return applyOrder(todo[i], todo[j]) })
+	failed := map[string]bool{} // refused directories: nothing below them is written
+	// A host directory removed is removed whole or not at all: checked
+	// before what is in it is deleted.
+	for _, c := range todo {
+		if base, ok := w.opts.Baseline.Files[c.Path]; ok && base.Type == Dir && (c.Change == report.ChangeDeleted || c.Type != Dir) {
+			if err := w.check(c); err != nil {
+				failed[c.Path] = true
+			}
+		}
+	}
+	for _, c := range todo {
+		if failedAbove(failed, c.Path) {
+			res.Refused = append(res.Refused, &RefusedError{Path: c.Path, Reason: RefuseHostChanged, Detail: "a directory above it was refused"})
+			continue
+		}
+		if err := w.apply(c); err != nil {
+			var re *RefusedError
+			if !errors.As(err, &re) {
+				re = &RefusedError{Path: c.Path, Reason: RefuseHostChanged, Detail: err.Error()}
+			}
+			res.Refused = append(res.Refused, re)
+			if c.Type == Dir || c.Was == Dir {
+				failed[c.Path] = true
+			}
+			continue
+		}
+		res.Applied = append(res.Applied, c)
+	}
+	return res, nil
+}
+
+func failedAbove(failed map[string]bool, p string) bool {
+	for d := path.Dir(p); d != "." && d != "/"; d = path.Dir(d) {
+		if failed[d] {
+			return true
+		}
+	}
+	return false
+}
+
+// applyOrder: deletions first, deepest first; then the rest by depth,
+// directories before files.
+func applyOrder(a, b WorkspaceChange) bool {
+	da, db := a.Change == report.ChangeDeleted, b.Change == report.ChangeDeleted
+	if da != db {
+		return da
+	}
+	ca, cb := strings.Count(a.Path, "/"), strings.Count(b.Path, "/")
+	if da {
+		if ca != cb {
+			return ca > cb
+		}
+		return a.Path > b.Path
+	}
+	if ca != cb {
+		return ca < cb
+	}
+	if (a.Type == Dir) != (b.Type == Dir) {
+		return a.Type == Dir
+	}
+	return a.Path < b.Path
+}
+
+// workspace is a host directory and its run's upper dir, both held open.
+type workspace struct {
+	opts        ApplyOptions
+	host, upper int
+	hostID      FileID
+}
+
+func (w *workspace) open() error {
+	var err error
+	w.host, w.upper = -1, -1
+	if w.host, err = unix.Open(w.opts.Host, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
+		return fmt.Errorf("opening the host directory %s: %w", w.opts.Host, err)
+	}
+	if w.upper, err = unix.Open(w.opts.Upper, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
+		w.close()
+		return fmt.Errorf("opening the run's changes %s: %w", w.opts.Upper, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(w.host, &st); err != nil {
+		w.close()
+		return fmt.Errorf("reading the host directory %s: %w", w.opts.Host, err)
+	}
+	w.hostID = fileID(&st)
+	if b, ok := w.opts.Baseline.Files[""]; ok && (b.Ino != w.hostID.Ino || b.Dev != w.hostID.Dev) {
+		w.close()
+		return fmt.Errorf("the host directory %s is not the one the run started with (another inode)", w.opts.Host)
+	}
+	return nil
+}
+
+func (w *workspace) close() {
+	for _, fd := range []*int{&w.host, &w.upper} {
+		if *fd >= 0 {
+			unix.Close(*fd)
+			*fd = -1
+		}
+	}
+}
+
+// beneath opens rel under root, following no link anywhere on the way.
+func beneath(root int, rel string, flags uint64) (int, error) {
+	if rel == "" {
+		rel = "."
+	}
+	how := unix.OpenHow{Flags: flags | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV}
+	for {
+		fd, err := unix.Openat2(root, rel, &how)
+		if err == unix.EINTR || err == unix.EAGAIN {
+			continue
+		}
+		return fd, err
+	}
+}
+
+// hostStat is the host path's identity now; ok false when it is not
+// there. A parent that is a link, or not a directory, is an escape.
+func (w *workspace) hostStat(rel string) (FileID, bool, error) {
+	dir, name := path.Split(rel)
+	pfd, err := beneath(w.host, strings.TrimSuffix(dir, "/"), unix.O_PATH|unix.O_DIRECTORY)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return FileID{}, false, nil
+		}
+		return FileID{}, false, escapeErr(rel, err)
+	}
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	if err := unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return FileID{}, false, nil
+		}
+		return FileID{}, false, err
+	}
+	return fileID(&st), true, nil
+}
+
+func escapeErr(rel string, err error) error {
+	switch {
+	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.EXDEV), errors.Is(err, unix.ENOTDIR):
+		return &RefusedError{Path: rel, Reason: RefuseEscapes, Detail: "a parent on the host is a symlink, a mount or not a directory"}
+	}
+	return err
+}
+
+// changes walks the upper dir.
+func (w *workspace) changes() ([]WorkspaceChange, error) {
+	inUpper := map[string]bool{}
+	var opaque []string
+	var out []WorkspaceChange
+	var walk func(dfd int, rel string) error
+	walk = func(dfd int, rel string) error {
+		f := os.NewFile(uintptr(dfd), rel)
+		defer f.Close()
+		names, err := f.Readdirnames(-1)
+		if err != nil {
+			return fmt.Errorf("listing %s in the run's changes: %w", rel, err)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			p := path.Join(rel, name)
+			inUpper[p] = true
+			var st unix.Stat_t
+			if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				return fmt.Errorf("reading %s in the run's changes: %w", p, err)
+			}
+			c, descend, err := w.entry(dfd, name, p, &st)
+			if err != nil {
+				return err
+			}
+			out = append(out, c...)
+			if descend {
+				if opaqueAt(dfd, name) {
+					opaque = append(opaque, p)
+				}
+				sub, err := unix.Openat(dfd, name, unix.O_DIRECTORY|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+				if err != nil {
+					return fmt.Errorf("opening %s in the run's changes: %w", p, err)
+				}
+				if err := walk(sub, p); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	// A description of its own: listing moves the offset.
+	root, err := unix.Openat(w.upper, ".", unix.O_DIRECTORY|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening the run's changes: %w", err)
+	}
+	if err := walk(root, ""); err != nil {
+		return nil, err
+	}
+	// An opaque directory hides what the host had in it: each such path
+	// the upper does not have again is deleted.
+	for p, id := range w.opts.Baseline.Files {
+		if p == "" || inUpper[p] {
+			continue
+		}
+		for _, o := range opaque {
+			if strings.HasPrefix(p, o+"/") && !hiddenAbove(p, o, inUpper) {
+				out = append(out, w.deleted(p, id))
+				break
+			}
+		}
+	}
+	// A whiteout over a host directory, or a file in its place, deletes
+	// everything in it too.
+	for _, c := range out {
+		if (c.Change != report.ChangeDeleted || c.Type != Dir) && c.Was != Dir {
+			continue
+		}
+		for p, id := range w.opts.Baseline.Files {
+			if strings.HasPrefix(p, c.Path+"/") && !inUpper[p] {
+				out = append(out, w.deleted(p, id))
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	out = dedupe(out)
+	for i := range out {
+		if out[i].Refused == nil {
+			if err := w.check(out[i]); err != nil {
+				var re *RefusedError
+				if !errors.As(err, &re) {
+					return nil, err
+				}
+				out[i].Refused = re
+			}
+		}
+	}
+	return out, nil
+}
+
+// hiddenAbove: a path under an opaque directory that sits below another
+// upper entry reported already (the opaque dir's own subtree in the upper
+// shadows it) is not listed twice.
+func hiddenAbove(p, o string, inUpper map[string]bool) bool {
+	for d := path.Dir(p); d != o && d != "." && d != "/"; d = path.Dir(d) {
+		if inUpper[d] {
+			return true
+		}
+	}
+	return false
+}
+
+func dedupe(cs []WorkspaceChange) []WorkspaceChange {
+	out := cs[:0]
+	for i, c := range cs {
+		if i > 0 && cs[i-1].Path == c.Path {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func opaqueAt(dfd int, name string) bool {
+	return xattrAt(dfd, name, "trusted.overlay.opaque") == "y"
+}
+
+// xattrAt reads a short xattr of dfd/name without following a link.
+// It returns "" when the attribute is not there, and "\x00" for one that
+// is there and empty.
+func xattrAt(dfd int, name, attr string) string {
+	fd, err := unix.Openat(dfd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return ""
+	}
+	defer unix.Close(fd)
+	buf := make([]byte, 256)
+	// Through the descriptor: the attribute of what it opened (the link
+	// itself, were it one), not of the magic link.
+	n, err := unix.Getxattr(fmt.Sprintf("/proc/self/fd/%d", fd), attr, buf)
+	if err != nil || n < 0 {
+		return ""
+	}
+	if n == 0 {
+		return "\x00"
+	}
+	return string(buf[:n])
+}
+
+// entry turns one upper dir entry into changes; descend says to walk
+// into it.
+func (w *workspace) entry(dfd int, name, p string, st *unix.Stat_t) ([]WorkspaceChange, bool, error) {
+	base, inBase := w.opts.Baseline.Files[p]
+	t := statType(st.Mode)
+	c := WorkspaceChange{Path: p, Type: t, Mode: st.Mode & 0o7777}
+	if inBase && base.Type != t {
+		c.Was = base.Type
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == 0 {
+		// A whiteout: the host path is deleted.
+		if !inBase {
+			return nil, false, nil // it hid a planted file, not a host one
+		}
+		return []WorkspaceChange{w.deleted(p, base)}, false, nil
+	}
+	c.Change = report.ChangeCreated
+	if inBase {
+		c.Change = report.ChangeModified
+	}
+	switch t {
+	case Dir:
+		if xattrAt(dfd, name, "trusted.overlay.redirect") != "" {
+			c.Refused = &RefusedError{Path: p, Reason: RefuseOverlay, Detail: "a renamed directory whose contents stay in the host's layer"}
+			return []WorkspaceChange{c}, false, nil
+		}
+		if inBase && base.Type == Dir {
+			return nil, true, nil // copied up on the way to a change below
+		}
+		return []WorkspaceChange{c}, true, nil
+	case Symlink:
+		buf := make([]byte, 4096)
+		n, _ := unix.Readlinkat(dfd, name, buf)
+		c.LinkTarget = string(buf[:max(n, 0)])
+		c.Refused = &RefusedError{Path: p, Reason: RefuseSymlink, Detail: "symbolic links are not applied"}
+		return []WorkspaceChange{c}, false, nil
+	case Other:
+		c.Refused = &RefusedError{Path: p, Reason: RefuseSpecial, Detail: "devices, fifos and sockets are not applied"}
+		return []WorkspaceChange{c}, false, nil
+	}
+	c.Size = st.Size
+	if xattrAt(dfd, name, "trusted.overlay.metacopy") != "" {
+		c.Refused = &RefusedError{Path: p, Reason: RefuseOverlay, Detail: "a metadata-only copy whose data stays in the host's layer"}
+		return []WorkspaceChange{c}, false, nil
+	}
+	cur, err := readAt(dfd, name, w.opts.MaxDiffBytes)
+	if err != nil {
+		return nil, false, fmt.Errorf("reading %s in the run's changes: %w", p, err)
+	}
+	var old []byte
+	oldKnown := false
+	if inBase && base.Type == File {
+		// The host copy as the run started, if it is still that.
+		if now, ok, err := w.hostStat(p); err == nil && ok && base.same(now) {
+			if fd, err := beneath(w.host, p, unix.O_RDONLY); err == nil {
+				old, err = readFD(fd, w.opts.MaxDiffBytes)
+				unix.Close(fd)
+				oldKnown = err == nil
+			}
+		}
+		if oldKnown && old != nil && cur != nil && bytes.Equal(old, cur) && base.Mode == c.Mode {
+			return nil, false, nil // copied up, never changed (opened for writing, touched)
+		}
+		if !oldKnown && base.SHA256 != "" && cur != nil && hex.EncodeToString(sha(cur)) == base.SHA256 && base.Mode == c.Mode {
+			return nil, false, nil
+		}
+	}
+	w.diff(&c, old, oldKnown || !inBase, cur, st.Size)
+	return []WorkspaceChange{c}, false, nil
+}
+
+func sha(b []byte) []byte { s := sha256.Sum256(b); return s[:] }
+
+// diff fills the change's diff: cur nil is over the bound.
+func (w *workspace) diff(c *WorkspaceChange, old []byte, oldKnown bool, cur []byte, size int64) {
+	switch {
+	case cur == nil || (oldKnown && old == nil && c.Change != report.ChangeCreated):
+		c.DiffOmitted = fmt.Sprintf("over the diff bound of %d bytes", w.opts.MaxDiffBytes)
+	case !oldKnown:
+		c.DiffOmitted = "the host copy changed since the run started"
+	case !IsText(cur) || !IsText(old):
+		c.Binary = true
+	default:
+		from := "a/" + c.Path
+		if c.Change == report.ChangeCreated {
+			from = "/dev/null"
+		}
+		c.Diff = UnifiedDiff(from, "b/"+c.Path, old, cur)
+	}
+}
+
+// deleted is the deletion of host path p, with the diff of a text file.
+func (w *workspace) deleted(p string, base FileID) WorkspaceChange {
+	c := WorkspaceChange{Path: p, Change: report.ChangeDeleted, Type: base.Type, Size: base.Size}
+	if base.Type != File {
+		c.Size = 0
+		return c
+	}
+	if fd, err := beneath(w.host, p, unix.O_RDONLY); err == nil {
+		old, err := readFD(fd, w.opts.MaxDiffBytes)
+		unix.Close(fd)
+		switch {
+		case err != nil:
+		case old == nil:
+			c.DiffOmitted = fmt.Sprintf("over the diff bound of %d bytes", w.opts.MaxDiffBytes)
+		case !IsText(old):
+			c.Binary = true
+		default:
+			c.Diff = UnifiedDiff("a/"+p, "/dev/null", old, nil)
+			if c.Diff == "" {
+				c.Diff = "--- a/" + p + "\n+++ /dev/null\n" // an empty file
+			}
+		}
+	}
+	return c
+}
+
+// readAt reads dfd/name, a regular file, nil when over max bytes.
+func readAt(dfd int, name string, max int64) ([]byte, error) {
+	fd, err := unix.Openat(dfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	return readFD(fd, max)
+}
+
+// readFD reads fd to its end (the caller closes it), nil when over max
+// bytes.
+func readFD(fd int, max int64) ([]byte, error) {
+	out := []byte{}
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := unix.Read(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return out, nil
+		}
+		out = append(out, buf[:n]...)
+		if int64(len(out)) > max {
+			return nil, nil
+		}
+	}
+}
+
+// check says why c cannot be applied now, if it cannot.
+func (w *workspace) check(c WorkspaceChange) error {
+	if c.Refused != nil {
+		return c.Refused
+	}
+	if _, ok := cleanRel(c.Path); !ok || c.Path == "" {
+		return &RefusedError{Path: c.Path, Reason: RefuseEscapes, Detail: "the path leaves the directory"}
+	}
+	for _, pl := range w.opts.Planted {
+		if rel, ok := cleanRel(strings.TrimPrefix(pl, "/")); ok && rel != "" && underRel(c.Path, rel) {
+			return &RefusedError{Path: c.Path, Reason: RefusePlanted, Detail: "the runner planted it"}
+		}
+	}
+	if c.Type == File && c.Change != report.ChangeDeleted && c.Mode&(unix.S_ISUID|unix.S_ISGID|unix.S_ISVTX) != 0 {
+		return &RefusedError{Path: c.Path, Reason: RefuseSetID, Detail: fmt.Sprintf("mode %04o has a setuid, setgid or sticky bit", c.Mode)}
+	}
+	if c.Type == Dir && c.Change != report.ChangeDeleted && c.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
+		return &RefusedError{Path: c.Path, Reason: RefuseSetID, Detail: fmt.Sprintf("mode %04o has a setuid or setgid bit", c.Mode)}
+	}
+	// Every parent on the host: a real directory, or one this apply makes.
+	if d := path.Dir(c.Path); d != "." {
+		fd, err := beneath(w.host, d, unix.O_PATH|unix.O_DIRECTORY)
+		if err == nil {
+			unix.Close(fd)
+		} else if !errors.Is(err, unix.ENOENT) {
+			return escapeErr(c.Path, err)
+		}
+	}
+	base, inBase := w.opts.Baseline.Files[c.Path]
+	now, exists, err := w.hostStat(c.Path)
+	if err != nil {
+		return err
+	}
+	switch {
+	case !inBase && c.Change != report.ChangeCreated:
+		return &RefusedError{Path: c.Path, Reason: RefuseNoBaseline, Detail: "no record of it from the run's start"}
+	case !inBase && w.opts.Baseline.Truncated && exists:
+		return &RefusedError{Path: c.Path, Reason: RefuseNoBaseline, Detail: "past the baseline's bound"}
+	case !inBase && exists:
+		return &RefusedError{Path: c.Path, Reason: RefuseHostChanged, Detail: "created on the host since the run started"}
+	case inBase && !exists:
+		return &RefusedError{Path: c.Path, Reason: RefuseHostChanged, Detail: "deleted on the host since the run started"}
+	case inBase && !base.same(now):
+		return &RefusedError{Path: c.Path, Reason: RefuseHostChanged, Detail: "changed on the host since the run started"}
+	}
+	if inBase && base.Type == Dir && (c.Change == report.ChangeDeleted || c.Type != Dir) {
+		// Removing a host directory removes what is in it: all of it must
+		// be as it was.
+		if err := w.checkTree(c.Path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkTree checks that everything under host directory rel is as the
+// baseline has it, and nothing was added.
+func (w *workspace) checkTree(rel string) error {
+	fd, err := beneath(w.host, rel, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return escapeErr(rel, err)
+	}
+	f := os.NewFile(uintptr(fd), rel)
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		p := rel + "/" + n
+		base, ok := w.opts.Baseline.Files[p]
+		if !ok {
+			return &RefusedError{Path: rel, Reason: RefuseHostChanged, Detail: fmt.Sprintf("%s was created on the host since the run started", p)}
+		}
+		now, exists, err := w.hostStat(p)
+		if err != nil {
+			return err
+		}
+		if !exists || !base.same(now) {
+			return &RefusedError{Path: rel, Reason: RefuseHostChanged, Detail: fmt.Sprintf("%s changed on the host since the run started", p)}
+		}
+		if base.Type == Dir {
+			if err := w.checkTree(p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// apply writes one change, after checking it again.
+func (w *workspace) apply(c WorkspaceChange) error {
+	if err := w.check(c); err != nil {
+		return err
+	}
+	dir, name := path.Split(c.Path)
+	pfd, err := beneath(w.host, strings.TrimSuffix(dir, "/"), unix.O_PATH|unix.O_DIRECTORY)
+	if err != nil {
+		return escapeErr(c.Path, err)
+	}
+	defer unix.Close(pfd)
+	base, inBase := w.opts.Baseline.Files[c.Path]
+	if c.Change == report.ChangeDeleted || (inBase && base.Type != c.Type) {
+		if err := removeHost(pfd, name, base.Type); err != nil {
+			return fmt.Errorf("removing %s: %w", c.Path, err)
+		}
+		if c.Change == report.ChangeDeleted {
+			return nil
+		}
+	}
+	// A modified file keeps its owner; what is created takes the
+	// directory's.
+	uid, gid := int(w.hostID.UID), int(w.hostID.GID)
+	if inBase && base.Type == c.Type {
+		uid, gid = int(base.UID), int(base.GID)
+	}
+	switch c.Type {
+	case Dir:
+		if err := unix.Mkdirat(pfd, name, c.Mode&0o777|0o700); err != nil {
+			return fmt.Errorf("making %s: %w", c.Path, err)
+		}
+		if err := unix.Fchownat(pfd, name, uid, gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			return fmt.Errorf("owning %s: %w", c.Path, err)
+		}
+		return unix.Fchmodat(pfd, name, c.Mode&0o777, 0)
+	case File:
+		return w.writeFile(pfd, name, c, uid, gid, inBase && base.Type != c.Type)
+	}
+	return &RefusedError{Path: c.Path, Reason: RefuseSpecial, Detail: "not a file or directory"}
+}
+
+// writeFile copies the upper file into a temporary file beside the
+// target, then renames it over the target, so that the host never sees
+// half a file.
+func (w *workspace) writeFile(pfd int, name string, c WorkspaceChange, uid, gid int, replaced bool) (err error) {
+	src, err := beneath(w.upper, c.Path, unix.O_RDONLY)
+	if err != nil {
+		return fmt.Errorf("opening %s in the run's changes: %w", c.Path, err)
+	}
+	in := os.NewFile(uintptr(src), c.Path)
+	defer in.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(src, &st); err != nil {
+		return err
+	}
+	if statType(st.Mode) != File || st.Mode&(unix.S_ISUID|unix.S_ISGID|unix.S_ISVTX) != 0 {
+		return &RefusedError{Path: c.Path, Reason: RefuseSetID, Detail: "the file changed in the run's changes since it was listed"}
+	}
+	var rnd [6]byte
+	rand.Read(rnd[:])
+	tmp := ".mcpsandbox-apply-" + hex.EncodeToString(rnd[:])
+	dst, err := unix.Openat(pfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", c.Path, err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			unix.Unlinkat(pfd, tmp, 0)
+		}
+	}()
+	out := os.NewFile(uintptr(dst), tmp)
+	_, err = io.Copy(out, io.LimitReader(in, st.Size))
+	if err == nil {
+		err = out.Chown(uid, gid)
+	}
+	if err == nil {
+		err = out.Chmod(os.FileMode(st.Mode & 0o777))
+	}
+	if err == nil {
+		err = out.Sync()
+	}
+	err = errors.Join(err, out.Close())
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", c.Path, err)
+	}
+	// Once more, just before the host copy is replaced (or, when what
+	// was there of another type has been removed, that nothing came).
+	if replaced {
+		if _, exists, err := w.hostStat(c.Path); err != nil {
+			return err
+		} else if exists {
+			return &RefusedError{Path: c.Path, Reason: RefuseHostChanged, Detail: "created on the host while it was applied"}
+		}
+	} else if err := w.check(c); err != nil {
+		return err
+	}
+	if err := unix.Renameat(pfd, tmp, pfd, name); err != nil {
+		return fmt.Errorf("writing %s: %w", c.Path, err)
+	}
+	done = true
+	return nil
+}
+
+// removeHost removes pfd/name: a file, or a directory with everything in
+// it (checked against the baseline before).
+func removeHost(pfd int, name string, t Type) error {
+	if t != Dir {
+		return unix.Unlinkat(pfd, name, 0)
+	}
+	fd, err := unix.Openat(pfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		f.Close()
+		return err
+	}
+	for _, n := range names {
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			f.Close()
+			return err
+		}
+		if err := removeHost(fd, n, statType(st.Mode)); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	f.Close()
+	return unix.Unlinkat(pfd, name, unix.AT_REMOVEDIR)
+}

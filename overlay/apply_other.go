@@ -1,0 +1,20 @@
+//go:build !linux
+
+package overlay
+
+import "errors"
+
+var errApplyUnsupported = errors.New("workspace changes are read on Linux only")
+
+// TakeBaseline is Linux-only: the workspace is mounted only there.
+func TakeBaseline(dir string, opts BaselineOptions) (Baseline, error) {
+	return Baseline{}, errApplyUnsupported
+}
+
+// Changes is Linux-only.
+func Changes(opts ApplyOptions) ([]WorkspaceChange, error) { return nil, errApplyUnsupported }
+
+// Apply is Linux-only.
+func Apply(opts ApplyOptions, paths ...string) (ApplyResult, error) {
+	return ApplyResult{}, errApplyUnsupported
+}
