@@ -96,6 +96,9 @@ type ContainerOptions struct {
 	// ShmSize is the size of the container's /dev/shm (default the
 	// engine's, 64 MiB).
 	ShmSize int64
+	// ExtraHosts are "name:ip" lines added to the container's /etc/hosts
+	// (the allowed hosts' addresses, see allowhost.go).
+	ExtraHosts []string
 	// BeforeStart, if set, runs once the container exists and before it
 	// starts: to seed files, and to snapshot its state before the server.
 	BeforeStart func(ctx context.Context, id string) error
@@ -197,6 +200,7 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 		Init:           nil,
 		ReadonlyRootfs: false,
 		ShmSize:        opts.ShmSize,
+		ExtraHosts:     opts.ExtraHosts,
 		// The server's stdout and stderr are read through the attach
 		// stream; a log would be a file on the host it could grow
 		// without bound.

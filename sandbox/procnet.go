@@ -31,6 +31,9 @@ type procNet struct {
 	// answers is set in sinkhole mode, where the agent answers every name
 	// with agent.SinkIP (set after newProcNet).
 	answers bool
+	// allowed finds the allowed host (--allow-host) whose listener a
+	// container address and port is (nil: none).
+	allowed func(addr string, port int) (AllowHost, bool)
 	// forkOnly holds the children a call listed as "(forked, no exec)";
 	// their execs after that call are the call's (fill puts them there),
 	// not those of the stretch they fall in: whether a fork and its exec
@@ -182,6 +185,11 @@ func (p *procNet) collect(ctx context.Context, eff *report.Effects, call bool) {
 				Port: e.Port, Protocol: e.Protocol, Result: e.Result, Method: e.Method, Path: e.Path,
 				Loopback:   local && e.Kind != agent.KindHTTP && e.Kind != agent.KindTLS && e.Kind != agent.KindDNS,
 				Unreadable: e.Unreadable, Truncated: p.cut(e)}
+			if p.allowed != nil && e.Kind == agent.KindConnect && e.Protocol != "udp" {
+				if h, ok := p.allowed(e.Address, e.Port); ok {
+					allowedEvent(&ne, h)
+				}
+			}
 			if p.secrets != nil && !ne.Loopback {
 				// The tokens themselves stay out of the report: only their names.
 				ne.Secrets = p.secrets(e.Host + "\n" + e.Path + "\n" + string(e.Payload))

@@ -121,6 +121,13 @@ type ScanOptions struct {
 	// Transport is how the server is reached: stdio (default), or HTTP on
 	// a port it opens on the container's loopback (see Transport).
 	Transport Transport
+	// AllowHosts may be reached by the server through the runner
+	// (--allow-host); AllowDial dials them (default: a plain dial).
+	AllowHosts []AllowHost
+	AllowDial  DialFunc
+	// State keeps the server's files outside the workspace from one scan
+	// to the next (--state; see StateDir). Not with IsolationCall.
+	State *StateDir
 }
 
 // Result is what a scan returns besides the report.
@@ -241,6 +248,9 @@ func newScanner(ctx context.Context, cli Engine, opts ScanOptions) (*scanner, er
 	if opts.Isolation != IsolationSession && opts.Isolation != IsolationCall {
 		return nil, &InfraError{Cause: fmt.Sprintf("unknown isolation %v", opts.Isolation), Fix: "use session or call"}
 	}
+	if opts.State != nil && opts.Isolation == IsolationCall {
+		return nil, &InfraError{Cause: "--state with --isolation call: each call starts from the same state, so no one call's changes are the state's", Fix: "use --isolation session with --state"}
+	}
 	setDefault(&opts.Timeout, 10*time.Minute)
 	setDefault(&opts.Settle, 2*time.Second)
 	if opts.Linger == 0 {
@@ -306,7 +316,7 @@ func (sc *scanner) open() (*Session, error) {
 		Limits: o.Limits, RunID: o.RunID, User: o.User, Keep: o.Keep, Log: o.Log, Changes: o.Changes, FileLimits: o.FileLimits,
 		MaxListed: o.MaxListed, Agent: o.Agent, Network: o.Network, MaxEvents: o.MaxEvents,
 		StartTimeout: o.StartTimeout, CallTimeout: o.CallTimeout, ClientInfo: o.ClientInfo, Bounds: o.Bounds,
-		Disk: o.Disk, DiskInterval: o.DiskInterval}
+		Disk: o.Disk, DiskInterval: o.DiskInterval, AllowHosts: o.AllowHosts, AllowDial: o.AllowDial, State: o.State}
 	so.Transport = o.Transport
 	if !o.NoSeed {
 		so.Env = append(sc.bait.Env(), so.Env...)

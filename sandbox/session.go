@@ -91,6 +91,17 @@ type SessionOptions struct {
 	// Transport is how the server is reached (default stdio; see
 	// Transport).
 	Transport Transport
+	// AllowHosts may be reached by the server, through the runner (see
+	// allowhost.go); AllowDial dials them (default: a plain dial from the
+	// runner); MaxAllowConns bounds the connections forwarded at once
+	// (default DefaultMaxAllowConns).
+	AllowHosts    []AllowHost
+	AllowDial     DialFunc
+	MaxAllowConns int
+	// State, when set, is a server state (see runstore.go): its files
+	// outside the workspace are restored before the server starts and
+	// saved again at Close.
+	State *StateDir
 }
 
 // Session is one MCP server running in one sandbox, seen from a client:
@@ -140,6 +151,11 @@ type Session struct {
 	// client's idle connections to close at the end.
 	netns *netnsDialer
 	idle  func()
+	// The allowed hosts: their plan, the forwarding, and its own way into
+	// the container's network namespace.
+	allowPlan allowPlan
+	allow     *allowForward
+	allowNS   *netnsDialer
 	// connFailures counts the HTTP requests and response streams that
 	// failed on the connection; lastFailure says how the last did.
 	connFailures atomic.Int64
@@ -243,6 +259,9 @@ func (s *Session) open(ctx context.Context) error {
 	if err := o.Transport.Check(o.Network); err != nil {
 		return &InfraError{Cause: "--transport " + o.Transport.Kind.String() + ": " + err.Error()}
 	}
+	if err := s.planAllow(); err != nil {
+		return err
+	}
 	// The agent's layer, then the workspace's on top of it. Each is held
 	// until the container exists, so that no eviction removes it first.
 	var holds []pin
@@ -317,6 +336,9 @@ func (s *Session) open(ctx context.Context) error {
 	if o.Agent != "" {
 		s.rec.pn = newProcNet(ctr.events, o.Network.Confined())
 		s.rec.pn.answers = o.Network == NetworkSinkhole
+		if len(s.allowPlan.routes) > 0 {
+			s.rec.pn.allowed = s.allowPlan.lookup
+		}
 		s.rec.pn.secrets = o.Secrets
 		// Startup ends once the server runs, so that its own exec is always
 		// a startup effect.
@@ -450,6 +472,13 @@ func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Contai
 		if err := s.layout(ctx, id); err != nil {
 			return err
 		}
+		if o.State != nil {
+			// Before the seeds and the baseline: the state is where the
+			// server starts from, not an effect.
+			if err := o.State.restore(ctx, s.cli, id, s); err != nil {
+				return asInfra(err, "restoring the server's state")
+			}
+		}
 		if len(seeds) > 0 {
 			if err := seed(ctx, s.cli, id, seeds, o.Workspace); err != nil {
 				return err
@@ -502,6 +531,9 @@ func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Contai
 			s.netns.close() // a first start's, were the mounts refused
 			s.netns = d
 		}
+		if err := s.startAllow(id, pid); err != nil {
+			return err
+		}
 		var targets []string
 		for _, m := range mounts {
 			if err := m.attach(pid); err != nil {
@@ -534,7 +566,7 @@ func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Contai
 	}
 	s.logf("starting %s in %s", strings.Join(o.Argv, " "), s.image)
 	ctr, err := Start(startCtx, s.cli, ContainerOptions{Image: s.image, Argv: o.Argv, Env: o.Env, User: o.User,
-		Mounts: o.Mounts, Limits: o.Limits, RunID: o.RunID, keep: o.Keep,
+		Mounts: o.Mounts, Limits: o.Limits, RunID: o.RunID, keep: o.Keep, ExtraHosts: s.allowPlan.extraHosts,
 		Agent: o.Agent != "", WorkingDir: s.workDir, Home: func() string { return s.home }, Network: o.Network, MaxEvents: o.MaxEvents, ShmSize: o.Disk, Secrets: o.Secrets, BeforeStart: beforeStart, AfterStart: afterStart})
 	if err != nil {
 		if s.rec.src != nil {
@@ -1026,6 +1058,7 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 		if s.cs != nil {
 			closeSession(s.cs)
 		}
+		s.stopAllow()
 		s.netns.close()
 		s.finishDisk()
 		if s.rec != nil && s.rec.src != nil {
@@ -1075,6 +1108,7 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 	if s.idle != nil {
 		s.idle()
 	}
+	s.stopAllow()
 	s.netns.close()
 	s.finishDisk()
 	// What the server (or what it left running) did since the last mark,
@@ -1085,6 +1119,7 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 	}
 	s.unhashed(0, unhashed, deadline)
 	s.rep.Phases = append(s.rep.Phases, report.Phase{Name: "teardown", Effects: eff})
+	s.saveState()
 	if s.rec.src != nil {
 		errs = append(errs, s.rec.src.Close(ctx))
 	}

@@ -163,12 +163,16 @@ type Server struct {
 type Sandbox struct {
 	// Network is none (loopback only), sinkhole (DNS and common TCP ports
 	// answered on the loopback, nothing leaves), bridge or host.
-	Network   string  `json:"network"`
-	User      string  `json:"user"`
-	Isolation string  `json:"isolation"`
-	PidsLimit int64   `json:"pidsLimit"`
-	MemoryMB  int64   `json:"memoryMB"`
-	CPUs      float64 `json:"cpus"`
+	Network string `json:"network"`
+	// AllowedHosts are the hosts the server could reach through the
+	// runner (--allow-host HOST[:PORT]), sorted; every other address
+	// stayed as Network says.
+	AllowedHosts []string `json:"allowedHosts,omitempty"`
+	User         string   `json:"user"`
+	Isolation    string   `json:"isolation"`
+	PidsLimit    int64    `json:"pidsLimit"`
+	MemoryMB     int64    `json:"memoryMB"`
+	CPUs         float64  `json:"cpus"`
 	// Workspace is "empty" or "host" (a copy of a host directory, never
 	// written back).
 	Workspace string `json:"workspace"`

@@ -171,6 +171,9 @@ func main() {
 	if sets["asks"] {
 		addAsks(s)
 	}
+	if sets["runws"] {
+		addRunWorkspaceTools(s)
+	}
 	if httpAddr != "" {
 		log.Fatal(serveHTTP(s, httpAddr, sse, wantHeader))
 	}

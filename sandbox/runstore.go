@@ -1,0 +1,628 @@
+package sandbox
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/overlay"
+)
+
+// Named runs and server states live under the user's state directory
+// ($XDG_STATE_HOME/mcpsandbox, else ~/.local/state/mcpsandbox):
+//
+//	runs/NAME/run.json        the run's metadata (RunMeta)
+//	runs/NAME/baseline.json   the workspace's identity when it started
+//	states/NAME/files.tar     a server's own files outside the workspace
+//	states/NAME/state.json    what was saved, when
+//
+// A kept run's container is stopped, never left running, and carries
+// label.Keep: neither the orphan reaper nor cache eviction touches it (or
+// the images it uses); `mcpsandbox clean NAME` removes it with its
+// directory. Its workspace changes stay in the container's layer
+// directory (the mount's upper dir) until then.
+
+// StateRoot is the user's state directory for mcpsandbox.
+func StateRoot() (string, error) {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "mcpsandbox"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("finding the state directory: %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "mcpsandbox"), nil
+}
+
+// runNameRE is what a run or state name may be: it is a directory name.
+var runNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
+
+// ErrRunName marks a name that cannot be a run's or a state's.
+var ErrRunName = errors.New("bad name")
+
+// ErrNoRun marks a run name the store does not have.
+var ErrNoRun = errors.New("no such run")
+
+// ErrRunExists marks a name taken already.
+var ErrRunExists = errors.New("a run of that name exists")
+
+// CheckRunName says whether name can name a run or a state.
+func CheckRunName(name string) error {
+	if !runNameRE.MatchString(name) {
+		return fmt.Errorf("%w %q: letters, digits, '.', '_' and '-', at most 100, not starting with a punctuation mark", ErrRunName, name)
+	}
+	return nil
+}
+
+// DefaultRunName names a run from its start and its command:
+// 20261201-095200-server (the command's base name, made safe).
+func DefaultRunName(start time.Time, argv []string) string {
+	cmd := "server"
+	for _, a := range argv {
+		// The package or script, not the interpreter or npx.
+		b := path.Base(strings.ReplaceAll(a, "\\", "/"))
+		if b == "" || strings.HasPrefix(a, "-") || b == "npx" || b == "node" || b == "python" || b == "python3" || b == "uvx" {
+			continue
+		}
+		cmd = b
+		break
+	}
+	cmd = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == '_' {
+			return r
+		}
+		return '-'
+	}, cmd)
+	cmd = strings.Trim(cmd, ".-_")
+	if cmd == "" {
+		cmd = "server"
+	}
+	return (start.UTC().Format("20060102-150405") + "-" + cmd)[:min(100, 16+len(cmd))]
+}
+
+// RunState is where a named run is.
+type RunState int
+
+const (
+	// RunRunning: its runner is serving it.
+	RunRunning RunState = iota + 1
+	// RunStopped: it ended; its container is kept, stopped.
+	RunStopped
+	// RunGone: its container is no longer there (removed outside
+	// mcpsandbox): its changes are lost.
+	RunGone
+)
+
+var runStateNames = []string{RunRunning: "running", RunStopped: "stopped", RunGone: "gone"}
+
+func (r RunState) String() string { return enumName(runStateNames, int(r)) }
+
+// MarshalText keeps the JSON a name.
+func (r RunState) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+// UnmarshalText reads a name.
+func (r *RunState) UnmarshalText(b []byte) error {
+	v, err := parseEnum(runStateNames, "run state", string(b))
+	*r = RunState(v)
+	return err
+}
+
+// RunMeta is a named run's record.
+type RunMeta struct {
+	Name    string   `json:"name"`
+	Command []string `json:"command"`
+	Image   string   `json:"image"`
+	// Workspace is the host directory the run saw at /workspace ("":
+	// none); Upper is where its changes are (the mount's upper dir, in
+	// the container's layer directory).
+	Workspace string `json:"workspace,omitempty"`
+	Upper     string `json:"upper,omitempty"`
+	// Container is the kept container's id.
+	Container string    `json:"container,omitempty"`
+	Created   time.Time `json:"created"`
+	State     RunState  `json:"state"`
+	// StateName is the server state (--state) the run used.
+	StateName string `json:"stateName,omitempty"`
+	// Planted are the paths the runner put in the workspace (relative to
+	// it): never applied.
+	Planted []string `json:"planted,omitempty"`
+	// Owner is the runner's label.Owner value while it runs.
+	Owner string `json:"owner,omitempty"`
+}
+
+// RunStore keeps named runs in a directory.
+type RunStore struct {
+	Root string // the state root (StateRoot)
+}
+
+// DefaultRunStore is the store under the user's state directory.
+func DefaultRunStore() (RunStore, error) {
+	root, err := StateRoot()
+	return RunStore{Root: root}, err
+}
+
+func (st RunStore) runDir(name string) string   { return filepath.Join(st.Root, "runs", name) }
+func (st RunStore) stateDir(name string) string { return filepath.Join(st.Root, "states", name) }
+
+// Create records a new run with its workspace baseline; a name taken
+// already is refused.
+func (st RunStore) Create(meta RunMeta, baseline *overlay.Baseline) error {
+	if err := CheckRunName(meta.Name); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(st.Root, "runs"), 0o700); err != nil {
+		return fmt.Errorf("making the run store: %w", err)
+	}
+	dir := st.runDir(meta.Name)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%w: %s", ErrRunExists, meta.Name)
+		}
+		return fmt.Errorf("making the run's directory: %w", err)
+	}
+	if baseline != nil {
+		if err := writeJSON(filepath.Join(dir, "baseline.json"), baseline); err != nil {
+			return err
+		}
+	}
+	return st.Update(meta)
+}
+
+// Update writes the run's metadata again.
+func (st RunStore) Update(meta RunMeta) error {
+	if err := CheckRunName(meta.Name); err != nil {
+		return err
+	}
+	return writeJSON(filepath.Join(st.runDir(meta.Name), "run.json"), meta)
+}
+
+// Get reads a run's metadata.
+func (st RunStore) Get(name string) (RunMeta, error) {
+	if err := CheckRunName(name); err != nil {
+		return RunMeta{}, err
+	}
+	var m RunMeta
+	b, err := os.ReadFile(filepath.Join(st.runDir(name), "run.json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return RunMeta{}, fmt.Errorf("%w: %s", ErrNoRun, name)
+	}
+	if err != nil {
+		return RunMeta{}, fmt.Errorf("reading run %s: %w", name, err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return RunMeta{}, fmt.Errorf("reading run %s: %w", name, err)
+	}
+	return m, nil
+}
+
+// Baseline reads a run's workspace baseline.
+func (st RunStore) Baseline(name string) (overlay.Baseline, error) {
+	var b overlay.Baseline
+	raw, err := os.ReadFile(filepath.Join(st.runDir(name), "baseline.json"))
+	if err != nil {
+		return b, fmt.Errorf("reading the baseline of run %s: %w", name, err)
+	}
+	if err := json.Unmarshal(raw, &b); err != nil {
+		return b, fmt.Errorf("reading the baseline of run %s: %w", name, err)
+	}
+	return b, nil
+}
+
+// List reads every run, oldest first (ties by name).
+func (st RunStore) List() ([]RunMeta, error) {
+	ents, err := os.ReadDir(filepath.Join(st.Root, "runs"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing runs: %w", err)
+	}
+	var out []RunMeta
+	for _, e := range ents {
+		if !e.IsDir() || CheckRunName(e.Name()) != nil {
+			continue
+		}
+		m, err := st.Get(e.Name())
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Created.Equal(out[j].Created) {
+			return out[i].Created.Before(out[j].Created)
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
+}
+
+// RunEngine is the part of the Engine API named runs use.
+type RunEngine interface {
+	ContainerInspect(ctx context.Context, containerID string) (container.InspectResponse, error)
+	ContainerRemove(ctx context.Context, containerID string, options container.RemoveOptions) error
+}
+
+// Refresh sets the run's state from its container: gone when it is not
+// there, stopped when it no longer runs.
+func (st RunStore) Refresh(ctx context.Context, cli RunEngine, m RunMeta) (RunMeta, error) {
+	if m.Container == "" {
+		return m, nil
+	}
+	in, err := cli.ContainerInspect(ctx, m.Container)
+	switch {
+	case cerrdefs.IsNotFound(err):
+		m.State = RunGone
+	case err != nil:
+		return m, fmt.Errorf("inspecting the container of run %s: %w", m.Name, err)
+	case in.State != nil && in.State.Running:
+		m.State = RunRunning
+	default:
+		m.State = RunStopped
+	}
+	return m, nil
+}
+
+// Remove removes a run: its container (force, were it running) and its
+// directory.
+func (st RunStore) Remove(ctx context.Context, cli RunEngine, name string) error {
+	m, err := st.Get(name)
+	if err != nil {
+		return err
+	}
+	if m.Container != "" {
+		if err := removeContainer(ctx, cli, m.Container); err != nil {
+			return err
+		}
+	}
+	if err := os.RemoveAll(st.runDir(name)); err != nil {
+		return fmt.Errorf("removing run %s: %w", name, err)
+	}
+	return nil
+}
+
+// Containers are the ids of the runs' containers (for clean to leave).
+func (st RunStore) Containers() (map[string]bool, error) {
+	runs, err := st.List()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for _, r := range runs {
+		if r.Container != "" {
+			out[r.Container] = true
+		}
+	}
+	return out, nil
+}
+
+// ApplyOptions are what overlay.Changes and overlay.Apply need of a run,
+// its upper dir found again from its container (the layer directory may
+// move only with the container).
+func (st RunStore) ApplyOptions(ctx context.Context, cli RunEngine, name string) (overlay.ApplyOptions, error) {
+	m, err := st.Get(name)
+	if err != nil {
+		return overlay.ApplyOptions{}, err
+	}
+	if m.Workspace == "" || m.Upper == "" {
+		return overlay.ApplyOptions{}, fmt.Errorf("run %s had no host workspace mounted: it has no changes to apply", name)
+	}
+	if m, err = st.Refresh(ctx, cli, m); err != nil {
+		return overlay.ApplyOptions{}, err
+	}
+	switch m.State {
+	case RunGone:
+		return overlay.ApplyOptions{}, fmt.Errorf("the container of run %s is gone, and its changes with it", name)
+	case RunRunning:
+		return overlay.ApplyOptions{}, fmt.Errorf("run %s is still running: its changes are read once it stopped", name)
+	}
+	b, err := st.Baseline(name)
+	if err != nil {
+		return overlay.ApplyOptions{}, err
+	}
+	return overlay.ApplyOptions{Host: m.Workspace, Upper: m.Upper, Baseline: b, Planted: m.Planted}, nil
+}
+
+func writeJSON(p string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding %s: %w", p, err)
+	}
+	tmp := p + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", p, err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return fmt.Errorf("writing %s: %w", p, err)
+	}
+	return nil
+}
+
+// StateDir is a server state (--state NAME): the server's own files
+// outside the workspace, saved at the end of one session and put back
+// before the next starts, so that a server that stores data finds it.
+type StateDir struct {
+	Name string
+	Dir  string
+	// MaxBytes bounds what is saved (default DefaultStateMax): past it
+	// nothing is saved, the last state is kept, and a problem says so.
+	MaxBytes int64
+
+	// Every session of one run (a scan's replays too) starts from the
+	// state as it was when the first one did, and only that first one
+	// saves: the state read once, and the session that read it.
+	mu     sync.Mutex
+	loaded bool
+	data   []byte
+	owner  *Session
+}
+
+// DefaultStateMax bounds a server state's files.
+const DefaultStateMax int64 = 256 << 20
+
+// OpenState returns the state named name in the store (made empty when
+// new).
+func (st RunStore) OpenState(name string) (*StateDir, error) {
+	if err := CheckRunName(name); err != nil {
+		return nil, err
+	}
+	d := st.stateDir(name)
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return nil, fmt.Errorf("making state %s: %w", name, err)
+	}
+	return &StateDir{Name: name, Dir: d, MaxBytes: DefaultStateMax}, nil
+}
+
+// RemoveState removes a state.
+func (st RunStore) RemoveState(name string) error {
+	if err := CheckRunName(name); err != nil {
+		return err
+	}
+	d := st.stateDir(name)
+	if _, err := os.Stat(d); errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: state %s", ErrNoRun, name)
+	}
+	return os.RemoveAll(d)
+}
+
+// States lists the saved states' names.
+func (st RunStore) States() ([]string, error) {
+	ents, err := os.ReadDir(filepath.Join(st.Root, "states"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing states: %w", err)
+	}
+	var out []string
+	for _, e := range ents {
+		if e.IsDir() && CheckRunName(e.Name()) == nil {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
+func (sd *StateDir) tarPath() string { return filepath.Join(sd.Dir, "files.tar") }
+
+// StateInfo is what a state's last save kept.
+type StateInfo struct {
+	Saved   time.Time `json:"saved"`
+	Files   int       `json:"files"`
+	Bytes   int64     `json:"bytes"`
+	Skipped []string  `json:"skipped,omitempty"`
+}
+
+// restore puts the state's files into container id before it starts.
+func (sd *StateDir) restore(ctx context.Context, cli Engine, id string, s *Session) error {
+	sd.mu.Lock()
+	if !sd.loaded {
+		b, err := os.ReadFile(sd.tarPath())
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			sd.mu.Unlock()
+			return fmt.Errorf("reading state %s: %w", sd.Name, err)
+		}
+		sd.data, sd.loaded, sd.owner = b, true, s
+	}
+	data := sd.data
+	sd.mu.Unlock()
+	if len(data) == 0 {
+		return nil // a new state
+	}
+	if err := cli.CopyToContainer(ctx, id, "/", bytes.NewReader(data), container.CopyToContainerOptions{}); err != nil {
+		return fmt.Errorf("restoring state %s: %w", sd.Name, err)
+	}
+	return nil
+}
+
+// save writes what the server changed outside the places in skip (the
+// workspace, the package, mounts) from the container's upper dir into
+// the state, replacing the last save. Deletions of the image's files
+// (whiteouts) and special files cannot be kept: they are listed.
+func (sd *StateDir) save(upper string, skip []string) (StateInfo, error) {
+	max := sd.MaxBytes
+	if max <= 0 {
+		max = DefaultStateMax
+	}
+	info := StateInfo{Saved: time.Now().UTC()}
+	tmp, err := os.CreateTemp(sd.Dir, "files-*.tar")
+	if err != nil {
+		return info, fmt.Errorf("saving state %s: %w", sd.Name, err)
+	}
+	defer func() {
+		tmp.Close()
+		os.Remove(tmp.Name())
+	}()
+	tw := tar.NewWriter(tmp)
+	err = filepath.WalkDir(upper, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(upper, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		abs := "/" + filepath.ToSlash(rel)
+		for _, s := range skip {
+			if abs == s || strings.HasPrefix(abs, s+"/") {
+				if d.IsDir() {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		link := ""
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0:
+			if link, err = os.Readlink(p); err != nil {
+				return err
+			}
+		case fi.IsDir(), fi.Mode().IsRegular():
+		default:
+			esc, _ := overlay.EscapePath(abs)
+			info.Skipped = append(info.Skipped, esc) // a whiteout, a device, a fifo, a socket
+			return nil
+		}
+		hdr, err := tar.FileInfoHeader(fi, link)
+		if err != nil {
+			return err
+		}
+		hdr.Name = filepath.ToSlash(rel)
+		if fi.IsDir() {
+			hdr.Name += "/"
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			hdr.Uid, hdr.Gid = int(st.Uid), int(st.Gid)
+		}
+		hdr.Uname, hdr.Gname = "", ""
+		hdr.Format = tar.FormatPAX
+		if fi.Mode().IsRegular() {
+			info.Bytes += fi.Size()
+			if info.Bytes > max {
+				return fmt.Errorf("%w: the server's files outside the workspace pass %d bytes", errStateBound, max)
+			}
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		info.Files++
+		if !fi.Mode().IsRegular() {
+			return nil
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = io.CopyN(tw, f, fi.Size())
+		return err
+	})
+	if err == nil {
+		err = tw.Close()
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if err != nil {
+		return info, fmt.Errorf("saving state %s: %w", sd.Name, err)
+	}
+	if err := os.Rename(tmp.Name(), sd.tarPath()); err != nil {
+		return info, fmt.Errorf("saving state %s: %w", sd.Name, err)
+	}
+	return info, writeJSON(filepath.Join(sd.Dir, "state.json"), info)
+}
+
+// errStateBound marks a state over its bound.
+var errStateBound = errors.New("over the state bound")
+
+// stateSkip are the places a state never keeps: the host directories'
+// targets (the workspace, the package) and the mounts.
+func (s *Session) stateSkip() []string {
+	skip := []string{s.opts.packageTarget(), overlay.Workspace}
+	for _, m := range s.opts.Mounts {
+		skip = append(skip, path.Clean(m.Target))
+	}
+	// The planted files are the next run's to plant, never the state's.
+	for _, f := range s.opts.Seeds {
+		skip = append(skip, path.Clean(f.Path))
+	}
+	out := skip[:0]
+	for _, p := range skip {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// saveState saves the server's state at teardown, once the server is
+// stopped and before the container goes: a problem says what it could
+// not keep.
+func (s *Session) saveState() {
+	sd := s.opts.State
+	if sd == nil {
+		return
+	}
+	sd.mu.Lock()
+	mine := sd.owner == s
+	sd.mu.Unlock()
+	if !mine {
+		return // a replay's, or a later session's of the same run
+	}
+	if s.layer == "" {
+		s.problem("state", 0, "state %s not saved: the container's changes are read through the API, not from its upper dir", sd.Name)
+		return
+	}
+	info, err := sd.save(filepath.Join(s.layer, "diff"), s.stateSkip())
+	if err != nil {
+		s.problem("state", 0, "state %s not saved (the last save is kept): %s", sd.Name, report.OneLine(err.Error()))
+		return
+	}
+	if len(info.Skipped) > 0 {
+		s.problem("state", 0, "state %s: %d path(s) not kept (deletions of the image's files, devices, fifos, sockets): %s",
+			sd.Name, len(info.Skipped), strings.Join(info.Skipped[:min(len(info.Skipped), maxHostEdits)], ", "))
+	}
+	s.logf("saved state %s: %d file(s), %d byte(s)", sd.Name, info.Files, info.Bytes)
+}
+
+// WorkspaceUpper is where the server's changes to the host workspace
+// land (the mount's upper dir): "" when the workspace is not a host
+// directory mounted copy-on-write. It lives as long as the container.
+func (s *Session) WorkspaceUpper() string {
+	for _, m := range s.mounts {
+		if m.target == overlay.Workspace {
+			return m.upperDir()
+		}
+	}
+	return ""
+}
+
+// ContainerID is the session's container ("" before it started).
+func (s *Session) ContainerID() string {
+	if s.ctr == nil {
+		return ""
+	}
+	return s.ctr.ID
+}
