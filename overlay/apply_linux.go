@@ -842,3 +842,33 @@ func removeHost(pfd int, name string, t Type) error {
 	f.Close()
 	return unix.Unlinkat(pfd, name, unix.AT_REMOVEDIR)
 }
+
+// Update records the host paths again after an apply: what was written
+// is the host's now (and no longer a change), what was deleted is gone
+// from the baseline with everything under it.
+func (b *Baseline) Update(dir string, applied []WorkspaceChange) error {
+	for _, c := range applied {
+		if c.Change == report.ChangeDeleted || c.Was == Dir {
+			for p := range b.Files {
+				if p == c.Path || strings.HasPrefix(p, c.Path+"/") {
+					delete(b.Files, p)
+				}
+			}
+		}
+		if c.Change == report.ChangeDeleted {
+			continue
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(filepath.Join(dir, filepath.FromSlash(c.Path)), &st); err != nil {
+			return fmt.Errorf("recording %s: %w", c.Path, err)
+		}
+		id := fileID(&st)
+		if id.Type == File {
+			if sum, err := hashFile(filepath.Join(dir, filepath.FromSlash(c.Path))); err == nil {
+				id.SHA256 = sum
+			}
+		}
+		b.Files[c.Path] = id
+	}
+	return nil
+}

@@ -18,3 +18,6 @@ func Changes(opts ApplyOptions) ([]WorkspaceChange, error) { return nil, errAppl
 func Apply(opts ApplyOptions, paths ...string) (ApplyResult, error) {
 	return ApplyResult{}, errApplyUnsupported
 }
+
+// Update is Linux-only.
+func (b *Baseline) Update(dir string, applied []WorkspaceChange) error { return errApplyUnsupported }

@@ -79,11 +79,15 @@ type Cleaner interface {
 // volumes.
 type CleanOptions struct {
 	Images bool
+	// Keep are containers to leave: the named runs' (see RunStore), whose
+	// workspace changes are in them until applied or cleaned by name.
+	Keep map[string]bool
 }
 
 // Clean removes every container, network and volume labelled as
-// mcpsandbox's, live or not, and its images when asked. It returns how many
-// objects it removed.
+// mcpsandbox's, live or not (but those in opts.Keep), and its images when
+// asked (an image a kept container uses stays: the engine refuses). It
+// returns how many objects it removed.
 func Clean(ctx context.Context, cli Cleaner, opts CleanOptions) (int, error) {
 	f := filters.NewArgs(filters.Arg("label", label.ManagedFilter))
 	n := 0
@@ -91,6 +95,9 @@ func Clean(ctx context.Context, cli Cleaner, opts CleanOptions) (int, error) {
 	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
 	errs = append(errs, err)
 	for _, c := range cs {
+		if opts.Keep[c.ID] {
+			continue
+		}
 		if err := removeContainer(ctx, cli, c.ID); err != nil {
 			errs = append(errs, err)
 		} else {
@@ -119,7 +126,11 @@ func Clean(ctx context.Context, cli Cleaner, opts CleanOptions) (int, error) {
 		ims, err := cli.ImageList(ctx, image.ListOptions{All: true, Filters: f})
 		errs = append(errs, err)
 		for _, im := range ims {
-			_, err := cli.ImageRemove(ctx, im.ID, image.RemoveOptions{Force: true, PruneChildren: true})
+			// No force with kept containers: it would untag what they use.
+			_, err := cli.ImageRemove(ctx, im.ID, image.RemoveOptions{Force: len(opts.Keep) == 0, PruneChildren: true})
+			if err != nil && cerrdefs.IsConflict(err) && len(opts.Keep) > 0 {
+				continue // a kept run's image
+			}
 			if err != nil && !cerrdefs.IsNotFound(err) {
 				errs = append(errs, fmt.Errorf("removing image %.19s: %w", im.ID, err))
 			} else {

@@ -226,6 +226,14 @@ func (st RunStore) Baseline(name string) (overlay.Baseline, error) {
 	return b, nil
 }
 
+// SaveBaseline writes a run's baseline again (after an apply).
+func (st RunStore) SaveBaseline(name string, b overlay.Baseline) error {
+	if err := CheckRunName(name); err != nil {
+		return err
+	}
+	return writeJSON(filepath.Join(st.runDir(name), "baseline.json"), b)
+}
+
 // List reads every run, oldest first (ties by name).
 func (st RunStore) List() ([]RunMeta, error) {
 	ents, err := os.ReadDir(filepath.Join(st.Root, "runs"))
@@ -625,4 +633,27 @@ func (s *Session) ContainerID() string {
 		return ""
 	}
 	return s.ctr.ID
+}
+
+// KeptSession is a session's kept container and what a named run needs
+// of it.
+type KeptSession struct {
+	Container string
+	// WorkspaceUpper is where the workspace's changes are ("": the
+	// workspace was not a mounted host directory).
+	WorkspaceUpper string
+	// Planted are the files the runner put in the workspace, relative to
+	// it.
+	Planted []string
+}
+
+func (s *Session) keptSession() KeptSession {
+	k := KeptSession{Container: s.Kept(), WorkspaceUpper: s.WorkspaceUpper()}
+	for _, f := range s.opts.Seeds {
+		if rel, ok := strings.CutPrefix(f.Path, overlay.Workspace+"/"); ok {
+			k.Planted = append(k.Planted, rel)
+		}
+	}
+	sort.Strings(k.Planted)
+	return k
 }

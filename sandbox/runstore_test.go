@@ -70,10 +70,10 @@ func TestDefaultRunName(t *testing.T) {
 	at := time.Date(2026, 12, 1, 9, 52, 7, 0, time.UTC)
 	for argv, want := range map[string]string{
 		"npx -y @modelcontextprotocol/server-filesystem /w": "20261201-095207-server-filesystem",
-		"node /srv/index.js":                                "20261201-095207-index.js",
-		"":                                                  "20261201-095207-server",
-		"python3 -m srv":                                    "20261201-095207-srv",
-		"/bin/we$ird;name":                                  "20261201-095207-we-ird-name",
+		"node /srv/index.js": "20261201-095207-index.js",
+		"":                   "20261201-095207-server",
+		"python3 -m srv":     "20261201-095207-srv",
+		"/bin/we$ird;name":   "20261201-095207-we-ird-name",
 	} {
 		got := sandbox.DefaultRunName(at, strings.Fields(argv))
 		if got != want || sandbox.CheckRunName(got) != nil {

@@ -128,6 +128,9 @@ type ScanOptions struct {
 	// State keeps the server's files outside the workspace from one scan
 	// to the next (--state; see StateDir). Not with IsolationCall.
 	State *StateDir
+	// OnKept, with Keep, is told of the main session's kept container
+	// (not the replays'), to record it as a named run.
+	OnKept func(KeptSession)
 }
 
 // Result is what a scan returns besides the report.
@@ -356,6 +359,9 @@ func (sc *scanner) scanSession() (res Result, err error) {
 	defer func() {
 		sc.close(s, &err)
 		res.ContainerID = s.Kept()
+		if res.ContainerID != "" && sc.opts.OnKept != nil {
+			sc.opts.OnKept(s.keptSession())
+		}
 	}()
 	if err != nil {
 		return res, sc.startError(err)

@@ -27,7 +27,11 @@ Usage:
   mcpsandbox images build [node|python|base]    build runtime images from the host
   mcpsandbox images ls                          list the images mcpsandbox made, with the cache's sizes
   mcpsandbox images prune [--cache-size SIZE]   evict cached images, least recently used first
-  mcpsandbox clean [--images]                   remove every container (and image) mcpsandbox made
+  mcpsandbox clean [--images] [--runs] [RUN...]  remove every container (and image) mcpsandbox made but
+                                                the named runs', or the runs named
+  mcpsandbox runs                               list the named runs and the server states
+  mcpsandbox changes RUN [PATH...]              what a run changed in its workspace, with diffs
+  mcpsandbox apply RUN [PATH...]                write a run's workspace changes into the host directory
   mcpsandbox version                            print the version
 
 Run 'mcpsandbox COMMAND --help' for a command's flags.
@@ -56,6 +60,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runImages(ctx, args[1:], stdout, stderr)
 	case "clean":
 		return runClean(ctx, args[1:], stdout, stderr)
+	case "runs":
+		return runRuns(ctx, args[1:], stdout, stderr)
+	case "changes":
+		return runChanges(ctx, args[1:], stdout, stderr)
+	case "apply":
+		return runApply(ctx, args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "mcpsandbox", version())
 		return nil

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -80,6 +81,9 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	maxReport := reportBoundFlag(fs)
 	cacheSize := cacheSizeFlag(fs)
 	transport := transportFlags(fs)
+	allowHosts := allowHostFlag(fs)
+	state := stateFlag(fs)
+	named := nameFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -234,6 +238,16 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if opts.Transport, err = transport(opts.Network); err != nil {
 		return err
 	}
+	if opts.AllowHosts, err = allowHosts(); err != nil {
+		return err
+	}
+	if opts.State, err = state(); err != nil {
+		return err
+	}
+	keptRun, err := named(&opts, *rounds, stderr)
+	if err != nil {
+		return err
+	}
 
 	cli, err := sandbox.Connect(ctx)
 	if err != nil {
@@ -243,6 +257,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	_, err = gate.Run(ctx, cli, gate.Options{Scan: opts, Verdict: verdict.Config{Policy: policy, Contract: pinned, Baseline: base},
 		FailOn: failGate, Outputs: outputs, Transcript: *transcript, TranscriptUnredacted: *transcriptUnredacted, ContractOut: *contractOut, WriteBaseline: *writeBaseline,
 		NoReplay: *noReplay, Rounds: *rounds, MaxReport: maxReport(), Version: version(), Stdout: stdout, Notice: stderr})
+	err = errors.Join(err, keptRun())
 	evictAfterScan(ctx, cli, int64(*cacheSize), opts.Log, stderr)
 	return err
 }

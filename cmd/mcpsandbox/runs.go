@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/overlay"
+	"github.com/mcpsandbox/mcpsandbox/sandbox"
+)
+
+// runStore is the user's run store; tests set XDG_STATE_HOME.
+func runStore() (sandbox.RunStore, error) { return sandbox.DefaultRunStore() }
+
+func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("runs", "runs [--json]", stderr)
+	asJSON := fs.Bool("json", false, "print the runs as JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{"runs takes no arguments"}
+	}
+	st, err := runStore()
+	if err != nil {
+		return err
+	}
+	runs, err := st.List()
+	if err != nil {
+		return err
+	}
+	if len(runs) > 0 {
+		cli, err := sandbox.Connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer cli.Close()
+		for i := range runs {
+			if runs[i], err = st.Refresh(ctx, cli, runs[i]); err != nil {
+				return err
+			}
+		}
+	}
+	states, err := st.States()
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		if runs == nil {
+			runs = []sandbox.RunMeta{}
+		}
+		if states == nil {
+			states = []string{}
+		}
+		b, _ := json.MarshalIndent(map[string]any{"runs": runs, "states": states}, "", "  ")
+		_, err := fmt.Fprintf(stdout, "%s\n", b)
+		return err
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSTATE\tCREATED\tWORKSPACE\tCOMMAND")
+	for _, r := range runs {
+		ws := r.Workspace
+		if ws == "" {
+			ws = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.Name, r.State, r.Created.UTC().Format("2006-01-02 15:04:05"),
+			report.Printable(ws), report.Printable(strings.Join(r.Command, " ")))
+	}
+	tw.Flush()
+	if len(states) > 0 {
+		fmt.Fprintf(stdout, "\nstates (--state): %s\n", strings.Join(states, ", "))
+	}
+	return nil
+}
+
+// allowHostFlag adds --allow-host to a command's flags; the function it
+// returns reads them.
+func allowHostFlag(fs *pflag.FlagSet) func() ([]sandbox.AllowHost, error) {
+	hosts := fs.StringArray("allow-host", nil, "HOST[:PORT] the server may reach, through the runner, and nothing else (repeatable; no port: 443 and 80; a name, or a loopback address with --network none)")
+	return func() ([]sandbox.AllowHost, error) {
+		var out []sandbox.AllowHost
+		for _, h := range *hosts {
+			a, err := sandbox.ParseAllowHost(h)
+			if err != nil {
+				return nil, usageError{err.Error()}
+			}
+			out = append(out, a)
+		}
+		return out, nil
+	}
+}
+
+// stateFlag adds --state to a command's flags; the function it returns
+// opens the state named (nil: none).
+func stateFlag(fs *pflag.FlagSet) func() (*sandbox.StateDir, error) {
+	name := fs.String("state", "", "NAME of a server state: the server's own files outside the workspace are put back before it starts and saved when it ends, for servers that store data")
+	return func() (*sandbox.StateDir, error) {
+		if *name == "" {
+			return nil, nil
+		}
+		if err := sandbox.CheckRunName(*name); err != nil {
+			return nil, usageError{"--state: " + err.Error()}
+		}
+		st, err := runStore()
+		if err != nil {
+			return nil, err
+		}
+		return st.OpenState(*name)
+	}
+}
+
+// nameFlag adds --name to scan: the scan's container is kept (stopped)
+// as a named run, its workspace changes listed by `changes` and written
+// by `apply`. The function it returns sets opts up before the scan; the
+// one that returns reports the run after it.
+func nameFlag(fs *pflag.FlagSet) func(opts *sandbox.ScanOptions, rounds int, stdout io.Writer) (func() error, error) {
+	name := fs.String("name", "", "keep the container (stopped) as a named run: 'mcpsandbox changes NAME' lists what it changed in the --workspace, 'apply NAME' writes it to the host, 'clean NAME' removes it")
+	return func(opts *sandbox.ScanOptions, rounds int, stdout io.Writer) (func() error, error) {
+		if *name == "" {
+			return func() error { return nil }, nil
+		}
+		if err := sandbox.CheckRunName(*name); err != nil {
+			return nil, usageError{"--name: " + err.Error()}
+		}
+		if rounds > 1 {
+			return nil, usageError{"--name with --rounds: only one round's container can be the run"}
+		}
+		st, err := runStore()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := st.Get(*name); err == nil {
+			return nil, usageError{fmt.Sprintf("--name %s: a run of that name exists (see 'mcpsandbox runs')", *name)}
+		}
+		meta := sandbox.RunMeta{Name: *name, Command: opts.Argv, Image: opts.Image, Created: time.Now().UTC(), State: sandbox.RunStopped}
+		var base *overlay.Baseline
+		if opts.Workspace != "" {
+			abs, err := filepath.Abs(opts.Workspace)
+			if err != nil {
+				return nil, err
+			}
+			b, err := overlay.TakeBaseline(abs, overlay.BaselineOptions{})
+			if err != nil {
+				return nil, err
+			}
+			meta.Workspace, base = abs, &b
+		}
+		if opts.State != nil {
+			meta.StateName = opts.State.Name
+		}
+		opts.Keep = true
+		var created error
+		kept := false
+		opts.OnKept = func(k sandbox.KeptSession) {
+			meta.Container, meta.Upper, meta.Planted = k.Container, k.WorkspaceUpper, k.Planted
+			if meta.Workspace != "" && meta.Upper == "" {
+				fmt.Fprintf(stdout, "mcpsandbox: the workspace of run %s was copied, not mounted: its changes cannot be applied\n", *name)
+			}
+			created, kept = st.Create(meta, base), true
+		}
+		return func() error {
+			if !kept {
+				return nil
+			}
+			if created != nil {
+				return created
+			}
+			fmt.Fprintf(stdout, "mcpsandbox: kept run %s ('mcpsandbox changes %s', 'apply %s', 'clean %s')\n", *name, *name, *name, *name)
+			return nil
+		}, nil
+	}
+}
