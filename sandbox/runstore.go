@@ -24,6 +24,7 @@ import (
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/overlay"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/agent"
 )
 
 // Named runs and server states live under the user's state directory
@@ -568,7 +569,10 @@ var errStateBound = errors.New("over the state bound")
 // stateSkip are the places a state never keeps: the host directories'
 // targets (the workspace, the package) and the mounts.
 func (s *Session) stateSkip() []string {
-	skip := []string{s.opts.packageTarget(), overlay.Workspace}
+	// The agent is PID 1 of the next run: a server running as root that
+	// replaced it must not have its program there. The engine's files are
+	// the engine's.
+	skip := []string{s.opts.packageTarget(), overlay.Workspace, agent.Path, "/etc/hosts", "/etc/resolv.conf", "/etc/hostname"}
 	for _, m := range s.opts.Mounts {
 		skip = append(skip, path.Clean(m.Target))
 	}
