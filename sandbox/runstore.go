@@ -651,7 +651,9 @@ type KeptSession struct {
 	Planted []string
 }
 
-func (s *Session) keptSession() KeptSession {
+// KeptInfo is the kept container (after Close with Keep) and what a
+// named run records of it.
+func (s *Session) KeptInfo() KeptSession {
 	k := KeptSession{Container: s.Kept(), WorkspaceUpper: s.WorkspaceUpper()}
 	for _, f := range s.opts.Seeds {
 		if rel, ok := strings.CutPrefix(f.Path, overlay.Workspace+"/"); ok {

@@ -360,7 +360,7 @@ func (sc *scanner) scanSession() (res Result, err error) {
 		sc.close(s, &err)
 		res.ContainerID = s.Kept()
 		if res.ContainerID != "" && sc.opts.OnKept != nil {
-			sc.opts.OnKept(s.keptSession())
+			sc.opts.OnKept(s.KeptInfo())
 		}
 	}()
 	if err != nil {
