@@ -64,7 +64,8 @@ type InstallError struct {
 }
 
 func (e *InstallError) Error() string { return e.Err.Error() }
-func (e *InstallError) Unwrap() error { return e.Err }
+// Unwrap makes every InstallError an ErrInstall (failed-install).
+func (e *InstallError) Unwrap() []error { return []error{e.Err, ErrInstall} }
 
 // InstallCommand is what runs in the install sandbox: npm rebuild in the
 // tree, offline, which runs every package's install scripts (and
