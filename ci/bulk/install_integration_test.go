@@ -64,12 +64,21 @@ func TestBulkInstallsInTheSandbox(t *testing.T) {
 		"package.json": `{"name": "mcpsandbox-fixture-broken", "version": "1.0.0", "bin": "server.js", "scripts": {"postinstall": "echo the build broke >&2; exit 3"}}`,
 		"server.js":    "#!/usr/bin/env node\n",
 	})
+	server, err := os.ReadFile("testdata/postinstall/server.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	daemon := packDir(t, map[string]string{
+		"package.json": `{"name": "mcpsandbox-fixture-daemon", "version": "1.0.0", "bin": "server.js", "scripts": {"postinstall": "(sleep 600 &); echo started"}}`,
+		"server.js":    string(server),
+	})
 	cache := t.TempDir()
 	o := integrationOptions(t, cli, nil, nil)
 	o.Installers = map[Kind]Installer{KindNPM: NPM{Cache: cache, Node: "20.0.0", Scripts: sandboxScripts(t, cli, cache)}}
 	list := "tgz:" + reg.tarballs["mcpsandbox-fixture-postinstall@1.0.0"] + " secret:API_KEY\n" +
 		"tgz:" + reg.tarballs["mcpsandbox-fixture-native@1.0.0"] + "\n" +
-		"tgz:" + broken + "\n"
+		"tgz:" + broken + "\n" +
+		"tgz:" + daemon + "\n"
 	specs, bad := ParseList("list.txt", strings.NewReader(list))
 	if len(bad) != 0 {
 		t.Fatal(bad)
@@ -78,10 +87,10 @@ func TestBulkInstallsInTheSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res) != 3 {
+	if len(res) != 4 {
 		t.Fatalf("%d results", len(res))
 	}
-	post, native, fail := res[0], res[1], res[2]
+	post, native, fail, bg := res[0], res[1], res[2], res[3]
 
 	// (a) The postinstall's effects are findings of their own.
 	if post.Status != StatusFindings || post.Installed != "sandbox" || post.Version != "1.0.0" || !strings.HasPrefix(post.Integrity, "sha512-") {
@@ -137,15 +146,21 @@ func TestBulkInstallsInTheSandbox(t *testing.T) {
 	} else if frep := readReport(t, o, fail); frep.Install == nil || frep.Install.ExitCode == nil || *frep.Install.ExitCode != 3 {
 		t.Errorf("broken: install %+v", frep.Install)
 	}
+	// A daemon started at install and left running is a finding; the
+	// server still starts.
+	if bg.Status != StatusFindings || bg.ByRule["install-background"] != 1 || bg.Tools != 1 {
+		t.Errorf("daemon: %s (%s), by rule %v, tools %d", bg.Status, bg.Why, bg.ByRule, bg.Tools)
+	}
 	noContainersOfThisProcess(t, cli)
 
 	// Again: the installs come from the cache, the findings are the same.
 	o.Force = true
 	again, err := Run(context.Background(), specs, o)
-	if err != nil || len(again) != 3 {
+	if err != nil || len(again) != 4 {
 		t.Fatalf("again: %v, %d results", err, len(again))
 	}
-	for i, r := range again[:2] {
+	for _, i := range []int{0, 1, 3} {
+		r := again[i]
 		if r.Installed != "cached" || r.Status != res[i].Status || !mapsEqual(r.ByRule, res[i].ByRule) || r.InstallEffects != res[i].InstallEffects {
 			t.Errorf("again %s: installed %q, %s, by rule %v, install effects %d; first %s %v %d",
 				r.Spec, r.Installed, r.Status, r.ByRule, r.InstallEffects, res[i].Status, res[i].ByRule, res[i].InstallEffects)
@@ -184,4 +199,32 @@ func packDir(t *testing.T, files map[string]string) string {
 		t.Fatalf("npm pack: %v %s", err, b)
 	}
 	return filepath.Join(out, packed[0].Filename)
+}
+
+// TestBulkInstallBound: an install past its bound is killed, said, and
+// failed-install, with its report (timedOut); no container is left.
+func TestBulkInstallBound(t *testing.T) {
+	cli := docker(t)
+	slow := packDir(t, map[string]string{
+		"package.json": `{"name": "mcpsandbox-fixture-slow", "version": "1.0.0", "bin": "server.js", "scripts": {"postinstall": "sleep 600"}}`,
+		"server.js":    "#!/usr/bin/env node\n",
+	})
+	cache := t.TempDir()
+	scripts := sandboxScripts(t, cli, cache)
+	scripts.Timeout = 3 * time.Second
+	o := integrationOptions(t, cli, nil, nil)
+	o.Installers = map[Kind]Installer{KindNPM: NPM{Cache: cache, Node: "20.0.0", Scripts: scripts}}
+	specs, _ := ParseList("l", strings.NewReader("tgz:"+slow+"\n"))
+	res, err := Run(context.Background(), specs, o)
+	if err != nil || len(res) != 1 {
+		t.Fatalf("%v %+v", err, res)
+	}
+	r := res[0]
+	if r.Status != StatusFailedInstall || !strings.Contains(r.Why, "did not end within 3s") || r.Report == "" {
+		t.Fatalf("slow: %s (%s), report %q", r.Status, r.Why, r.Report)
+	}
+	if rep := readReport(t, o, r); rep.Install == nil || !rep.Install.TimedOut || rep.Install.ExitCode != nil {
+		t.Errorf("slow: install %+v", rep.Install)
+	}
+	noContainersOfThisProcess(t, cli)
 }

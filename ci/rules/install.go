@@ -17,6 +17,7 @@ const (
 	InstallWritesOutsidePackage = "install-writes-outside-package"
 	InstallNetwork              = "install-network"
 	InstallScripts              = "install-scripts"
+	InstallBackground           = "install-background"
 )
 
 // PhaseInstall names the install phase in report.Phases.
@@ -30,6 +31,9 @@ func installRules() []Rule {
 		{ID: InstallNetwork, Severity: report.SeverityError,
 			Rationale:     "The install runs offline (npm rebuild --offline, the dependencies already fetched by the host): nothing it needs is on the network. A lifecycle script that resolves a name or connects somewhere downloads code or sends data at install time, where no tool annotation speaks for it.",
 			ServerMessage: "the package's install scripts (%s) made %d network attempt(s)"},
+		{ID: InstallBackground, Severity: report.SeverityError,
+			Rationale:     "An install ends when its scripts do: npm waits for each. A process a lifecycle script started in the background and left running when the install ended (a daemon, a miner, a watcher) outlives the install on every machine that installs the package.",
+			ServerMessage: "the package's install scripts (%s) left %d process(es) running when the install ended"},
 		{ID: InstallScripts, Severity: report.SeverityNote,
 			Rationale:     "The package or a dependency has lifecycle scripts (preinstall, install, postinstall, or a binding.gyp built by node-gyp): they ran in the install sandbox, and what they ran is recorded here so that it can be reviewed.",
 			ServerMessage: "the package's install scripts ran (%s): %d script(s)"},
@@ -78,9 +82,15 @@ func (e *evaluator) install(r *report.Report) {
 			if script, ok := lifecycleScript(pr, npm, r.Install.Command); ok {
 				add(InstallScripts, "ran "+script, "")
 			}
+			// Not seen to end: still running when the install's command
+			// ended (the sandbox then stops them all). A killed install
+			// leaves everything so; it fails on its own.
+			if pr.ExitCode == nil && pr.ExecError == "" && !r.Install.TimedOut {
+				add(InstallBackground, "left running "+report.OneLine(strings.Join(pr.Argv, " ")), "")
+			}
 		}
 	}
-	for _, rule := range []string{SecretExfiltration, ShellOrCredentialFiles, InstallWritesOutsidePackage, InstallNetwork, InstallScripts} {
+	for _, rule := range []string{SecretExfiltration, ShellOrCredentialFiles, InstallWritesOutsidePackage, InstallNetwork, InstallBackground, InstallScripts} {
 		var ev, paths []string
 		for _, it := range found[rule] {
 			ev, paths = append(ev, it.ev), append(paths, it.path)

@@ -23,7 +23,8 @@ func installed(eff report.Effects) *report.Report {
 // attempt install-network (an error, wherever it goes: the install is
 // offline), a planted secret sent secret-exfiltration; the scripts npm
 // ran are install-scripts (a note), not a makefile's commands nor the
-// install's own command; the phase rules do not judge it again.
+// install's own command; a process left running when the install ended
+// is install-background; the phase rules do not judge it again.
 func TestInstallIsJudged(t *testing.T) {
 	eff := report.NewEffects()
 	eff.Files = []report.FileChange{
@@ -45,6 +46,14 @@ func TestInstallIsJudged(t *testing.T) {
 		{PID: 4, PPID: 2, Argv: []string{"sh", "-c", "node-gyp rebuild"}},
 		{PID: 5, PPID: 4, Argv: []string{"make"}},
 		{PID: 6, PPID: 5, Argv: []string{"/bin/sh", "-c", "# a makefile's recipe"}},
+		{PID: 7, PPID: 3, Argv: []string{"sleep", "600"}},
+		{PID: 8, PPID: 3, Argv: []string{"nope"}, ExecError: "ENOENT"},
+	}
+	for i := range eff.Processes {
+		if eff.Processes[i].PID != 7 && eff.Processes[i].ExecError == "" {
+			code := 0
+			eff.Processes[i].ExitCode = &code
+		}
 	}
 	got := map[string][]string{}
 	sev := map[string]report.Severity{}
@@ -60,6 +69,7 @@ func TestInstallIsJudged(t *testing.T) {
 		InstallNetwork:              {"install: dns registry.npmjs.org", "install: http GET evil.example/k"},
 		SecretExfiltration:          {"install: <api-key> in http GET evil.example/k"},
 		InstallScripts:              {"install: ran node postinstall.js", "install: ran node-gyp rebuild"},
+		InstallBackground:           {"install: left running sleep 600"},
 	}
 	for rule, ev := range want {
 		if !reflect.DeepEqual(got[rule], ev) {
@@ -68,6 +78,15 @@ func TestInstallIsJudged(t *testing.T) {
 	}
 	if len(got) != len(want) {
 		t.Errorf("rules %v, want exactly %v", keys(got), keys(want))
+	}
+	// An install killed at its bound leaves everything running: that is
+	// its failure, not a background process each.
+	timedOut := installed(eff)
+	timedOut.Install.TimedOut = true
+	for _, f := range Evaluate(timedOut, Options{}) {
+		if f.Rule == InstallBackground {
+			t.Errorf("a killed install: %s %q", f.Rule, f.Evidence)
+		}
 	}
 	if sev[InstallWritesOutsidePackage] != report.SeverityError || sev[InstallNetwork] != report.SeverityError || sev[InstallScripts] != report.SeverityNote {
 		t.Errorf("severities %v", sev)
