@@ -64,6 +64,7 @@ type InstallError struct {
 }
 
 func (e *InstallError) Error() string { return e.Err.Error() }
+
 // Unwrap makes every InstallError an ErrInstall (failed-install).
 func (e *InstallError) Unwrap() []error { return []error{e.Err, ErrInstall} }
 
