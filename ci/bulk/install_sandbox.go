@@ -87,6 +87,10 @@ var installEnv = []string{"npm_config_nodedir=/usr", "npm_config_update_notifier
 // DefaultInstallTimeout bounds an install's scripts.
 const DefaultInstallTimeout = 5 * time.Minute
 
+// installStopMargin is what an install leaves of its caller's deadline
+// to stop the sandbox and keep the report.
+const installStopMargin = 20 * time.Second
+
 // MaxInstalledTree bounds the built tree read back from the sandbox.
 const MaxInstalledTree int64 = 2 << 30
 
@@ -173,6 +177,13 @@ func (r *SandboxScripts) RunScripts(ctx context.Context, t ScriptTree) (InstallR
 	timeout := r.Timeout
 	if timeout <= 0 {
 		timeout = DefaultInstallTimeout
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		// The install's own bound comes first, with room left to stop it
+		// and keep its report: a fetch timeout would leave none.
+		if left := time.Until(dl) - installStopMargin; left < timeout {
+			timeout = max(left, time.Second).Round(time.Second)
+		}
 	}
 	res, err := sandbox.RunPhase(ctx, r.Engine, opts, sandbox.PhaseOptions{Name: "install", Timeout: timeout, Bait: &bait, Extract: PackageTarget, ExtractTo: lw})
 	rep := installReport(res, t, build, opts.Network)
