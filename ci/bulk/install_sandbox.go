@@ -185,7 +185,7 @@ func (r *SandboxScripts) RunScripts(ctx context.Context, t ScriptTree) (InstallR
 			timeout = max(left, time.Second).Round(time.Second)
 		}
 	}
-	res, err := sandbox.RunPhase(ctx, r.Engine, opts, sandbox.PhaseOptions{Name: "install", Timeout: timeout, Bait: &bait, Extract: PackageTarget, ExtractTo: lw})
+	res, err := sandbox.RunPhase(ctx, r.Engine, opts, sandbox.PhaseOptions{Name: report.PhaseInstall, Timeout: timeout, Bait: &bait, Extract: PackageTarget, ExtractTo: lw})
 	rep := installReport(res, t, build, opts.Network)
 	if ctx.Err() != nil {
 		return InstallRun{}, ctx.Err()
@@ -273,7 +273,7 @@ func installReport(res sandbox.PhaseResult, t ScriptTree, build string, network 
 		code := res.ExitCode
 		in.ExitCode = &code
 	}
-	phase := report.Phase{Name: "install", Effects: report.NewEffects()}
+	phase := report.Phase{Name: report.PhaseInstall, Effects: report.NewEffects()}
 	for _, p := range rep.Phases {
 		phase.Effects.Files = append(phase.Effects.Files, p.Effects.Files...)
 		phase.Effects.Processes = append(phase.Effects.Processes, p.Effects.Processes...)
@@ -314,7 +314,7 @@ func InstallEffects(rep *report.Report) int {
 	pkg := strings.TrimSuffix(rep.Install.Package, "/")
 	n := 0
 	for _, p := range rep.Phases {
-		if p.Name != "install" {
+		if p.Name != report.PhaseInstall {
 			continue
 		}
 		for _, f := range p.Effects.Files {

@@ -69,6 +69,9 @@ type Report struct {
 	Timing *Timing `json:"timing,omitempty"`
 }
 
+// PhaseInstall names the phase of a sandboxed install (see Install).
+const PhaseInstall = "install"
+
 // Install is how a package was installed in a sandbox before its scan:
 // npm's lifecycle scripts (preinstall, install, postinstall, node-gyp's
 // implicit build) of the package and its dependencies, run offline in the

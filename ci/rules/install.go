@@ -21,7 +21,7 @@ const (
 )
 
 // PhaseInstall names the install phase in report.Phases.
-const PhaseInstall = "install"
+const PhaseInstall = report.PhaseInstall
 
 func installRules() []Rule {
 	return []Rule{
