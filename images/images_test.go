@@ -152,3 +152,35 @@ func TestNodeImageHasGitWhereTheHostHasIt(t *testing.T) {
 		t.Error("node rootfs lacks git's libpcre2")
 	}
 }
+
+// TestBuildImageHasTheToolchain: the build image has what node-gyp needs
+// offline: the compilers and their programs, binutils, make, python3, the
+// C library's headers and start files, and the node headers of the
+// host's node.
+func TestBuildImageHasTheToolchain(t *testing.T) {
+	for _, p := range []string{"/usr/bin/gcc", "/usr/bin/g++", "/usr/bin/make", "/usr/bin/python3", "/usr/include/node/node_api.h"} {
+		if _, err := os.Stat(p); err != nil {
+			t.Skipf("this host has no %s to build the build image from (ci/host-deps.sh installs it)", p)
+		}
+	}
+	fs, err := assemble("build", hostFS{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/usr/bin/gcc", "/usr/bin/g++", "/usr/bin/cc", "/usr/bin/as", "/usr/bin/ld", "/usr/bin/make", "/usr/bin/python3",
+		"/usr/bin/node", "/usr/lib/node_modules/npm/node_modules/node-gyp/bin/node-gyp.js",
+		"/usr/include/stdio.h", "/usr/include/node/node_api.h", "/usr/include/node/common.gypi", "/usr/include/node/node_version.h"} {
+		if fs.entries[p] == nil {
+			t.Errorf("the build image lacks %s", p)
+		}
+	}
+	var cc1, crt1, libcSo bool
+	for p := range fs.entries {
+		cc1 = cc1 || strings.HasSuffix(p, "/cc1plus")
+		crt1 = crt1 || strings.HasSuffix(p, "-linux-gnu/crt1.o")
+		libcSo = libcSo || strings.HasSuffix(p, "-linux-gnu/libc.so")
+	}
+	if !cc1 || !crt1 || !libcSo {
+		t.Errorf("the build image lacks cc1plus (%v), crt1.o (%v) or the libc.so linker script (%v)", cc1, crt1, libcSo)
+	}
+}

@@ -21,7 +21,7 @@ import (
 var manifests embed.FS
 
 // Names returns the images that can be built.
-func Names() []string { return []string{"base", "node", "python", "strace"} }
+func Names() []string { return []string{"base", "node", "python", "strace", "build"} }
 
 // entryType is what an entry of the root filesystem is.
 type entryType int

@@ -262,6 +262,77 @@ func (s *Session) open(ctx context.Context) error {
 	if err := s.planAllow(); err != nil {
 		return err
 	}
+	startCtx, cancel := context.WithTimeout(ctx, o.StartTimeout)
+	defer cancel()
+	if err := s.launch(ctx, startCtx); err != nil {
+		return err
+	}
+	ctr := s.ctr
+	var err error
+	var inner mcp.Transport
+	if o.Transport.Kind.OverHTTP() {
+		// Over HTTP startup ends once the port accepts a connection, so
+		// that the server's listen is always a startup effect.
+		inner, err = s.httpTransport(ctx, startCtx, ctr)
+		s.Phase(ctx, "startup", 0)
+		if err != nil {
+			return err
+		}
+	} else {
+		s.Phase(ctx, "startup", 0)
+		pr, pw := io.Pipe()
+		go s.noise.filter(ctr.Stdout(), pw, s.gate)
+		// The filter passes no line over the message bound; the SDK's own
+		// cap leaves room for the error a refusal puts in a message's place.
+		inner = &mcp.IOTransport{Reader: pr, Writer: ctr.Stdin(), MaxLineLength: o.Bounds.MaxMessage + 64<<10}
+	}
+	transport := recordingTransport{Transport: inner, t: s.transcript, gate: s.gate}
+	info := o.ClientInfo
+	client := mcp.NewClient(&info, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{},
+		// Counted only: the scan lists the tools at fixed points (see
+		// toollist.go), whenever the notification comes.
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { s.listChanged.Add(1) }})
+	cs, err := client.Connect(startCtx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion()})
+	if err != nil {
+		if nf := s.notFound(ctx, ctr, err); nf != nil {
+			return nf
+		}
+		switch {
+		case ctx.Err() != nil:
+			// The caller says why its context ended.
+		case startCtx.Err() != nil:
+			s.problem("timeout", 0, "the server did not answer initialize within %s", o.StartTimeout)
+		default:
+			if _, r := s.gate.take("initialize"); r != nil {
+				s.problem(ProblemProtocolBound, 0, "the answer to initialize: %s", r)
+			} else if exit := s.exitBeforeInitialize(ctx, ctr, err); exit != nil {
+				// What the server said as it went says why, not the EOF.
+				s.problem("crash", 0, "%s", exit)
+				return fmt.Errorf("%w: %w", ErrServerStart, exit)
+			} else {
+				s.problem("protocol", 0, "initialize failed: %s%s", report.OneLine(s.clip(err.Error())), s.authHint(err))
+			}
+		}
+		return fmt.Errorf("%w: %w%s", ErrServerStart, err, s.authHint(err))
+	}
+	s.cs = cs
+	s.Phase(ctx, "initialize", 0)
+
+	s.rep.Server.ProtocolVersion = cs.InitializeResult().ProtocolVersion
+	s.serverFromHandshake()
+	if !report.ToolAnnotationsIn(s.rep.Server.ProtocolVersion) {
+		s.problem("protocol", 0, "the server speaks protocol version %s, which has no tool annotations: whatever hints its tools send, none is judged", s.rep.Server.ProtocolVersion)
+	}
+	s.logf("initialized %s (protocol %s)", s.rep.Server.ServerInfo, s.rep.Server.ProtocolVersion)
+	return nil
+}
+
+// launch starts the container as open does, up to the server's own exec:
+// the agent's layer, the workspace and package (mounted, or copied into
+// layers), the container with its recorder, and the agent's wait for the
+// exec. startCtx bounds the start.
+func (s *Session) launch(ctx, startCtx context.Context) error {
+	o := s.opts
 	// The agent's layer, then the workspace's on top of it. Each is held
 	// until the container exists, so that no eviction removes it first.
 	var holds []pin
@@ -283,8 +354,6 @@ func (s *Session) open(ctx context.Context) error {
 		s.image = p.ID
 		holds = append(holds, p)
 	}
-	startCtx, cancel := context.WithTimeout(ctx, o.StartTimeout)
-	defer cancel()
 	var ctr *Container
 	var err error
 	dirs, err := o.hostDirs()
@@ -344,61 +413,6 @@ func (s *Session) open(ctx context.Context) error {
 		// a startup effect.
 		ctr.events.waitExec(ctx, o.StartTimeout)
 	}
-	var inner mcp.Transport
-	if o.Transport.Kind.OverHTTP() {
-		// Over HTTP startup ends once the port accepts a connection, so
-		// that the server's listen is always a startup effect.
-		inner, err = s.httpTransport(ctx, startCtx, ctr)
-		s.Phase(ctx, "startup", 0)
-		if err != nil {
-			return err
-		}
-	} else {
-		s.Phase(ctx, "startup", 0)
-		pr, pw := io.Pipe()
-		go s.noise.filter(ctr.Stdout(), pw, s.gate)
-		// The filter passes no line over the message bound; the SDK's own
-		// cap leaves room for the error a refusal puts in a message's place.
-		inner = &mcp.IOTransport{Reader: pr, Writer: ctr.Stdin(), MaxLineLength: o.Bounds.MaxMessage + 64<<10}
-	}
-	transport := recordingTransport{Transport: inner, t: s.transcript, gate: s.gate}
-	info := o.ClientInfo
-	client := mcp.NewClient(&info, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{},
-		// Counted only: the scan lists the tools at fixed points (see
-		// toollist.go), whenever the notification comes.
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { s.listChanged.Add(1) }})
-	cs, err := client.Connect(startCtx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion()})
-	if err != nil {
-		if nf := s.notFound(ctx, ctr, err); nf != nil {
-			return nf
-		}
-		switch {
-		case ctx.Err() != nil:
-			// The caller says why its context ended.
-		case startCtx.Err() != nil:
-			s.problem("timeout", 0, "the server did not answer initialize within %s", o.StartTimeout)
-		default:
-			if _, r := s.gate.take("initialize"); r != nil {
-				s.problem(ProblemProtocolBound, 0, "the answer to initialize: %s", r)
-			} else if exit := s.exitBeforeInitialize(ctx, ctr, err); exit != nil {
-				// What the server said as it went says why, not the EOF.
-				s.problem("crash", 0, "%s", exit)
-				return fmt.Errorf("%w: %w", ErrServerStart, exit)
-			} else {
-				s.problem("protocol", 0, "initialize failed: %s%s", report.OneLine(s.clip(err.Error())), s.authHint(err))
-			}
-		}
-		return fmt.Errorf("%w: %w%s", ErrServerStart, err, s.authHint(err))
-	}
-	s.cs = cs
-	s.Phase(ctx, "initialize", 0)
-
-	s.rep.Server.ProtocolVersion = cs.InitializeResult().ProtocolVersion
-	s.serverFromHandshake()
-	if !report.ToolAnnotationsIn(s.rep.Server.ProtocolVersion) {
-		s.problem("protocol", 0, "the server speaks protocol version %s, which has no tool annotations: whatever hints its tools send, none is judged", s.rep.Server.ProtocolVersion)
-	}
-	s.logf("initialized %s (protocol %s)", s.rep.Server.ServerInfo, s.rep.Server.ProtocolVersion)
 	return nil
 }
 

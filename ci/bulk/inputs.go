@@ -57,6 +57,7 @@ var listPrefixes = map[string]Kind{"npm": KindNPM, "image": KindImage, "pypi": K
 //
 //	npm:NAME[@VERSION] [bin:BIN] [env:KEY=VAL] [secret:KEY] [-- ARG...]
 //	image:REF [env:KEY=VAL] [secret:KEY] [-- ARG...]
+//	tgz:PATH [bin:BIN] [env:KEY=VAL] [secret:KEY] [-- ARG...]
 //
 // Blank lines and lines starting with # are skipped; arguments are split
 // on white space (no quoting). secret:KEY gives KEY a honeytoken.
@@ -94,6 +95,9 @@ func parseLine(line string) (Spec, error) {
 	}
 	f := strings.Fields(head)
 	prefix, ref, ok := strings.Cut(f[0], ":")
+	if prefix == tarballPrefix && ok {
+		return parseTarballLine(ref, f[1:], args)
+	}
 	kind, known := listPrefixes[prefix]
 	if !ok || !known || ref == "" {
 		return Spec{}, fmt.Errorf("%q: want npm:NAME[@VERSION] or image:REF", f[0])
@@ -106,7 +110,13 @@ func parseLine(line string) (Spec, error) {
 		}
 		s.Name, s.Version = name, version
 	}
-	for _, a := range f[1:] {
+	return withOptions(s, f[1:], args)
+}
+
+// withOptions adds a line's options (env:, secret:, bin:) and arguments.
+func withOptions(s Spec, opts []string, args string) (Spec, error) {
+	kind := s.Kind
+	for _, a := range opts {
 		switch {
 		case strings.HasPrefix(a, "env:"):
 			k, v, ok := strings.Cut(strings.TrimPrefix(a, "env:"), "=")

@@ -34,6 +34,9 @@ type Installed struct {
 	// Notes say what the scan should know: an engines range the image's
 	// runtime is outside of.
 	Notes []string
+	// Install is set when lifecycle scripts ran in a sandbox: the tree
+	// they built is in Image, their record goes into the scan's report.
+	Install *InstallRun
 }
 
 // PackageTarget is where the scan shows an installed package's directory

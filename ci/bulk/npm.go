@@ -119,6 +119,9 @@ type NPM struct {
 	// Node is the image's node version (X.Y.Z), for engines; "" skips the
 	// check.
 	Node string
+	// Scripts runs the lifecycle scripts of a tree whose lockfile marks
+	// any, in a sandbox; nil leaves them unrun (a note says so).
+	Scripts ScriptRunner
 	// RegistryURL is where registry dependencies resolve to
 	// (https://registry.npmjs.org/ when empty); a dependency resolved
 	// elsewhere is refused.
@@ -138,6 +141,16 @@ const installPackageName = "mcpsandbox-bulk-install"
 
 // Install implements Installer.
 func (n NPM) Install(ctx context.Context, s Spec) (Installed, error) {
+	if s.Tarball {
+		r, tarball, err := n.resolveTarball(ctx, s)
+		if err != nil {
+			return Installed{}, err
+		}
+		if err := refuseDeps(r.Manifest); err != nil {
+			return Installed{}, fmt.Errorf("%w: %s@%s: %w", ErrFetch, r.Name, r.Version, err)
+		}
+		return n.installResolved(ctx, s, r, r.Dist.Integrity, tarball)
+	}
 	reg := n.Registry
 	if reg == nil {
 		reg = NPMCLI{Cache: filepath.Join(n.Cache, "npm")}
@@ -171,6 +184,12 @@ func (n NPM) Install(ctx context.Context, s Spec) (Installed, error) {
 	if err != nil {
 		return Installed{}, fmt.Errorf("%w: %s@%s: %w", ErrFetch, s.Name, r.Version, err)
 	}
+	return n.installResolved(ctx, s, r, integrity, tarball)
+}
+
+// installResolved installs a resolved package from its cached tarball:
+// the tree with scripts off, the entry point, the scripts in a sandbox.
+func (n NPM) installResolved(ctx context.Context, s Spec, r Resolved, integrity, tarball string) (Installed, error) {
 	dir, err := n.installTree(ctx, r.Name, r.Version, integrity, tarball)
 	if err != nil {
 		return Installed{}, err
@@ -197,6 +216,9 @@ func (n NPM) Install(ctx context.Context, s Spec) (Installed, error) {
 		in.Argv = append([]string{script}, s.Args...) // its own interpreter
 	} else {
 		in.Argv = append([]string{"node", script}, s.Args...)
+	}
+	if err := n.runScripts(ctx, s, &in, r.Name, r.Version, integrity); err != nil {
+		return in, err
 	}
 	if rng := m.Engines["node"]; rng != "" && n.Node != "" {
 		ok, err := Satisfies(n.Node, rng)

@@ -59,6 +59,12 @@ type Result struct {
 	// baseline accepts left out, as in the report's summary).
 	ByRule     map[string]int `json:"byRule,omitempty"`
 	BySeverity map[string]int `json:"bySeverity,omitempty"`
+	// Installed says how the package's install scripts ran: "sandbox"
+	// (now), "cached" (an earlier run's install, reused), "" (none).
+	// InstallEffects counts what the install did outside its package
+	// tree (files changed, network attempts); its findings are in ByRule.
+	Installed      string `json:"installed,omitempty"`
+	InstallEffects int    `json:"installEffects,omitempty"`
 	// ToolRows are the per-tool rows of the summary.
 	ToolRows []ToolRow `json:"toolRows,omitempty"`
 	// Seconds is the wall time of fetch and scan: timing, not a result.
@@ -371,9 +377,13 @@ func runOne(ctx context.Context, s Spec, o Options) (Result, bool) {
 		if errors.Is(fctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 			return finish(StatusTimeout, fmt.Sprintf("fetch and install past %s: %v", o.FetchTimeout, err))
 		}
+		if werr := installFailed(&r, s, o, in, err); werr != nil {
+			return finish(StatusFailedInstall, errors.Join(err, werr).Error())
+		}
 		return finish(statusOfInstall(err), err.Error())
 	}
 	r.Version, r.Integrity, r.Entry, r.Notes = in.Version, in.Integrity, in.Entry, in.Notes
+	installed(&r, in)
 	seed := o.Seed()
 	sctx, cancel := context.WithTimeout(ctx, o.Timeout+backstopGrace)
 	defer cancel()

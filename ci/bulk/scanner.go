@@ -2,6 +2,7 @@ package bulk
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -58,8 +59,20 @@ func (g GateScanner) Scan(ctx context.Context, j Job) (*report.Report, error) {
 	opts.Timeout = j.Timeout
 	seed := j.Seed
 	opts.BaitSeed = &seed
-	return gate.Run(ctx, g.Engine, gate.Options{Scan: opts, Verdict: g.Verdict, FailOn: verdict.FailOn{Never: true},
+	rep, err := gate.Run(ctx, g.Engine, gate.Options{Scan: opts, Verdict: g.Verdict, FailOn: verdict.FailOn{Never: true},
 		Rounds: g.Rounds, NoReplay: g.NoReplay, Version: g.Version})
+	if in := j.Installed.Install; in != nil && rep != nil {
+		// The install's phase and record join the scan's report, and the
+		// verdict is given again over both.
+		MergeInstall(rep, in.Report)
+		err = errors.Join(err, g.Judge(rep))
+	}
+	return rep, err
+}
+
+// Judge implements Judge: the scan's verdict config over rep.
+func (g GateScanner) Judge(rep *report.Report) error {
+	return verdict.FinishWithin(rep, g.Verdict, verdict.DefaultMaxReport)
 }
 
 // Honeytoken is the value a secret environment variable gets: one of the

@@ -77,6 +77,9 @@ type Spec struct {
 	// Version is as the input asked: exact, a range, a tag or "" (the
 	// latest); the fetch pins it.
 	Version string `json:"version,omitempty"`
+	// Tarball is set for a local npm tarball (tgz:PATH, Name its path):
+	// a package packed with npm pack and never published.
+	Tarball bool `json:"tarball,omitempty"`
 	// Bin is the entry point the input names (a bin of the package), ""
 	// for none.
 	Bin string `json:"bin,omitempty"`
@@ -102,6 +105,9 @@ func (s Spec) String() string {
 		v += "@" + s.Version
 	}
 	out := s.Kind.String() + ":" + v
+	if s.Tarball {
+		out = tarballPrefix + ":" + s.Name
+	}
 	if len(s.Args) > 0 {
 		out += " -- " + strings.Join(s.Args, " ")
 	}
@@ -116,7 +122,11 @@ func (s Spec) Key() string {
 		env = append(env, fmt.Sprintf("%s=%q/%v", e.Name, e.Value, e.Secret))
 	}
 	slices.Sort(env)
-	return fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%q\x00%q", s.Kind, s.Name, s.Version, s.Bin, s.Args, env)
+	kind := s.Kind.String()
+	if s.Tarball {
+		kind = tarballPrefix
+	}
+	return fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%q\x00%q", kind, s.Name, s.Version, s.Bin, s.Args, env)
 }
 
 // Slug names the spec's files in the results directory: readable, and

@@ -232,7 +232,7 @@ func show(v *bool) string {
 // WriteCSV writes one row per package.
 func WriteCSV(w io.Writer, s Summary) error {
 	cw := csv.NewWriter(w)
-	cw.Write([]string{"spec", "kind", "name", "version", "status", "why", "entry", "notes", "tools", "annotated", "exercised", "findings", "by_rule", "problems", "complete", "report", "seconds", "source"})
+	cw.Write([]string{"spec", "kind", "name", "version", "status", "why", "entry", "notes", "tools", "annotated", "exercised", "findings", "by_rule", "problems", "complete", "report", "seconds", "source", "installed", "install_effects"})
 	for _, r := range s.Packages {
 		entry := ""
 		if r.Entry != nil {
@@ -240,7 +240,7 @@ func WriteCSV(w io.Writer, s Summary) error {
 		}
 		cw.Write([]string{r.Spec, r.Kind.String(), r.Name, r.Version, r.Status.String(), csvSafe(r.Why), csvSafe(entry), csvSafe(strings.Join(r.Notes, "; ")),
 			strconv.Itoa(r.Tools), strconv.Itoa(r.Annotated), strconv.Itoa(r.Exercised), strconv.Itoa(r.Findings), byRule(r.ByRule),
-			strconv.Itoa(r.Problems), strconv.FormatBool(r.Complete), r.Report, strconv.FormatFloat(r.Seconds, 'f', 1, 64), csvSafe(r.Source)})
+			strconv.Itoa(r.Problems), strconv.FormatBool(r.Complete), r.Report, strconv.FormatFloat(r.Seconds, 'f', 1, 64), csvSafe(r.Source), r.Installed, strconv.Itoa(r.InstallEffects)})
 	}
 	cw.Flush()
 	return cw.Error()
@@ -294,7 +294,7 @@ func WriteMarkdown(w io.Writer, s Summary) error {
 		}
 	}
 	fmt.Fprintf(&b, " %d tools (%d annotated, %d exercised), %d findings.\n\n", s.Totals.Tools, s.Totals.Annotated, s.Totals.Exercised, s.Totals.Findings)
-	b.WriteString("| package | version | status | tools | annotated | exercised | findings | by rule | problems | seconds |\n| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |\n")
+	b.WriteString("| package | version | status | tools | annotated | exercised | findings | by rule | install effects | problems | seconds |\n| --- | --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |\n")
 	for _, r := range s.Packages {
 		status := r.Status.String()
 		if r.Why != "" {
@@ -303,7 +303,7 @@ func WriteMarkdown(w io.Writer, s Summary) error {
 		if len(r.Notes) > 0 {
 			status += " (" + strings.Join(r.Notes, "; ") + ")"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %d | %s | %d | %.1f |\n", md(r.Name), md(r.Version), md(status), r.Tools, r.Annotated, r.Exercised, r.Findings, md(byRule(r.ByRule)), r.Problems, r.Seconds)
+		fmt.Fprintf(&b, "| %s | %s | %s | %d | %d | %d | %d | %s | %s | %d | %.1f |\n", md(r.Name), md(r.Version), md(status), r.Tools, r.Annotated, r.Exercised, r.Findings, md(byRule(r.ByRule)), installCell(r), r.Problems, r.Seconds)
 	}
 	b.WriteString("\n## Hints claimed and contradicted\n\n| hint | claimed true | claimed false | contradicted |\n| --- | ---: | ---: | ---: |\n")
 	for _, h := range hintNames {

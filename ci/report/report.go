@@ -58,10 +58,46 @@ type Report struct {
 	// Rounds is set when the scan ran more than one round (--rounds N):
 	// everything but the findings and problems is the first round's.
 	Rounds *Rounds `json:"rounds,omitempty"`
+	// Install is set when the package's lifecycle scripts and native
+	// builds ran in a sandbox of their own before the scan (mcpsandbox
+	// bulk): how, and how it ended. What they did is the phase named
+	// "install", first in Phases (its process ids are the install's own).
+	Install *Install `json:"install,omitempty"`
 	// Timing holds everything that differs between two runs of the same
 	// scenario (durations, real pids, the start time). Everything outside
 	// it is deterministic: sorted, with no host paths or run ids.
 	Timing *Timing `json:"timing,omitempty"`
+}
+
+// PhaseInstall names the phase of a sandboxed install (see Install).
+const PhaseInstall = "install"
+
+// Install is how a package was installed in a sandbox before its scan:
+// npm's lifecycle scripts (preinstall, install, postinstall, node-gyp's
+// implicit build) of the package and its dependencies, run offline in the
+// build image against the tree the host fetched with scripts off.
+type Install struct {
+	// Command is what ran in the sandbox; Image the build image it ran in.
+	Command []string `json:"command"`
+	Image   string   `json:"image"`
+	// Network is the install's network mode (sinkhole: nothing leaves).
+	Network string `json:"network"`
+	// Package is the directory the install builds in (the package tree,
+	// /package): its writes there are the install's product, not
+	// effects to judge.
+	Package string `json:"package"`
+	// Scripts names the packages with install scripts, NAME@VERSION
+	// (node_modules path order), as the lockfile marks them.
+	Scripts []string `json:"scripts"`
+	// ExitCode is the command's exit status; absent when it was killed at
+	// its bound (TimedOut).
+	ExitCode *int `json:"exitCode,omitempty"`
+	TimedOut bool `json:"timedOut,omitempty"`
+	// StderrTail is the end of what the scripts wrote (npm's output is
+	// sent there too), bounded as the server's is.
+	StderrTail string `json:"stderrTail"`
+	// Problems are the install sandbox's own (agent, effects, timeout).
+	Problems []Problem `json:"problems"`
 }
 
 // Timing is the non-deterministic part of a report.

@@ -148,6 +148,9 @@ func (e *evaluator) phases(r *report.Report) {
 		found[rule] = append(found[rule], item{label + ": " + ev, path})
 	}
 	for _, p := range serverPhases(r) {
+		if p.Name == PhaseInstall && r.Install != nil {
+			continue // judged by the install rules (install.go)
+		}
 		label := phaseLabel(p)
 		for _, f := range p.Effects.Files {
 			ev := f.Change.String() + " " + f.Path

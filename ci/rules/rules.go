@@ -97,7 +97,7 @@ func All() []Rule {
 		readHasEffectsRule(),
 		surfaceListRule(),
 	}
-	return append(append(append(all, phaseRules()...), toolListRules()...), boundaryRules()...)
+	return append(append(append(append(all, phaseRules()...), toolListRules()...), boundaryRules()...), installRules()...)
 }
 
 // ByID returns the rule with id.
@@ -158,6 +158,7 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 	// Outside calls: startup, initialize, tools/list, before the first
 	// call, teardown; then the snapshot's bounds, wherever they were hit.
 	e.phases(r)
+	e.install(r)
 	e.truncation(r)
 	if n := r.Sandbox.EventsDropped; n > 0 {
 		rl, _ := ByID(EventsDropped)

@@ -52,6 +52,7 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	noBoundary := fs.Bool("no-boundary", false, "leave out the boundary probes")
 	verbose := fs.BoolP("verbose", "v", false, "print each scan's progress to stderr too")
 	shardFlag := fs.String("shard", "", "I/N: scan only shard I of N of the lists (by a hash of each spec; N machines given 0..N-1 cover the lists once; see bulk merge)")
+	noScripts := fs.Bool("no-scripts", false, "leave npm install scripts unrun (the package is scanned as fetched, a note says so); by default they run offline in a sandbox of the build image, recorded as the install phase")
 	cacheSize := cacheSizeFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -137,9 +138,21 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	base.Agent = a
+	npm := bulk.NPM{Cache: *cache, Node: *node}
+	if !*noScripts {
+		npm.Scripts = &bulk.SandboxScripts{Engine: cli, RuntimeImage: *image, Cache: *cache, Timeout: *fetchTimeout,
+			Base: sandbox.SessionOptions{Agent: base.Agent, User: base.User, Limits: base.Limits, Changes: base.Changes,
+				Disk: base.Disk, DiskInterval: base.DiskInterval, Log: base.Log},
+			// The build image, built from the host's files the first time a
+			// package has install scripts.
+			BuildImage: func(ctx context.Context) (string, error) {
+				b, err := images.Build(ctx, cli, "build", images.BuildOptions{})
+				return b.Ref, err
+			}}
+	}
 	o := bulk.Options{Results: *results, Jobs: *jobs, Force: *force, Retry: *retry, Timeout: *timeout, FetchTimeout: *fetchTimeout, FailOn: statusAt,
 		Installers: map[bulk.Kind]bulk.Installer{
-			bulk.KindNPM:   bulk.NPM{Cache: *cache, Node: *node},
+			bulk.KindNPM:   npm,
 			bulk.KindImage: bulk.EngineImages(cli),
 		},
 		Scanner: bulk.GateScanner{Engine: cli, Base: base, NoReplay: *noReplay, Version: version()},

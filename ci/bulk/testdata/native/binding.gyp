@@ -1,0 +1,1 @@
+{"targets":[{"target_name":"hello","sources":["hello.c"]}]}
