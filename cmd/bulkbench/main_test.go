@@ -12,7 +12,9 @@ import (
 // TestProfile: the time from each -v line to the next goes to the step
 // the line starts; lines that start none go on the step before.
 func TestProfile(t *testing.T) {
-	at := func(ms int, text string) logLine { return logLine{At: time.Duration(ms) * time.Millisecond, Text: text} }
+	at := func(ms int, text string) logLine {
+		return logLine{At: time.Duration(ms) * time.Millisecond, Text: text}
+	}
 	log := []logLine{
 		at(500, "starting node /package/x.js in sha256:1"),
 		at(1500, "initialized {} (protocol 2025-06-18)"),
