@@ -364,6 +364,13 @@ func (sc *scanner) scanSession() (res Result, err error) {
 	if err := sc.surfaces(s); err != nil {
 		return res, err
 	}
+	if sc.ctx.Err() != nil {
+		// The run's bound ended the linger or a surface's listing early
+		// (each returns quietly): what came later was not seen. As
+		// --isolation call has it.
+		s.rep.Problems = append(s.rep.Problems, sc.why())
+		return res, fmt.Errorf("%w: %s", ErrIncomplete, sc.why().Message)
+	}
 	s.rep.Complete = true
 	return res, nil
 }
