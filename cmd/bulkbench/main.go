@@ -67,6 +67,9 @@ type measured struct {
 	Sum  bulk.Summary
 	// Log is the run's stderr, each line with its time since the start.
 	Log []logLine
+	// Load is the host's 1-minute load average at the start and the end
+	// (the engine is shared: other work slows the scans).
+	Load [2]string
 }
 
 type logLine struct {
@@ -143,6 +146,7 @@ func bulkRun(ctx context.Context, o options, results string, jobs int, flags []s
 		return measured{}, err
 	}
 	m := measured{Jobs: jobs}
+	m.Load[0] = loadAvg()
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		return measured{}, err
@@ -163,6 +167,7 @@ func bulkRun(ctx context.Context, o options, results string, jobs int, flags []s
 	wg.Wait()
 	err = cmd.Wait()
 	m.Wall = time.Since(start)
+	m.Load[1] = loadAvg()
 	var log strings.Builder
 	for _, l := range m.Log {
 		fmt.Fprintf(&log, "%8.3f %s\n", l.At.Seconds(), l.Text)
@@ -183,6 +188,15 @@ func bulkRun(ctx context.Context, o options, results string, jobs int, flags []s
 	return m, nil
 }
 
+// loadAvg is the host's 1-minute load average, "?" where there is none.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "?"
+}
+
 // perHour is the rate of n packages in d.
 func perHour(n int, d time.Duration) float64 {
 	if d <= 0 {
@@ -192,8 +206,8 @@ func perHour(n int, d time.Duration) float64 {
 }
 
 func writeTables(w io.Writer, runs []measured) {
-	fmt.Fprintln(w, "| -j | packages | wall | packages/h | package seconds: median | max | sum | statuses |")
-	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+	fmt.Fprintln(w, "| -j | packages | wall | packages/h | package seconds: median | max | sum | statuses | load avg, start → end |")
+	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |")
 	for _, m := range runs {
 		var secs []float64
 		sum := 0.0
@@ -212,8 +226,8 @@ func writeTables(w io.Writer, runs []measured) {
 				st = append(st, fmt.Sprintf("%s %d", s, n))
 			}
 		}
-		fmt.Fprintf(w, "| %d | %d | %s | **%.0f** | %.1f s | %.1f s | %.0f s | %s |\n", m.Jobs, len(m.Sum.Packages),
-			m.Wall.Round(100*time.Millisecond), perHour(len(m.Sum.Packages), m.Wall), med, mx, sum, strings.Join(st, ", "))
+		fmt.Fprintf(w, "| %d | %d | %s | **%.0f** | %.1f s | %.1f s | %.0f s | %s | %s → %s |\n", m.Jobs, len(m.Sum.Packages),
+			m.Wall.Round(100*time.Millisecond), perHour(len(m.Sum.Packages), m.Wall), med, mx, sum, strings.Join(st, ", "), m.Load[0], m.Load[1])
 	}
 	fmt.Fprintln(w)
 	fmt.Fprint(w, "| package | tools | findings |")

@@ -61,8 +61,8 @@ func TestTables(t *testing.T) {
 		return s
 	}
 	var b strings.Builder
-	writeTables(&b, []measured{{Jobs: 1, Wall: 36 * time.Second, Sum: sum(10, 20, 6)}, {Jobs: 2, Wall: 18 * time.Second, Sum: sum(11, 21, 7)}})
-	for _, want := range []string{"| 1 | 3 | 36s | **300** | 10.0 s | 20.0 s | 36 s | ok 3 |", "| 2 | 3 | 18s | **600** |", "| b | 0 | 0 | 20.0 | 21.0 |"} {
+	writeTables(&b, []measured{{Jobs: 1, Wall: 36 * time.Second, Sum: sum(10, 20, 6), Load: [2]string{"0.5", "1.5"}}, {Jobs: 2, Wall: 18 * time.Second, Sum: sum(11, 21, 7)}})
+	for _, want := range []string{"| 1 | 3 | 36s | **300** | 10.0 s | 20.0 s | 36 s | ok 3 | 0.5 → 1.5 |", "| 2 | 3 | 18s | **600** |", "| b | 0 | 0 | 20.0 | 21.0 |"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("tables lack %q:\n%s", want, b.String())
 		}
