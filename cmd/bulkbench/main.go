@@ -292,14 +292,19 @@ var steps = []struct{ match, step string }{
 	{"initialized ", "list tools"},
 	{"listed ", "first call"},
 	{"call * left *settling", "settle (background processes)"},
-	{"call *'s session: replaying setup", "replay rounds"},
+	{"call *'s session: replaying setup", stepReplay},
 	{"call ", "calls (each call's own time)"},
 	{"read ", "calls (each call's own time)"},
 	{"lingering ", "linger"},
-	{"replaying call", "replay rounds"},
+	{"replaying call", stepReplay},
 	{"disk: ", "teardown, verdict, report"},
-	{"[", "fetch (warm cache) and next container"},
+	{"[", stepNext},
 }
+
+const (
+	stepReplay = "replay rounds (their sessions' start, calls, linger, teardown)"
+	stepNext   = "fetch (warm cache) and next container"
+)
 
 // stepOf names the step a -v line starts, "" for none.
 func stepOf(line string) string {
@@ -334,16 +339,27 @@ func matchGlob(pattern, s string) bool {
 func Profile(log []logLine) (map[string]time.Duration, []string) {
 	total := map[string]time.Duration{}
 	var order []string
-	cur, since := "fetch (warm cache) and next container", time.Duration(0)
+	cur, since := stepNext, time.Duration(0)
 	add := func(step string, d time.Duration) {
 		if _, ok := total[step]; !ok {
 			order = append(order, step)
 		}
 		total[step] += d
 	}
+	replaying := false
 	for _, l := range log {
 		step := stepOf(l.Text)
 		if step == "" {
+			continue
+		}
+		// A replay's sessions start, call and linger too: from the first
+		// replay to the package's end, every line is the replay's.
+		switch {
+		case step == stepReplay:
+			replaying = true
+		case step == stepNext:
+			replaying = false
+		case replaying:
 			continue
 		}
 		add(cur, l.At-since)

@@ -10,7 +10,8 @@ import (
 )
 
 // TestProfile: the time from each -v line to the next goes to the step
-// the line starts; lines that start none go on the step before.
+// the line starts; lines that start none go on the step before; from a
+// package's first replay to its end, every line is the replay's.
 func TestProfile(t *testing.T) {
 	at := func(ms int, text string) logLine {
 		return logLine{At: time.Duration(ms) * time.Millisecond, Text: text}
@@ -23,28 +24,32 @@ func TestProfile(t *testing.T) {
 		at(1900, "call 1 left 1 process(es) running; settling up to 2s"),
 		at(2900, "call 2: b {}"),
 		at(3000, "lingering 3s after call 2"),
-		at(6000, "replaying call 2 (b) after 1 call(s) of its session"),
-		at(6100, "call 2's session: replaying setup call 1 (a)"),
+		at(6000, "disk: 3 measurement(s)"),
+		at(6100, "something unknown"),
+		at(6500, "replaying call 2 (b) after 1 call(s) of its session"),
+		at(6600, "starting node /package/x.js in sha256:1"),
+		at(7000, "call 2's session: replaying setup call 1 (a)"),
 		at(9000, "disk: 3 measurement(s)"),
-		at(9100, "something unknown"),
-		at(9500, "[1/1, 100/h, ETA 0s] npm:x: ok"),
+		at(9500, "[1/2, 100/h, ETA 0s] npm:x: ok"),
+		at(9600, "starting node /package/y.js in sha256:1"),
+		at(9700, "initialized {} (protocol 2025-06-18)"),
 	}
 	total, order := Profile(log)
 	want := map[string]time.Duration{
-		"fetch (warm cache) and next container": 500 * time.Millisecond,
-		"start: container, node, initialize":    time.Second,
+		"fetch (warm cache) and next container": 600 * time.Millisecond,
+		"start: container, node, initialize":    1100 * time.Millisecond,
 		"list tools":                            100 * time.Millisecond,
 		"first call":                            100 * time.Millisecond,
 		"calls (each call's own time)":          300 * time.Millisecond,
 		"settle (background processes)":         time.Second,
 		"linger":                                3 * time.Second,
-		"replay rounds":                         3 * time.Second,
+		stepReplay:                              3 * time.Second,
 		"teardown, verdict, report":             500 * time.Millisecond,
 	}
 	if !reflect.DeepEqual(total, want) {
 		t.Errorf("Profile =\n%v\nwant\n%v", total, want)
 	}
-	if order[0] != "fetch (warm cache) and next container" || order[len(order)-1] != "teardown, verdict, report" {
+	if order[0] != stepNext || order[len(order)-1] != stepReplay {
 		t.Errorf("order %v", order)
 	}
 }
