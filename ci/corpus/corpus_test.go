@@ -37,7 +37,8 @@ func TestParse(t *testing.T) {
 }
 
 // TestTheCorpusFileParses: the committed list is well formed, pins every
-// version, and has at least 12 servers.
+// version, has at least 12 servers, and is a bulk list whose every spec
+// runs the file its line names.
 func TestTheCorpusFileParses(t *testing.T) {
 	f, err := os.Open("servers.txt")
 	if err != nil {
@@ -54,6 +55,19 @@ func TestTheCorpusFileParses(t *testing.T) {
 	for _, s := range list {
 		if strings.ContainsAny(s.Version, "^~*x ") || s.Version == "latest" {
 			t.Errorf("%s: version %q is not pinned", s.Package, s.Version)
+		}
+	}
+	var b strings.Builder
+	if err := WriteList(&b, list); err != nil {
+		t.Fatal(err)
+	}
+	specs, bad := bulk.ParseList("l", strings.NewReader(b.String()))
+	if len(bad) > 0 || len(specs) != len(list) {
+		t.Fatalf("bulk reads %d specs of %d, %v", len(specs), len(list), bad)
+	}
+	for i, s := range specs {
+		if s.Bin != "./"+list[i].Entry || s.Version != list[i].Version {
+			t.Errorf("%s: bin %q version %q", list[i].Package, s.Bin, s.Version)
 		}
 	}
 }
@@ -84,33 +98,6 @@ func TestListLines(t *testing.T) {
 	o.Resume, o.Image = true, "mcpsandbox/node:x"
 	if got, want := strings.Join(BulkArgs(o, "l"), " "), "bulk -j 2 --results /r --cache /c --image mcpsandbox/node:x --no-boundary l"; got != want {
 		t.Errorf("BulkArgs = %s, want %s", got, want)
-	}
-}
-
-// TestTheCorpusListIsBulks: every line of the committed servers file is
-// a bulk spec that runs the file the line names.
-func TestTheCorpusListIsBulks(t *testing.T) {
-	f, err := os.Open("servers.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	list, err := Parse(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	if err := WriteList(&b, list); err != nil {
-		t.Fatal(err)
-	}
-	specs, bad := bulk.ParseList("l", strings.NewReader(b.String()))
-	if len(bad) > 0 || len(specs) != len(list) {
-		t.Fatalf("bulk reads %d specs of %d, %v", len(specs), len(list), bad)
-	}
-	for i, s := range specs {
-		if s.Bin != "./"+list[i].Entry || s.Version != list[i].Version {
-			t.Errorf("%s: bin %q version %q", list[i].Package, s.Bin, s.Version)
-		}
 	}
 }
 
