@@ -368,6 +368,12 @@ func take(ctx context.Context, c chan struct{}, waited *time.Duration) bool {
 	defer func() { *waited += time.Since(t) }()
 	select {
 	case c <- struct{}{}:
+		if ctx.Err() != nil {
+			// Both were ready and select chose the slot: no package
+			// starts a step after the batch was stopped.
+			<-c
+			return false
+		}
 		return true
 	case <-ctx.Done():
 		return false
