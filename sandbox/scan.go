@@ -178,6 +178,14 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (Result, error) {
 	err = diskVerdict(rep, err)
 	if err == nil && !rep.Sandbox.DiskExceeded {
 		sc.replay(rep)
+		if sc.ctx.Err() != nil {
+			// The run's bound ended the replays early: a call left
+			// unreplayed keeps its effects unpinned, which is not a
+			// complete scan.
+			rep.Complete = false
+			rep.Problems = append(rep.Problems, sc.why())
+			err = fmt.Errorf("%w: %s", ErrIncomplete, sc.why().Message)
+		}
 	}
 	// Last, after teardown: the deterministic form, with what differs
 	// between runs in Timing.
