@@ -131,9 +131,14 @@ type Options struct {
 // listFile is the bulk list the run writes into the results directory.
 const listFile = "corpus-list.txt"
 
+// ScanTimeout is each package's bound (bulk --timeout): scan's own
+// default, not bulk's 5 minutes, which desktop-commander's replays pass
+// on a loaded machine. A --timeout in Flags comes later and wins.
+const ScanTimeout = "10m"
+
 // BulkArgs is the bulk command line of a run on list.
 func BulkArgs(o Options, list string) []string {
-	args := []string{"bulk", "-j", strconv.Itoa(max(o.Jobs, 1)), "--results", o.Results}
+	args := []string{"bulk", "-j", strconv.Itoa(max(o.Jobs, 1)), "--results", o.Results, "--timeout", ScanTimeout}
 	if o.Cache != "" {
 		args = append(args, "--cache", o.Cache)
 	}

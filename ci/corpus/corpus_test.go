@@ -92,11 +92,11 @@ func TestListLines(t *testing.T) {
 		t.Errorf("bulk reads %q as %+v", line, got)
 	}
 	o := Options{Binary: "mcpsandbox", Cache: "/c", Results: "/r", Jobs: 2, Flags: []string{"--no-boundary"}}
-	if got, want := strings.Join(BulkArgs(o, "/r/l.txt"), " "), "bulk -j 2 --results /r --cache /c --force --no-boundary /r/l.txt"; got != want {
+	if got, want := strings.Join(BulkArgs(o, "/r/l.txt"), " "), "bulk -j 2 --results /r --timeout 10m --cache /c --force --no-boundary /r/l.txt"; got != want {
 		t.Errorf("BulkArgs = %s, want %s", got, want)
 	}
 	o.Resume, o.Image = true, "mcpsandbox/node:x"
-	if got, want := strings.Join(BulkArgs(o, "l"), " "), "bulk -j 2 --results /r --cache /c --image mcpsandbox/node:x --no-boundary l"; got != want {
+	if got, want := strings.Join(BulkArgs(o, "l"), " "), "bulk -j 2 --results /r --timeout 10m --cache /c --image mcpsandbox/node:x --no-boundary l"; got != want {
 		t.Errorf("BulkArgs = %s, want %s", got, want)
 	}
 }
