@@ -49,6 +49,7 @@ bench: images
 	$(GO) test -run '^$$' -bench 'ScanWorkspace' -benchtime 2x -count 1 -timeout 30m ./sandbox/
 	$(GO) test -run '^$$' -bench 'RunnerPeakMemory' -benchtime 1x -count 1 -timeout 30m ./sandbox/
 	$(GO) test -run '^$$' -bench Overhead -benchtime 3x -count 1 -timeout 60m ./sandbox/agent/
+	$(GO) run ./cmd/bulkbench -mcpsandbox $(BIN) $(if $(BENCH_CACHE),-cache $(BENCH_CACHE))
 
 # The main job on a bundled example: scan the fixture server, whose tools
 # lie about their side effects, in sinkhole mode (nothing leaves; HTTP and
@@ -66,9 +67,10 @@ clean:
 	-[ -x $(BIN) ] && $(BIN) clean --images
 	rm -rf bin
 
-# Real servers from npm (ci/corpus/servers.txt), installed on the host
-# into a cache dir and scanned in the node image with --package, no probe
-# files: prints a table, keeps each JSON report in corpus-results/. Not
-# part of `make test` (it needs the npm registry and takes minutes).
+# Real servers from npm (ci/corpus/servers.txt), fetched and scanned by
+# `mcpsandbox bulk` (cache ~/.cache/mcpsandbox/corpus), no probe files:
+# prints a table; bulk's results (each JSON report in reports/) stay in
+# corpus-results/. Not part of `make test` (it needs the npm registry and
+# takes minutes).
 corpus: images
 	$(GO) run ./cmd/corpus -servers ci/corpus/servers.txt -mcpsandbox $(BIN) -results corpus-results $(if $(J),-j $(J))

@@ -188,6 +188,14 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (Result, error) {
 	err = diskVerdict(rep, err)
 	if err == nil && !rep.Sandbox.DiskExceeded {
 		sc.replay(rep)
+		if sc.ctx.Err() != nil {
+			// The run's bound ended the replays early: a call left
+			// unreplayed keeps its effects unpinned, which is not a
+			// complete scan.
+			rep.Complete = false
+			rep.Problems = append(rep.Problems, sc.why())
+			err = fmt.Errorf("%w: %s", ErrIncomplete, sc.why().Message)
+		}
 	}
 	// Last, after teardown: the deterministic form, with what differs
 	// between runs in Timing.
@@ -379,6 +387,13 @@ func (sc *scanner) scanSession() (res Result, err error) {
 	sc.endListing(s)
 	if err := sc.surfaces(s); err != nil {
 		return res, err
+	}
+	if sc.ctx.Err() != nil {
+		// The run's bound ended the linger or a surface's listing early
+		// (each returns quietly): what came later was not seen. As
+		// --isolation call has it.
+		s.rep.Problems = append(s.rep.Problems, sc.why())
+		return res, fmt.Errorf("%w: %s", ErrIncomplete, sc.why().Message)
 	}
 	s.rep.Complete = true
 	return res, nil

@@ -67,7 +67,8 @@ type Result struct {
 	InstallEffects int    `json:"installEffects,omitempty"`
 	// ToolRows are the per-tool rows of the summary.
 	ToolRows []ToolRow `json:"toolRows,omitempty"`
-	// Seconds is the wall time of fetch and scan: timing, not a result.
+	// Seconds is the wall time of fetch and scan, without the time waited
+	// for a slot to fetch or scan in: timing, not a result.
 	Seconds float64 `json:"seconds"`
 }
 
@@ -88,7 +89,8 @@ type ToolRow struct {
 type Options struct {
 	// Results is the results directory: state.json, reports/, summaries.
 	Results string
-	// Jobs is how many packages are fetched and scanned at once.
+	// Jobs is how many packages are scanned at once; as many more are
+	// fetched meanwhile.
 	Jobs int
 	// Force scans again what the state file says is done; Retry only
 	// what failed (failed-fetch, failed-install, failed-start, timeout).
@@ -277,7 +279,17 @@ func Run(ctx context.Context, specs []Spec, o Options) ([]Result, error) {
 		o.Progress.Done(r, finished, todo, time.Since(start))
 		return writeState(o.Results, done)
 	}
-	sem := make(chan struct{}, o.Jobs)
+	// Jobs packages scan at once, and up to Jobs more are fetched ahead
+	// meanwhile: a fetch (npm on the host, the network) and a scan (the
+	// engine, idle while a scan lingers) use different things, so the next
+	// package's fetch overlaps the scans under way instead of following
+	// them. At most 2*Jobs packages are under way.
+	sl := slots{fetch: make(chan struct{}, o.Jobs), scan: make(chan struct{}, o.Jobs)}
+	window := make(chan struct{}, 2*o.Jobs)
+	// Scans still begin in the lists' order: each package takes its scan
+	// slot after the one before it took its own (or did not need one).
+	prev := make(chan struct{})
+	close(prev)
 	var wg sync.WaitGroup
 	var werr error
 	var werrOnce sync.Once
@@ -289,17 +301,19 @@ func Run(ctx context.Context, specs []Spec, o Options) ([]Result, error) {
 			continue
 		}
 		select {
-		case sem <- struct{}{}:
+		case window <- struct{}{}:
 		case <-ctx.Done():
 		}
 		if ctx.Err() != nil {
 			break
 		}
 		wg.Add(1)
+		turn := turns{prev: prev, mine: make(chan struct{})}
+		prev = turn.mine
 		go func(i int, s Spec) {
 			defer wg.Done()
-			defer func() { <-sem }()
-			r, ok := runOne(ctx, s, o)
+			defer func() { <-window }()
+			r, ok := runOne(ctx, s, o, sl, turn)
 			if !ok {
 				return // interrupted: not recorded, run again next time
 			}
@@ -350,17 +364,59 @@ func whyLine(r Result) string {
 	return " (" + report.Printable(report.OneLine(r.Why)) + ")"
 }
 
-// runOne fetches and scans one spec. ok is false when ctx ended before it
-// finished: nothing is recorded.
-func runOne(ctx context.Context, s Spec, o Options) (Result, bool) {
+// slots bound the fetches and the scans under way at once.
+type slots struct{ fetch, scan chan struct{} }
+
+// take waits for a slot of c; it says false when ctx ended first. The
+// time waited is added to waited: it is not the package's.
+func take(ctx context.Context, c chan struct{}, waited *time.Duration) bool {
+	t := time.Now()
+	defer func() { *waited += time.Since(t) }()
+	select {
+	case c <- struct{}{}:
+		if ctx.Err() != nil {
+			// Both were ready and select chose the slot: no package
+			// starts a step after the batch was stopped.
+			<-c
+			return false
+		}
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// turns order the scans: a package takes its scan slot once prev is
+// closed, and closes mine once it has (or needs none).
+type turns struct{ prev, mine chan struct{} }
+
+// pass closes mine after prev (or when ctx ends): once.
+func (t *turns) pass(ctx context.Context) {
+	if t.mine == nil {
+		return
+	}
+	select {
+	case <-t.prev:
+	case <-ctx.Done():
+	}
+	close(t.mine)
+	t.mine = nil
+}
+
+// runOne fetches and scans one spec, each step in a slot of its kind,
+// its scan in its turn. ok is false when ctx ended before it finished:
+// nothing is recorded.
+func runOne(ctx context.Context, s Spec, o Options, sl slots, turn turns) (Result, bool) {
+	defer turn.pass(ctx)
 	start := time.Now()
+	var waited time.Duration // for a slot or a turn: not the package's time
 	r := Result{Key: s.Key(), Order: s.Order, Spec: s.String(), Kind: s.Kind, Name: s.Name, Source: s.Source}
 	finish := func(st Status, why string) (Result, bool) {
 		if ctx.Err() != nil {
 			return r, false
 		}
 		r.Status, r.Why = st, why
-		r.Seconds = time.Since(start).Round(time.Millisecond).Seconds()
+		r.Seconds = (time.Since(start) - waited).Round(time.Millisecond).Seconds()
 		return r, true
 	}
 	if s.Status != 0 {
@@ -370,9 +426,13 @@ func runOne(ctx context.Context, s Spec, o Options) (Result, bool) {
 	if inst == nil {
 		return finish(StatusNotScannedHere, fmt.Sprintf("%s specs are not scanned here", s.Kind))
 	}
+	if !take(ctx, sl.fetch, &waited) {
+		return r, false
+	}
 	fctx, cancel := context.WithTimeout(ctx, o.FetchTimeout)
 	in, err := inst.Install(fctx, s)
 	cancel()
+	<-sl.fetch
 	if err != nil {
 		if errors.Is(fctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 			return finish(StatusTimeout, fmt.Sprintf("fetch and install past %s: %v", o.FetchTimeout, err))
@@ -384,6 +444,17 @@ func runOne(ctx context.Context, s Spec, o Options) (Result, bool) {
 	}
 	r.Version, r.Integrity, r.Entry, r.Notes = in.Version, in.Integrity, in.Entry, in.Notes
 	installed(&r, in)
+	t := time.Now()
+	select {
+	case <-turn.prev:
+	case <-ctx.Done():
+	}
+	waited += time.Since(t)
+	if !take(ctx, sl.scan, &waited) {
+		return r, false
+	}
+	defer func() { <-sl.scan }()
+	turn.pass(ctx)
 	seed := o.Seed()
 	sctx, cancel := context.WithTimeout(ctx, o.Timeout+backstopGrace)
 	defer cancel()

@@ -279,3 +279,87 @@ func TestOneBatchAtATime(t *testing.T) {
 		t.Errorf("second batch on the same results: %v", err)
 	}
 }
+
+// pipeInstaller and pipeScanner follow how many installs and scans run
+// at once; the scan of "first" waits until the install of "second" has
+// begun, which only a fetch that runs ahead of the scans lets happen.
+type pipeline struct {
+	mu                    sync.Mutex
+	installs, scans       int
+	maxInstalls, maxScans int
+	secondFetching        chan struct{}
+	once                  sync.Once
+}
+
+func (p *pipeline) enter(n, most *int, d int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	*n += d
+	*most = max(*most, *n)
+}
+
+type pipeInstaller struct{ p *pipeline }
+
+func (pi pipeInstaller) Install(ctx context.Context, s Spec) (Installed, error) {
+	pi.p.enter(&pi.p.installs, &pi.p.maxInstalls, 1)
+	defer pi.p.enter(&pi.p.installs, &pi.p.maxInstalls, -1)
+	if s.Name == "second" {
+		pi.p.once.Do(func() { close(pi.p.secondFetching) })
+	}
+	return fakeInstaller{}.Install(ctx, s)
+}
+
+type pipeScanner struct{ p *pipeline }
+
+func (ps pipeScanner) Scan(ctx context.Context, j Job) (*report.Report, error) {
+	ps.p.enter(&ps.p.scans, &ps.p.maxScans, 1)
+	defer ps.p.enter(&ps.p.scans, &ps.p.maxScans, -1)
+	if j.Spec.Name == "first" {
+		select {
+		case <-ps.p.secondFetching:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Minute): // a bound on a broken pipeline, not a timing
+			return nil, errors.New("the second package was not fetched while the first scanned")
+		}
+	}
+	return (&fakeScanner{}).Scan(ctx, j)
+}
+
+// TestFetchRunsAheadOfScans: at -j 1 the next package is fetched while
+// one scans (the fetch and the scan overlap), and never more than Jobs
+// fetches nor Jobs scans run at once.
+func TestFetchRunsAheadOfScans(t *testing.T) {
+	p := &pipeline{secondFetching: make(chan struct{})}
+	o := testOptions(t, pipeScanner{p})
+	o.Jobs = 1
+	o.Installers = map[Kind]Installer{KindNPM: pipeInstaller{p}}
+	specs := []Spec{{Kind: KindNPM, Name: "first", Source: "l:1"}, {Kind: KindNPM, Name: "second", Source: "l:2"}}
+	res, err := Run(context.Background(), specs, o)
+	if err != nil || len(res) != 2 {
+		t.Fatalf("%v, %d results", err, len(res))
+	}
+	for _, r := range res {
+		if r.Status != StatusOK {
+			t.Errorf("%s: %s (%s)", r.Spec, r.Status, r.Why)
+		}
+	}
+	if p.maxScans != 1 || p.maxInstalls != 1 {
+		t.Errorf("at -j 1: %d scans and %d fetches at once", p.maxScans, p.maxInstalls)
+	}
+
+	p = &pipeline{secondFetching: make(chan struct{})}
+	o = testOptions(t, pipeScanner{p})
+	o.Jobs = 2
+	o.Installers = map[Kind]Installer{KindNPM: pipeInstaller{p}}
+	specs = specs[:0]
+	for i := range 8 {
+		specs = append(specs, Spec{Kind: KindNPM, Name: fmt.Sprintf("p%d", i), Source: fmt.Sprintf("l:%d", i+1)})
+	}
+	if res, err := Run(context.Background(), specs, o); err != nil || len(res) != 8 {
+		t.Fatalf("%v, %d results", err, len(res))
+	}
+	if p.maxScans > 2 || p.maxInstalls > 2 {
+		t.Errorf("at -j 2: %d scans and %d fetches at once", p.maxScans, p.maxInstalls)
+	}
+}

@@ -1,6 +1,7 @@
 // Package corpus scans a list of real stdio MCP servers from npm, as a
-// new user would (no probe files, default flags but --package), and
-// summarizes how much of each the scan exercised: `make corpus`.
+// new user would (no probe files, default flags), through `mcpsandbox
+// bulk` (one installer: bulk's), and summarizes how much of each the
+// scan exercised: `make corpus`.
 package corpus
 
 import (
@@ -13,9 +14,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
-	"sync"
 
+	"github.com/mcpsandbox/mcpsandbox/ci/bulk"
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 )
 
@@ -29,9 +31,6 @@ type Server struct {
 	Args  []string
 	// Env is KEY=VAL for the server (--env).
 	Env []string
-	// Scripts runs the package's install scripts (npm install without
-	// --ignore-scripts): for a package that needs them.
-	Scripts bool
 	// Why is the line's trailing comment: what the server is in the corpus
 	// for.
 	Why string
@@ -40,17 +39,12 @@ type Server struct {
 // Spec is the package as npm takes it: name@version.
 func (s Server) Spec() string { return s.Package + "@" + s.Version }
 
-// Slug names the server's cache and result files.
-func (s Server) Slug() string {
-	return strings.NewReplacer("@", "", "/", "__").Replace(s.Package) + "@" + s.Version
-}
-
 // ErrSyntax is wrapped by every error of a malformed servers file.
 var ErrSyntax = errors.New("servers file")
 
 // Parse reads a servers file: one server a line,
 //
-//	PACKAGE@VERSION ENTRY [ARG...] [env:KEY=VAL...] [+scripts] [# why]
+//	PACKAGE@VERSION ENTRY [ARG...] [env:KEY=VAL...] [# why]
 //
 // blank lines and lines starting with # ignored.
 func Parse(r io.Reader) ([]Server, error) {
@@ -75,8 +69,10 @@ func Parse(r io.Reader) ([]Server, error) {
 					return nil, fmt.Errorf("%w: line %d: %q: want env:KEY=VAL", ErrSyntax, n, a)
 				}
 				s.Env = append(s.Env, kv)
-			case a == "+scripts":
-				s.Scripts = true
+			case strings.HasPrefix(a, "+"):
+				// +scripts was npm install with scripts on the host; bulk
+				// runs no package code there.
+				return nil, fmt.Errorf("%w: line %d: %q: no install scripts run on the host", ErrSyntax, n, a)
 			default:
 				s.Args = append(s.Args, a)
 			}
@@ -86,60 +82,74 @@ func Parse(r io.Reader) ([]Server, error) {
 	return out, sc.Err()
 }
 
-// Options is a corpus run.
-type Options struct {
-	// Binary is mcpsandbox; Cache where packages are installed (one
-	// prefix per server, kept between runs); Results where the reports go.
-	Binary, Cache, Results string
-	// Jobs is how many scans run at once.
-	Jobs int
-	// Image is the image every scan runs in (--image): a content-tagged
-	// ref, not :latest, which another build on the same engine may move.
-	Image string
-	// Flags are added to every scan.
-	Flags []string
-	// Log gets progress lines.
-	Log io.Writer
+// ListLine is s as a line of a `mcpsandbox bulk` list: the entry named
+// as a file of the package (bin:./ENTRY), the environment, then the
+// arguments.
+func (s Server) ListLine() string {
+	f := []string{"npm:" + s.Spec(), "bin:./" + strings.TrimPrefix(s.Entry, "./")}
+	for _, e := range s.Env {
+		f = append(f, "env:"+e)
+	}
+	if len(s.Args) > 0 {
+		f = append(append(f, "--"), s.Args...)
+	}
+	return strings.Join(f, " ")
 }
 
-// PackageTarget is where the scan shows the installed prefix (--package).
-const PackageTarget = "/package"
-
-// Install installs s under cache (npm install --prefix), unless it is
-// there already, and returns the prefix.
-func Install(ctx context.Context, cache string, s Server, log io.Writer) (string, error) {
-	dir := filepath.Join(cache, s.Slug())
-	if b, err := os.ReadFile(filepath.Join(dir, "node_modules", s.Package, "package.json")); err == nil {
-		var pj struct{ Version string }
-		if json.Unmarshal(b, &pj) == nil && pj.Version == s.Version {
-			return dir, nil
+// WriteList writes servers as a `mcpsandbox bulk` list, one a line, in
+// order.
+func WriteList(w io.Writer, servers []Server) error {
+	fmt.Fprintln(w, "# written by the corpus run from ci/corpus/servers.txt")
+	for _, s := range servers {
+		if _, err := fmt.Fprintln(w, s.ListLine()); err != nil {
+			return err
 		}
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("installing %s: %w", s.Spec(), err)
-	}
-	args := []string{"install", "--prefix", dir, "--no-audit", "--no-fund", "--no-save", s.Spec()}
-	if !s.Scripts {
-		args = append(args, "--ignore-scripts")
-	}
-	cmd := exec.CommandContext(ctx, "npm", args...)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("npm %s: %w\n%s", strings.Join(args, " "), err, out)
-	}
-	fmt.Fprintf(log, "installed %s\n", s.Spec())
-	return dir, nil
+	return nil
 }
 
-// ScanArgs is the command line of s's scan, its report written to out.
-func ScanArgs(s Server, prefix, out string, flags []string) []string {
-	args := []string{"scan", "--format", "json", "--out", out, "--fail-on", "never", "--package", prefix + ":" + PackageTarget}
-	for _, e := range s.Env {
-		args = append(args, "--env", e)
+// Options is a corpus run.
+type Options struct {
+	// Binary is mcpsandbox; Cache is bulk's --cache (tarballs and
+	// installed trees by content, kept between runs); Results bulk's
+	// results directory.
+	Binary, Cache, Results string
+	// Jobs is how many packages bulk scans at once.
+	Jobs int
+	// Image is bulk's --image ("" for bulk's default: the node image by
+	// its content tag).
+	Image string
+	// Resume scans only what the results directory does not have yet;
+	// else every server is scanned again (--force).
+	Resume bool
+	// Flags are added to the bulk command (scan flags it passes on).
+	Flags []string
+	// Stderr gets bulk's progress.
+	Stderr io.Writer
+}
+
+// listFile is the bulk list the run writes into the results directory.
+const listFile = "corpus-list.txt"
+
+// ScanTimeout is each package's bound (bulk --timeout): scan's own
+// default, not bulk's 5 minutes, which desktop-commander's replays pass
+// on a loaded machine. A --timeout in Flags comes later and wins.
+const ScanTimeout = "10m"
+
+// BulkArgs is the bulk command line of a run on list.
+func BulkArgs(o Options, list string) []string {
+	args := []string{"bulk", "-j", strconv.Itoa(max(o.Jobs, 1)), "--results", o.Results, "--timeout", ScanTimeout}
+	if o.Cache != "" {
+		args = append(args, "--cache", o.Cache)
 	}
-	args = append(args, flags...)
-	args = append(args, "--", "node", PackageTarget+"/node_modules/"+s.Package+"/"+s.Entry)
-	return append(args, s.Args...)
+	if o.Image != "" {
+		args = append(args, "--image", o.Image)
+	}
+	if !o.Resume {
+		args = append(args, "--force")
+	}
+	args = append(args, o.Flags...)
+	return append(args, list)
 }
 
 // Row is one server's line of the table.
@@ -174,94 +184,78 @@ func Summarize(s Server, r report.Report) Row {
 	return row
 }
 
-// Run installs and scans every server, Jobs at a time, and returns the
-// rows in the file's order. A server that fails to install or scan has a
-// row with Err; the run goes on.
-func Run(ctx context.Context, servers []Server, o Options) []Row {
-	if o.Jobs < 1 {
-		o.Jobs = 1
+// Run scans the servers with `mcpsandbox bulk` (bulk fetches and
+// installs each with none of its code run, into Cache, and scans it as
+// `scan` does) and returns their rows in the file's order, read from
+// bulk's results: its state and each package's report. A server bulk
+// could not fetch, install or scan has a row with Err, its status and
+// why; the run goes on. The error is bulk's when the batch itself did
+// not run (or was interrupted: the rows are those done).
+func Run(ctx context.Context, servers []Server, o Options) ([]Row, error) {
+	if err := os.MkdirAll(o.Results, 0o755); err != nil {
+		return nil, fmt.Errorf("corpus results: %w", err)
 	}
-	if o.Log == nil {
-		o.Log = io.Discard
+	var list strings.Builder
+	if err := WriteList(&list, servers); err != nil {
+		return nil, err
 	}
-	rows := make([]Row, len(servers))
-	sem := make(chan struct{}, o.Jobs)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	logf := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(o.Log, format, args...)
+	path := filepath.Join(o.Results, listFile)
+	if err := os.WriteFile(path, []byte(list.String()), 0o644); err != nil {
+		return nil, fmt.Errorf("corpus list: %w", err)
 	}
-	// Installs one at a time (npm's cache is shared), scans in parallel.
-	prefixes := make([]string, len(servers))
-	for i, s := range servers {
-		p, err := Install(ctx, o.Cache, s, o.Log)
-		if err != nil {
-			rows[i] = Row{Server: s, Err: err.Error()}
-			continue
-		}
-		prefixes[i] = p
+	cmd := exec.CommandContext(ctx, o.Binary, BulkArgs(o, path)...)
+	cmd.Stdout, cmd.Stderr = o.Stderr, o.Stderr
+	runErr := cmd.Run()
+	if runErr != nil {
+		runErr = fmt.Errorf("%s: %w", strings.Join(cmd.Args, " "), runErr)
 	}
-	for i, s := range servers {
-		if prefixes[i] == "" {
-			continue
-		}
-		wg.Add(1)
-		go func(i int, s Server) {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			out := filepath.Join(o.Results, s.Slug()+".json")
-			flags := o.Flags
-			if o.Image != "" {
-				flags = append([]string{"--image", o.Image}, flags...)
-			}
-			cmd := exec.CommandContext(ctx, o.Binary, ScanArgs(s, prefixes[i], out, flags)...)
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			logf("scanning %s\n", s.Spec())
-			err := cmd.Run()
-			b, rerr := os.ReadFile(out)
-			var r report.Report
-			if rerr == nil {
-				rerr = json.Unmarshal(b, &r)
-			}
-			if rerr != nil {
-				rows[i] = Row{Server: s, Err: fmt.Sprintf("no report (%v): %s", err, lastLine(stderr.String()))}
-				return
-			}
-			rows[i] = Summarize(s, r)
-			if err != nil {
-				rows[i].Err = fmt.Sprintf("%v: %s", err, lastLine(stderr.String()))
-			}
-			logf("scanned %s\n", s.Spec())
-		}(i, s)
-	}
-	wg.Wait()
-	return rows
-}
-
-// BuildImage builds (or finds up to date) the image name with binary and
-// returns its content-tagged ref, which the build prints last.
-func BuildImage(ctx context.Context, binary, name string) (string, error) {
-	out, err := exec.CommandContext(ctx, binary, "images", "build", name).Output()
+	state, err := bulk.LoadState(o.Results)
 	if err != nil {
-		return "", fmt.Errorf("building the %s image: %w", name, err)
+		return nil, errors.Join(runErr, err)
 	}
-	ref := lastLine(string(out))
-	if !strings.Contains(ref, ":") {
-		return "", fmt.Errorf("building the %s image: no ref in %q", name, out)
-	}
-	return ref, nil
+	return Rows(servers, state, o.Results), runErr
 }
 
-func lastLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.LastIndex(s, "\n"); i >= 0 {
-		s = s[i+1:]
+// Rows are the servers' rows from a bulk state (by spec key) and the
+// reports in results; a server the state does not have is left out.
+func Rows(servers []Server, state map[string]bulk.Result, results string) []Row {
+	var rows []Row
+	for _, s := range servers {
+		specs, bad := bulk.ParseList("corpus", strings.NewReader(s.ListLine()))
+		if len(bad) > 0 || len(specs) != 1 {
+			rows = append(rows, Row{Server: s, Err: fmt.Sprintf("not a bulk spec: %v", bad)})
+			continue
+		}
+		r, ok := state[specs[0].Key()]
+		if !ok {
+			continue
+		}
+		if r.Version != "" {
+			s.Version = r.Version
+		}
+		row := Row{Server: s}
+		if r.Report != "" {
+			var rep report.Report
+			b, err := os.ReadFile(filepath.Join(results, filepath.FromSlash(r.Report)))
+			if err == nil {
+				err = json.Unmarshal(b, &rep)
+			}
+			if err != nil {
+				row.Err = fmt.Sprintf("%s: report %s: %v", r.Status, r.Report, err)
+				rows = append(rows, row)
+				continue
+			}
+			row = Summarize(s, rep)
+		}
+		if r.Status != bulk.StatusOK && r.Status != bulk.StatusFindings {
+			row.Err = r.Status.String()
+			if r.Why != "" {
+				row.Err += ": " + report.OneLine(r.Why)
+			}
+		}
+		rows = append(rows, row)
 	}
-	return s
+	return rows
 }
 
 // WriteTable prints the rows as a Markdown table with a total line.

@@ -1,31 +1,35 @@
 package corpus
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/mcpsandbox/mcpsandbox/ci/bulk"
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 )
 
 func TestParse(t *testing.T) {
-	got, err := Parse(strings.NewReader("# comment\n\n@scope/pkg@1.2.3 dist/index.js /workspace env:A=b +scripts # why\nplain@0.1.0 cli.js\n"))
+	got, err := Parse(strings.NewReader("# comment\n\n@scope/pkg@1.2.3 dist/index.js /workspace env:A=b # why\nplain@0.1.0 cli.js\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []Server{
-		{Package: "@scope/pkg", Version: "1.2.3", Entry: "dist/index.js", Args: []string{"/workspace"}, Env: []string{"A=b"}, Scripts: true, Why: "why"},
+		{Package: "@scope/pkg", Version: "1.2.3", Entry: "dist/index.js", Args: []string{"/workspace"}, Env: []string{"A=b"}, Why: "why"},
 		{Package: "plain", Version: "0.1.0", Entry: "cli.js"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Parse = %+v", got)
 	}
-	if got[0].Slug() != "scope__pkg@1.2.3" || got[0].Spec() != "@scope/pkg@1.2.3" {
-		t.Errorf("slug %q spec %q", got[0].Slug(), got[0].Spec())
+	if got[0].Spec() != "@scope/pkg@1.2.3" {
+		t.Errorf("spec %q", got[0].Spec())
 	}
-	for _, bad := range []string{"@scope/pkg dist/index.js", "pkg@1.0.0", "pkg@ x.js", "pkg@1 x.js env:=v"} {
+	// +scripts ran npm install with scripts on the host: refused now.
+	for _, bad := range []string{"@scope/pkg dist/index.js", "pkg@1.0.0", "pkg@ x.js", "pkg@1 x.js env:=v", "pkg@1 x.js +scripts"} {
 		if _, err := Parse(strings.NewReader(bad)); !errors.Is(err, ErrSyntax) {
 			t.Errorf("Parse(%q) = %v", bad, err)
 		}
@@ -33,7 +37,8 @@ func TestParse(t *testing.T) {
 }
 
 // TestTheCorpusFileParses: the committed list is well formed, pins every
-// version, and has at least 12 servers.
+// version, has at least 12 servers, and is a bulk list whose every spec
+// runs the file its line names.
 func TestTheCorpusFileParses(t *testing.T) {
 	f, err := os.Open("servers.txt")
 	if err != nil {
@@ -52,14 +57,83 @@ func TestTheCorpusFileParses(t *testing.T) {
 			t.Errorf("%s: version %q is not pinned", s.Package, s.Version)
 		}
 	}
+	var b strings.Builder
+	if err := WriteList(&b, list); err != nil {
+		t.Fatal(err)
+	}
+	specs, bad := bulk.ParseList("l", strings.NewReader(b.String()))
+	if len(bad) > 0 || len(specs) != len(list) {
+		t.Fatalf("bulk reads %d specs of %d, %v", len(specs), len(list), bad)
+	}
+	for i, s := range specs {
+		if s.Bin != "./"+list[i].Entry || s.Version != list[i].Version {
+			t.Errorf("%s: bin %q version %q", list[i].Package, s.Bin, s.Version)
+		}
+	}
 }
 
-func TestScanArgs(t *testing.T) {
-	s := Server{Package: "@a/b", Version: "1.0.0", Entry: "dist/index.js", Args: []string{"/workspace"}, Env: []string{"K=V"}}
-	got := strings.Join(ScanArgs(s, "/cache/a__b@1.0.0", "/r/x.json", []string{"-v"}), " ")
-	want := "scan --format json --out /r/x.json --fail-on never --package /cache/a__b@1.0.0:/package --env K=V -v -- node /package/node_modules/@a/b/dist/index.js /workspace"
-	if got != want {
-		t.Errorf("ScanArgs =\n%s\nwant\n%s", got, want)
+// TestListLines: each server becomes the bulk spec that runs the same
+// file with the same arguments and environment, and bulk reads it back
+// as that.
+func TestListLines(t *testing.T) {
+	s := Server{Package: "@a/b", Version: "1.0.0", Entry: "dist/index.js", Args: []string{"/workspace", "x"}, Env: []string{"K=V", "L=a=b"}}
+	line := s.ListLine()
+	if want := "npm:@a/b@1.0.0 bin:./dist/index.js env:K=V env:L=a=b -- /workspace x"; line != want {
+		t.Errorf("ListLine =\n%s\nwant\n%s", line, want)
+	}
+	specs, bad := bulk.ParseList("l", strings.NewReader(line))
+	if len(bad) > 0 || len(specs) != 1 {
+		t.Fatalf("bulk reads %q as %v, %v", line, specs, bad)
+	}
+	got := specs[0]
+	if got.Kind != bulk.KindNPM || got.Name != "@a/b" || got.Version != "1.0.0" || got.Bin != "./dist/index.js" ||
+		!reflect.DeepEqual(got.Args, []string{"/workspace", "x"}) ||
+		!reflect.DeepEqual(got.Env, []bulk.EnvVar{{Name: "K", Value: "V"}, {Name: "L", Value: "a=b"}}) {
+		t.Errorf("bulk reads %q as %+v", line, got)
+	}
+	o := Options{Binary: "mcpsandbox", Cache: "/c", Results: "/r", Jobs: 2, Flags: []string{"--no-boundary"}}
+	if got, want := strings.Join(BulkArgs(o, "/r/l.txt"), " "), "bulk -j 2 --results /r --timeout 10m --cache /c --force --no-boundary /r/l.txt"; got != want {
+		t.Errorf("BulkArgs = %s, want %s", got, want)
+	}
+	o.Resume, o.Image = true, "mcpsandbox/node:x"
+	if got, want := strings.Join(BulkArgs(o, "l"), " "), "bulk -j 2 --results /r --timeout 10m --cache /c --image mcpsandbox/node:x --no-boundary l"; got != want {
+		t.Errorf("BulkArgs = %s, want %s", got, want)
+	}
+}
+
+// TestRowsFromBulk: the table's rows come from bulk's state and reports,
+// in the servers file's order; a package that did not scan says its
+// status and why; one the state lacks (not run yet) is left out.
+func TestRowsFromBulk(t *testing.T) {
+	dir := t.TempDir()
+	a := Server{Package: "a", Version: "1.0.0", Entry: "i.js"}
+	b := Server{Package: "b", Version: "2.0.0", Entry: "i.js"}
+	c := Server{Package: "c", Version: "3.0.0", Entry: "i.js"}
+	key := func(s Server) string {
+		specs, _ := bulk.ParseList("l", strings.NewReader(s.ListLine()))
+		return specs[0].Key()
+	}
+	rep := report.Report{Complete: true, Tools: []report.Tool{{Name: "x"}}, Calls: []report.Call{{Tool: "x"}}}
+	raw, _ := json.Marshal(rep)
+	if err := os.MkdirAll(filepath.Join(dir, "reports"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "reports", "a.json"), raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state := map[string]bulk.Result{
+		key(a): {Status: bulk.StatusOK, Version: "1.0.0", Report: "reports/a.json"},
+		key(b): {Status: bulk.StatusFailedFetch, Why: "npm view b@2.0.0: E404\nmore"},
+	}
+	rows := Rows([]Server{a, b, c}, state, dir)
+	if len(rows) != 2 {
+		t.Fatalf("rows %+v", rows)
+	}
+	if r := rows[0]; r.Server.Package != "a" || r.Tools != 1 || r.Exercised != 1 || r.Err != "" || !r.Complete {
+		t.Errorf("row a %+v", r)
+	}
+	if r := rows[1]; r.Server.Package != "b" || r.Err != "failed-fetch: npm view b@2.0.0: E404 more" {
+		t.Errorf("row b %+v", r)
 	}
 }
 

@@ -1,6 +1,7 @@
-// Command corpus installs the real MCP servers of ci/corpus/servers.txt
-// from npm, scans each with mcpsandbox (no probe files, --package) and
-// prints how much of each the scan exercised. See `make corpus`.
+// Command corpus scans the real MCP servers of ci/corpus/servers.txt with
+// `mcpsandbox bulk` (fetched and installed by bulk, none of their code run
+// on the host; no probe files) and prints how much of each the scan
+// exercised. See `make corpus`.
 package main
 
 import (
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -17,14 +19,15 @@ import (
 
 func main() {
 	servers := flag.String("servers", "ci/corpus/servers.txt", "the servers file")
-	o := corpus.Options{Log: os.Stderr}
+	o := corpus.Options{Stderr: os.Stderr}
 	flag.StringVar(&o.Binary, "mcpsandbox", "bin/mcpsandbox", "the mcpsandbox binary")
-	flag.StringVar(&o.Cache, "cache", "", "where packages are installed (default: the user cache dir's mcpsandbox/corpus)")
-	flag.StringVar(&o.Results, "results", "corpus-results", "where each server's JSON report is written")
-	flag.IntVar(&o.Jobs, "j", 2, "scans at once")
-	flag.StringVar(&o.Image, "image", "", "the image to scan in (default: the node image, built now, by its content tag)")
+	flag.StringVar(&o.Cache, "cache", "", "bulk's --cache: tarballs and installed trees (default: the user cache dir's mcpsandbox/corpus)")
+	flag.StringVar(&o.Results, "results", "corpus-results", "bulk's results directory: each server's JSON report in reports/, state.json, summaries")
+	flag.IntVar(&o.Jobs, "j", 2, "packages scanned at once (bulk -j)")
+	flag.StringVar(&o.Image, "image", "", "bulk's --image (default: the node image, built when missing, by its content tag)")
+	flag.BoolVar(&o.Resume, "resume", false, "scan only the servers the results directory does not have (default: all again, bulk --force)")
 	only := flag.String("only", "", "scan only the servers whose package contains this")
-	extra := flag.String("flags", "", "more scan flags, space-separated")
+	extra := flag.String("flags", "", "more bulk flags (the scan flags it passes on), space-separated")
 	flag.Parse()
 	if err := run(*servers, *only, *extra, o); err != nil {
 		fmt.Fprintln(os.Stderr, "corpus:", err)
@@ -53,21 +56,12 @@ func run(file, only, extra string, o corpus.Options) error {
 		if err != nil {
 			return err
 		}
-		o.Cache = dir + "/mcpsandbox/corpus"
-	}
-	if err := os.MkdirAll(o.Results, 0o755); err != nil {
-		return err
+		o.Cache = filepath.Join(dir, "mcpsandbox", "corpus")
 	}
 	o.Flags = strings.Fields(extra)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if o.Image == "" {
-		if o.Image, err = corpus.BuildImage(ctx, o.Binary, "node"); err != nil {
-			return err
-		}
-		fmt.Fprintln(o.Log, "scanning in", o.Image)
-	}
-	rows := corpus.Run(ctx, picked, o)
+	rows, err := corpus.Run(ctx, picked, o)
 	corpus.WriteTable(os.Stdout, rows)
-	return nil
+	return err
 }
