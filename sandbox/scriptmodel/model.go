@@ -190,6 +190,10 @@ func (e *Endpoint) decide(t Turn) (string, bool) {
 			t.Offered[i] = n[:maxName]
 		}
 	}
+	// The answer names the tool whole; the record is bounded.
+	if len(t.Matched) > maxName {
+		t.Matched = t.Matched[:maxName]
+	}
 	if len(e.turns) >= e.opts.MaxTurns {
 		e.dropped++
 	} else {

@@ -93,7 +93,7 @@ func host(ctx context.Context, in io.ReadCloser, out io.WriteCloser) error {
 	if err != nil {
 		return fmt.Errorf("finding the twin's own path: %w", err)
 	}
-	h := &Host{ledger: newLedger(), model: scriptmodel.New(scriptmodel.Options{}), self: self}
+	h := &Host{ledger: newLedger(MarkerDir), model: scriptmodel.New(scriptmodel.Options{}), self: self}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if err := h.listen(ctx); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -39,11 +40,16 @@ type ledger struct {
 	sessions map[any]int
 	next     map[Conn]int
 	lists    map[any]int // tools/list replies sent per session
+	// dir is where markers go (MarkerDir; a test's own elsewhere).
+	dir string
 }
 
-func newLedger() *ledger {
-	return &ledger{sessions: map[any]int{}, next: map[Conn]int{}, lists: map[any]int{}, phase: PhaseSelfTest}
+func newLedger(dir string) *ledger {
+	return &ledger{sessions: map[any]int{}, next: map[Conn]int{}, lists: map[any]int{}, phase: PhaseSelfTest, dir: dir}
 }
+
+// marker is the marker path of call seq.
+func (l *ledger) marker(seq int) string { return path.Join(l.dir, path.Base(MarkerPath(seq))) }
 
 func (l *ledger) set(phase Phase, nonce string, f *Faults) {
 	l.mu.Lock()
@@ -125,7 +131,7 @@ func clientServer(l *ledger, conn Conn) *mcp.Server {
 				}
 				if e.Tool == Alpha || e.Tool == Beta {
 					// The marker first: a call the ledger holds wrote it.
-					e.Marker = MarkerPath(e.Seq)
+					e.Marker = l.marker(e.Seq)
 					if err := os.WriteFile(e.Marker, MarkerContent(nonce, e.Tool, e.Seq), 0o644); err != nil {
 						e.Error = fmt.Sprintf("writing the marker: %v", err)
 					}
