@@ -9,7 +9,8 @@
 //
 // Policies: readonly-auto (runs read-only tools unasked), ask-all (asks
 // for every tool), no-gate (asks for none), no-list (never lists the
-// tools). A trusted server (settings "trust": true) is asked about never.
+// tools), hang (lists them, then never ends). A trusted server (settings
+// "trust": true) is asked about never.
 package main
 
 import (
@@ -49,7 +50,7 @@ func main() {
 }
 
 func run() error {
-	policy := flag.String("policy", "readonly-auto", "readonly-auto, ask-all, no-gate or no-list")
+	policy := flag.String("policy", "readonly-auto", "readonly-auto, ask-all, no-gate, no-list or hang")
 	api := flag.String("api", "openai", "openai or anthropic")
 	stream := flag.Bool("stream", false, "ask the model for a stream")
 	listTwice := flag.Bool("list-twice", false, "list the tools again before a call, and judge by that listing")
@@ -85,6 +86,10 @@ func run() error {
 			return fmt.Errorf("tools/list: %w", err)
 		}
 		tools = lt.Tools
+	}
+	if *policy == "hang" {
+		// A client that never ends: the harness's time bound ends it.
+		time.Sleep(time.Hour)
 	}
 	prefix := "mcp__" + s.Server.Name + "__"
 	m := model{url: s.Model, api: *api, stream: *stream}
