@@ -12,8 +12,10 @@ var builtins = map[string]string{
 	// gemini-cli: settings.json's mcpServers with a per-server trust, a
 	// positional prompt runs it non-interactively, --approval-mode default
 	// asks before every call that is not auto-approved; the API's base
-	// URL from GOOGLE_GEMINI_BASE_URL. The control trusts the server and
-	// the workspace folder.
+	// URL from GOOGLE_GEMINI_BASE_URL. Headless runs (0.61 on) need the
+	// workspace folder trusted (GEMINI_CLI_TRUST_WORKSPACE): a trust of
+	// the folder, not of the server, given in every leg. The control
+	// trusts the server too, and records the folder as trusted.
 	"gemini-cli": `{
   "name": "gemini-cli",
   "about": "Google's gemini-cli (npm @google/gemini-cli): gemini --approval-mode default PROMPT",
@@ -21,7 +23,7 @@ var builtins = map[string]string{
   "transports": ["stdio", "http"],
   "args": ["--approval-mode", "default", "{{prompt}}"],
   "env": {"GEMINI_API_KEY": "mcpsandbox-scripted", "GOOGLE_GEMINI_BASE_URL": "{{modelURL}}", "GEMINI_MODEL": "gemini-2.5-flash",
-          "GEMINI_CLI_NO_RELAUNCH": "true", "NO_BROWSER": "true"},
+          "GEMINI_CLI_NO_RELAUNCH": "true", "NO_BROWSER": "true", "GEMINI_CLI_TRUST_WORKSPACE": "true"},
   "files": [
     {"path": "~/.gemini/settings.json", "when": "stdio", "json": {
       "mcpServers": {"{{serverName}}": {"command": "{{stdioCommand}}", "args": ["{{stdioArg}}"], "trust": false}},
