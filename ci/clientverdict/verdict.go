@@ -41,6 +41,17 @@ func (v Verdict) String() string {
 // MarshalText makes a Verdict a JSON string.
 func (v Verdict) MarshalText() ([]byte, error) { return []byte(v.String()), nil }
 
+// UnmarshalText reads what MarshalText wrote.
+func (v *Verdict) UnmarshalText(b []byte) error {
+	for _, x := range []Verdict{Confirmed, Refuted, Skipped, Errored} {
+		if x.String() == string(b) {
+			*v = x
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown verdict %q", b)
+}
+
 // Precondition names what a SKIPPED run lacked.
 type Precondition string
 

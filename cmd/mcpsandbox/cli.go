@@ -32,7 +32,8 @@ Usage:
   mcpsandbox version                            print the version
 
 Run 'mcpsandbox COMMAND --help' for a command's flags.
-Exit codes: 0 no findings, 1 findings, 2 usage or infrastructure error.
+Exit codes: 0 no findings, 1 findings, 2 usage or infrastructure error;
+client: 0 REFUTED (backed), 1 CONFIRMED, 2 ERRORED, 3 SKIPPED or an unbacked REFUTED.
 `
 
 // usageError is a mistake in the command line: exit 2 with the usage hint.

@@ -118,16 +118,24 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if *verbose {
 		opts.Log = stderr
 	}
-	ag, err := sandbox.FindAgent(*agentPath)
-	if err != nil {
-		return err
+	if err := clientrun.Preflight(opts); err != nil {
+		return usageError{err.Error()}
 	}
-	opts.Agent = ag
-	cli, err := sandbox.Connect(ctx)
-	if err != nil {
-		return err
+	var cli sandbox.Engine
+	if a.Missing == "" {
+		// An adapter that names a missing precondition runs nothing.
+		ag, err := sandbox.FindAgent(*agentPath)
+		if err != nil {
+			return err
+		}
+		opts.Agent = ag
+		c, err := sandbox.Connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		cli = c
 	}
-	defer cli.Close()
 	rep, runErr := clientrun.Run(ctx, cli, opts)
 	if err := writeClientReport(rep, *format, *out, *jsonOut, *junit, stdout); err != nil {
 		return errors.Join(runErr, err)

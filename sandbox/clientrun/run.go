@@ -98,19 +98,8 @@ func Run(ctx context.Context, cli sandbox.Engine, opts Options) (*clientverdict.
 	}
 	rep.Client.Transport = transport
 	r := &runner{opts: opts, cli: cli, transport: transport}
-	// The client's command and every leg's settings are checked before
-	// anything runs.
-	for _, trusted := range []bool{false, true} {
-		if trusted && a.Trust == nil {
-			continue
-		}
-		rd, err := a.Render(r.vars(), trusted)
-		if err != nil {
-			return fail(rep, err)
-		}
-		if err := clientadapter.Check(opts.Command, rd); err != nil {
-			return fail(rep, err)
-		}
+	if err := r.preflight(); err != nil {
+		return fail(rep, err)
 	}
 	var listings []listing
 	legs := map[string]*legResult{}
@@ -156,6 +145,41 @@ func Run(ctx context.Context, cli sandbox.Engine, opts Options) (*clientverdict.
 	rep.Decision = d
 	rep.SelfTest.Check, rep.HeldFixed.Check = in.SelfTest, in.HeldFixed
 	return rep, nil
+}
+
+// Preflight checks, before anything runs, that the adapter renders for
+// every leg and that neither it nor the client's command turns on a mode
+// that approves everything.
+func Preflight(opts Options) error {
+	if opts.Adapter.Missing != "" {
+		return nil
+	}
+	transport, err := opts.Adapter.Transport(opts.Transport)
+	if err != nil {
+		return err
+	}
+	r := &runner{opts: opts, transport: transport}
+	if r.opts.Prompt == "" {
+		r.opts.Prompt = DefaultPrompt
+	}
+	return r.preflight()
+}
+
+func (r *runner) preflight() error {
+	a := r.opts.Adapter
+	for _, trusted := range []bool{false, true} {
+		if trusted && a.Trust == nil {
+			continue
+		}
+		rd, err := a.Render(r.vars(), trusted)
+		if err != nil {
+			return err
+		}
+		if err := clientadapter.Check(r.opts.Command, rd); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // fail makes rep ERRORED with err's reason and returns err.
