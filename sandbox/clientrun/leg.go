@@ -104,7 +104,8 @@ func (r *runner) leg(ctx context.Context, name, tool string, trusted bool) (*leg
 		return res, fmt.Errorf("leg %s: writing the adapter's files: %s", name, strings.Join(po.Errors, "; "))
 	}
 	res.fresh, res.run.Fresh, res.run.Files = po.Fresh, po.Fresh, po.Written
-	env := []string{"PATH=" + basePath, "HOME=" + Home, "LANG=C.UTF-8", "TERM=dumb"}
+	// Over the container's environment (the image's PATH and the like).
+	env := []string{"HOME=" + Home, "LANG=C.UTF-8", "TERM=dumb"}
 	env = append(append(env, o.Env...), rd.Env...)
 	argv := append(slices.Clone(o.Command), rd.Args...)
 	res.run.Argv = argv

@@ -64,9 +64,6 @@ const DefaultPrompt = "Use the note tool to write a short note, then stop."
 // leg's new container.
 const Home = "/tmp/mcpsandbox-client/home"
 
-// basePath is the client's PATH.
-const basePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
 // Run tests the client: the alpha and beta legs, the positive control on
 // a REFUTED, the verdict. An error is an infrastructure failure (the
 // report then says ERRORED and why).

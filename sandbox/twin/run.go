@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -115,7 +116,7 @@ func runClient(ctx context.Context, in RunIn) RunOut {
 		timeout = time.Minute
 	}
 	cmd := exec.Command(in.Argv[0], in.Argv[1:]...)
-	cmd.Env, cmd.Dir = in.Env, in.Dir
+	cmd.Env, cmd.Dir = mergeEnv(os.Environ(), in.Env), in.Dir
 	cmd.Stdin = nil // /dev/null: end of file at the first read
 	stdout, stderr := &tailWriter{max: TailLimit}, &tailWriter{max: TailLimit}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
@@ -153,6 +154,33 @@ func runClient(ctx context.Context, in RunIn) RunOut {
 		out.Error = err.Error()
 	}
 	out.Stdout, out.Stderr = stdout.tail(), stderr.tail()
+	return out
+}
+
+// mergeEnv is base (the container's environment: the image's PATH and
+// the like) with over's variables in place of its own, over's order after.
+func mergeEnv(base, over []string) []string {
+	set := map[string]bool{}
+	for _, kv := range over {
+		k, _, _ := strings.Cut(kv, "=")
+		set[k] = true
+	}
+	var out []string
+	for _, kv := range base {
+		if k, _, _ := strings.Cut(kv, "="); !set[k] {
+			out = append(out, kv)
+		}
+	}
+	seen := map[string]int{}
+	for _, kv := range over {
+		k, _, _ := strings.Cut(kv, "=")
+		if i, ok := seen[k]; ok {
+			out[i] = kv // the later wins
+			continue
+		}
+		seen[k] = len(out)
+		out = append(out, kv)
+	}
 	return out
 }
 

@@ -167,3 +167,10 @@ func TestPrepareMakesAFreshHome(t *testing.T) {
 		t.Errorf("second: %+v", out)
 	}
 }
+
+func TestMergeEnv(t *testing.T) {
+	got := strings.Join(mergeEnv([]string{"PATH=/img/bin", "HOME=/", "NODE=20"}, []string{"HOME=/h", "X=1", "X=2"}), " ")
+	if got != "PATH=/img/bin NODE=20 HOME=/h X=2" {
+		t.Errorf("merged %s", got)
+	}
+}
