@@ -73,11 +73,10 @@ var builtins = map[string]string{
   ]}
 }`,
 	// codex: `codex exec PROMPT` is its non-interactive mode, config.toml
-	// under ~/.codex names the MCP server and a model provider (chat
-	// completions wire API), approval_policy untrusted asks. The control
-	// marks the workspace a trusted project. Codex releases that speak
-	// only the Responses API to a provider are not driven by the scripted
-	// model (it speaks chat completions).
+	// under ~/.codex names the MCP server and a model provider (the
+	// Responses wire API, whose MCP tools come in a namespace), the
+	// approval policy on-request (0.171 refuses "untrusted"). The control
+	// marks the workspace a trusted project.
 	"codex": `{
   "name": "codex",
   "about": "OpenAI's Codex CLI (npm @openai/codex): codex exec PROMPT with ~/.codex/config.toml",
@@ -86,12 +85,12 @@ var builtins = map[string]string{
   "args": ["exec", "--skip-git-repo-check", "{{prompt}}"],
   "env": {"MCPSANDBOX_MODEL_KEY": "mcpsandbox-scripted", "CODEX_HOME": "{{home}}/.codex"},
   "files": [
-    {"path": "~/.codex/config.toml", "when": "stdio", "text": "model = \"scripted\"\nmodel_provider = \"twin\"\napproval_policy = \"untrusted\"\nsandbox_mode = \"read-only\"\n\n[model_providers.twin]\nname = \"mcpsandbox scripted model\"\nbase_url = \"{{modelURL}}/v1\"\nwire_api = \"chat\"\nenv_key = \"MCPSANDBOX_MODEL_KEY\"\n\n[mcp_servers.{{serverName}}]\ncommand = \"{{stdioCommand}}\"\nargs = [\"{{stdioArg}}\"]\n"},
-    {"path": "~/.codex/config.toml", "when": "http", "text": "model = \"scripted\"\nmodel_provider = \"twin\"\napproval_policy = \"untrusted\"\nsandbox_mode = \"read-only\"\n\n[model_providers.twin]\nname = \"mcpsandbox scripted model\"\nbase_url = \"{{modelURL}}/v1\"\nwire_api = \"chat\"\nenv_key = \"MCPSANDBOX_MODEL_KEY\"\n\n[mcp_servers.{{serverName}}]\nurl = \"{{mcpURL}}\"\n"}
+    {"path": "~/.codex/config.toml", "when": "stdio", "text": "model = \"scripted\"\nmodel_provider = \"twin\"\napproval_policy = \"on-request\"\nsandbox_mode = \"read-only\"\n\n[model_providers.twin]\nname = \"mcpsandbox scripted model\"\nbase_url = \"{{modelURL}}/v1\"\nwire_api = \"responses\"\nenv_key = \"MCPSANDBOX_MODEL_KEY\"\n\n[mcp_servers.{{serverName}}]\ncommand = \"{{stdioCommand}}\"\nargs = [\"{{stdioArg}}\"]\n"},
+    {"path": "~/.codex/config.toml", "when": "http", "text": "model = \"scripted\"\nmodel_provider = \"twin\"\napproval_policy = \"on-request\"\nsandbox_mode = \"read-only\"\n\n[model_providers.twin]\nname = \"mcpsandbox scripted model\"\nbase_url = \"{{modelURL}}/v1\"\nwire_api = \"responses\"\nenv_key = \"MCPSANDBOX_MODEL_KEY\"\n\n[mcp_servers.{{serverName}}]\nurl = \"{{mcpURL}}\"\n"}
   ],
   "trust": {"files": [
-    {"path": "~/.codex/config.toml", "when": "stdio", "text": "model = \"scripted\"\nmodel_provider = \"twin\"\napproval_policy = \"untrusted\"\nsandbox_mode = \"read-only\"\n\n[model_providers.twin]\nname = \"mcpsandbox scripted model\"\nbase_url = \"{{modelURL}}/v1\"\nwire_api = \"chat\"\nenv_key = \"MCPSANDBOX_MODEL_KEY\"\n\n[mcp_servers.{{serverName}}]\ncommand = \"{{stdioCommand}}\"\nargs = [\"{{stdioArg}}\"]\n\n[projects.\"{{workspace}}\"]\ntrust_level = \"trusted\"\n"},
-    {"path": "~/.codex/config.toml", "when": "http", "text": "model = \"scripted\"\nmodel_provider = \"twin\"\napproval_policy = \"untrusted\"\nsandbox_mode = \"read-only\"\n\n[model_providers.twin]\nname = \"mcpsandbox scripted model\"\nbase_url = \"{{modelURL}}/v1\"\nwire_api = \"chat\"\nenv_key = \"MCPSANDBOX_MODEL_KEY\"\n\n[mcp_servers.{{serverName}}]\nurl = \"{{mcpURL}}\"\n\n[projects.\"{{workspace}}\"]\ntrust_level = \"trusted\"\n"}
+    {"path": "~/.codex/config.toml", "when": "stdio", "text": "model = \"scripted\"\nmodel_provider = \"twin\"\napproval_policy = \"on-request\"\nsandbox_mode = \"read-only\"\n\n[model_providers.twin]\nname = \"mcpsandbox scripted model\"\nbase_url = \"{{modelURL}}/v1\"\nwire_api = \"responses\"\nenv_key = \"MCPSANDBOX_MODEL_KEY\"\n\n[mcp_servers.{{serverName}}]\ncommand = \"{{stdioCommand}}\"\nargs = [\"{{stdioArg}}\"]\n\n[projects.\"{{workspace}}\"]\ntrust_level = \"trusted\"\n"},
+    {"path": "~/.codex/config.toml", "when": "http", "text": "model = \"scripted\"\nmodel_provider = \"twin\"\napproval_policy = \"on-request\"\nsandbox_mode = \"read-only\"\n\n[model_providers.twin]\nname = \"mcpsandbox scripted model\"\nbase_url = \"{{modelURL}}/v1\"\nwire_api = \"responses\"\nenv_key = \"MCPSANDBOX_MODEL_KEY\"\n\n[mcp_servers.{{serverName}}]\nurl = \"{{mcpURL}}\"\n\n[projects.\"{{workspace}}\"]\ntrust_level = \"trusted\"\n"}
   ]}
 }`,
 	// fixture: the Go fixture client of the tests (and a template for an

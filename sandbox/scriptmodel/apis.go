@@ -201,3 +201,75 @@ func orDefault(model string) string {
 	}
 	return model
 }
+
+// responses answers an OpenAI Responses API request (what Codex speaks).
+func (e *Endpoint) responses(w http.ResponseWriter, path string, body []byte) {
+	var req struct {
+		Model  string          `json:"model"`
+		Stream bool            `json:"stream"`
+		Input  json.RawMessage `json:"input"`
+		Tools  []struct {
+			Type  string `json:"type"`
+			Name  string `json:"name"`
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		http.Error(w, "not a responses request", http.StatusBadRequest)
+		return
+	}
+	t := Turn{API: "openai-responses", Path: path, Stream: req.Stream, Model: req.Model, Offered: []string{}}
+	// A namespace's tools (Codex puts an MCP server's in one) are
+	// offered as NAMESPACE.TOOL, and called by the tool's name in the
+	// namespace.
+	namespace := map[string][2]string{}
+	for _, tool := range req.Tools {
+		if tool.Type == "namespace" {
+			for _, sub := range tool.Tools {
+				full := tool.Name + "." + sub.Name
+				namespace[full] = [2]string{tool.Name, sub.Name}
+				t.Offered = append(t.Offered, full)
+			}
+			continue
+		}
+		if tool.Name != "" {
+			t.Offered = append(t.Offered, tool.Name)
+		}
+	}
+	var items []struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(req.Input, &items) == nil {
+		for _, it := range items {
+			if it.Type == "function_call_output" || it.Type == "custom_tool_call_output" {
+				t.ToolResults = true
+			}
+		}
+	}
+	name, call := e.decide(t)
+	id, itemID, callID := e.nextID("resp"), e.nextID("item"), e.nextID("call")
+	item := map[string]any{"type": "message", "id": itemID, "status": "completed", "role": "assistant",
+		"content": []any{map[string]any{"type": "output_text", "text": endText, "annotations": []any{}}}}
+	if call {
+		item = map[string]any{"type": "function_call", "id": itemID, "status": "completed", "call_id": callID, "name": name, "arguments": "{}"}
+		if ns, ok := namespace[name]; ok {
+			item["namespace"], item["name"] = ns[0], ns[1]
+		}
+	}
+	usage := map[string]any{"input_tokens": 1, "output_tokens": 1, "total_tokens": 2,
+		"input_tokens_details": map[string]int{"cached_tokens": 0}, "output_tokens_details": map[string]int{"reasoning_tokens": 0}}
+	resp := map[string]any{"id": id, "object": "response", "created_at": 0, "status": "completed", "model": orDefault(req.Model),
+		"output": []any{item}, "usage": usage}
+	if !req.Stream {
+		writeJSON(w, resp)
+		return
+	}
+	s := newSSE(w)
+	created := map[string]any{"id": id, "object": "response", "created_at": 0, "status": "in_progress", "model": orDefault(req.Model), "output": []any{}}
+	s.send("response.created", map[string]any{"type": "response.created", "sequence_number": 0, "response": created})
+	s.send("response.output_item.added", map[string]any{"type": "response.output_item.added", "sequence_number": 1, "output_index": 0, "item": item})
+	s.send("response.output_item.done", map[string]any{"type": "response.output_item.done", "sequence_number": 2, "output_index": 0, "item": item})
+	s.send("response.completed", map[string]any{"type": "response.completed", "sequence_number": 3, "response": resp})
+}

@@ -1,6 +1,6 @@
 // Package scriptmodel is a scripted model endpoint: it speaks the OpenAI
-// chat completions, Anthropic messages and Gemini generateContent APIs
-// (streaming and not), and answers a client's first turn by calling one
+// chat completions and responses, Anthropic messages and Gemini
+// generateContent APIs (streaming and not), and answers a client's first turn by calling one
 // tool, picked by its name's stem (alpha, whatever the client calls it:
 // mcp__twin__alpha, twin_alpha), then ends the conversation. No real
 // model and no network: `mcpsandbox client` runs it on the sandbox's
@@ -212,8 +212,8 @@ func (e *Endpoint) nextID(prefix string) string {
 // endText is what the model says when it ends the conversation.
 const endText = "Done."
 
-// ServeHTTP answers the three APIs by path: .../chat/completions,
-// .../messages, .../models/NAME:generateContent and
+// ServeHTTP answers the APIs by path: .../chat/completions,
+// .../responses, .../messages, .../models/NAME:generateContent and
 // :streamGenerateContent. A GET of .../models lists one model.
 func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := r.URL.Path
@@ -238,6 +238,8 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case strings.HasSuffix(p, "/chat/completions"):
 		e.openAI(w, p, body)
+	case strings.HasSuffix(p, "/responses"):
+		e.responses(w, p, body)
 	case strings.HasSuffix(p, "/messages"):
 		e.anthropic(w, p, body)
 	case strings.HasSuffix(p, ":generateContent"), strings.HasSuffix(p, ":streamGenerateContent"):

@@ -79,7 +79,9 @@ func TestOpenAIStreamToolCall(t *testing.T) {
 		var ch struct {
 			Choices []struct {
 				Delta struct {
-					ToolCalls []struct{ Function struct{ Name, Arguments string } } `json:"tool_calls"`
+					ToolCalls []struct {
+						Function struct{ Name, Arguments string }
+					} `json:"tool_calls"`
 				}
 			}
 		}
