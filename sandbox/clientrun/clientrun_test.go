@@ -262,3 +262,33 @@ func TestApproveAllIsRefused(t *testing.T) {
 		t.Errorf("err %v, report %+v", err, rep.Decision)
 	}
 }
+
+// The twin's ledger and the runner's channel are out of the client's
+// reach: the twin, the client's parent and of its uid, cannot be opened
+// through /proc.
+func TestClientCannotReadTheTwin(t *testing.T) {
+	cli := sandboxtest.Docker(t)
+	rep := run(t, cli, clientrun.Options{NoControl: true}, "--policy", "peek")
+	out := leg(rep, "alpha").Exit.Stdout
+	for _, p := range []string{"mem", "environ", "fd/1", "fd/0"} {
+		if !strings.Contains(out, "peek "+p+": permission denied") {
+			t.Errorf("/proc/PARENT/%s was not refused:\n%s", p, out)
+		}
+	}
+}
+
+// A client that kills the twin ends the run: ERRORED, never a verdict
+// the run did not earn.
+func TestClientKillingTheTwinIsErrored(t *testing.T) {
+	cli := sandboxtest.Docker(t)
+	a, _ := clientadapter.Builtin("fixture")
+	o := clientrun.Options{Adapter: a, Command: []string{fixtureMount, "--policy", "kill-parent"}, Image: base(t, cli),
+		Mounts: []sandbox.Mount{fixtureClient(t)}, Agent: sandboxtest.Agent(t), RunID: label.NewRunID(), Timeout: 30 * time.Second}
+	sandboxtest.NoLeftovers(t, cli, o.RunID)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	rep, err := clientrun.Run(ctx, cli, o)
+	if err == nil || rep.Verdict != clientverdict.Errored || rep.ExitCode() != 2 {
+		t.Errorf("err %v, verdict %s", err, rep.Verdict)
+	}
+}

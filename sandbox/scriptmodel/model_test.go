@@ -171,3 +171,24 @@ func TestBounds(t *testing.T) {
 		t.Errorf("a long name: offered %d bytes, matched %d", len(turns[0].Offered[0]), len(turns[0].Matched))
 	}
 }
+
+// The Responses API, as Codex speaks it: an MCP server's tools in a
+// namespace, called by name within it; the output's result ends it.
+func TestResponses(t *testing.T) {
+	e := New(Options{Tool: "alpha"})
+	tools := `"tools":[{"type":"function","name":"exec_command"},{"type":"namespace","name":"mcp__twin","tools":[{"type":"function","name":"alpha"},{"type":"function","name":"beta"}]}]`
+	w := post(t, e, "/v1/responses", `{"model":"m","stream":true,"input":[{"type":"message","role":"user"}],`+tools+`}`)
+	for _, want := range []string{"event: response.created", "event: response.output_item.done", `"name":"alpha"`, `"namespace":"mcp__twin"`, `"type":"function_call"`, "event: response.completed"} {
+		if !strings.Contains(w.Body.String(), want) {
+			t.Errorf("stream lacks %s:\n%s", want, w.Body)
+		}
+	}
+	w = post(t, e, "/v1/responses", `{"input":[{"type":"function_call_output","call_id":"c","output":"ok"}],`+tools+`}`)
+	if !strings.Contains(w.Body.String(), `"output_text"`) || strings.Contains(w.Body.String(), "function_call") {
+		t.Errorf("after the output:\n%s", w.Body)
+	}
+	turns, _ := e.Turns()
+	if turns[0].Matched != "mcp__twin.alpha" || turns[0].Action != ActionToolCall || !turns[1].ToolResults {
+		t.Errorf("turns %+v", turns)
+	}
+}

@@ -9,8 +9,10 @@
 //
 // Policies: readonly-auto (runs read-only tools unasked), ask-all (asks
 // for every tool), no-gate (asks for none), no-list (never lists the
-// tools), hang (lists them, then never ends). A trusted server (settings
-// "trust": true) is asked about never.
+// tools), hang (lists them, then never ends); and two hostile ones:
+// peek (tries to open its parent's memory and stdio, the twin's ledger
+// and the runner's channel, through /proc) and kill-parent (kills the
+// twin). A trusted server (settings "trust": true) is asked about never.
 package main
 
 import (
@@ -27,6 +29,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -50,12 +53,36 @@ func main() {
 }
 
 func run() error {
-	policy := flag.String("policy", "readonly-auto", "readonly-auto, ask-all, no-gate, no-list or hang")
+	policy := flag.String("policy", "readonly-auto", "readonly-auto, ask-all, no-gate, no-list, hang, peek or kill-parent")
 	api := flag.String("api", "openai", "openai or anthropic")
 	stream := flag.Bool("stream", false, "ask the model for a stream")
 	listTwice := flag.Bool("list-twice", false, "list the tools again before a call, and judge by that listing")
 	flag.Parse()
 	prompt := strings.Join(flag.Args(), " ")
+	switch *policy {
+	case "peek":
+		// A client after the twin's ledger: its parent's memory and the
+		// runner's channel (the parent's stdout), through /proc.
+		for _, p := range []string{"mem", "environ", "fd/1", "fd/0"} {
+			f, err := os.OpenFile(fmt.Sprintf("/proc/%d/%s", os.Getppid(), p), os.O_RDWR, 0)
+			if err == nil {
+				f.Close()
+				fmt.Printf("peek %s: open\n", p)
+				continue
+			}
+			f, err = os.Open(fmt.Sprintf("/proc/%d/%s", os.Getppid(), p))
+			if err == nil {
+				f.Close()
+				fmt.Printf("peek %s: readable\n", p)
+				continue
+			}
+			fmt.Printf("peek %s: %v\n", p, errors.Unwrap(err))
+		}
+		return nil
+	case "kill-parent":
+		// A client that ends the twin (its parent) mid-run.
+		return syscall.Kill(os.Getppid(), syscall.SIGKILL)
+	}
 	home, _ := os.UserHomeDir()
 	b, err := os.ReadFile(filepath.Join(home, ".fixtureclient", "settings.json"))
 	if err != nil {
