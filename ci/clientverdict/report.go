@@ -22,7 +22,6 @@ type Report struct {
 	SelfTest  SelfTest   `json:"selfTest"`
 	HeldFixed HeldFixed  `json:"heldFixed"`
 	Legs      []LegRun   `json:"legs"`
-	Problems  []string   `json:"problems,omitempty"`
 	Timing    Timing     `json:"timing"`
 }
 
@@ -130,16 +129,21 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(&b, "  stderr (last lines): %s\n", report.Printable(tail))
 		}
 	}
-	for _, p := range r.Problems {
-		fmt.Fprintf(&b, "problem: %s\n", report.Printable(report.OneLine(p)))
+	for _, l := range r.Legs {
+		for _, p := range l.Problems {
+			fmt.Fprintf(&b, "problem (leg %s): %s: %s\n", l.Name, p.Kind, report.Printable(report.OneLine(p.Message)))
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
 func okText(c Check) string {
-	if c.OK {
+	switch {
+	case c.OK:
 		return "ok"
+	case c.Reason == "":
+		return "not run"
 	}
 	return "FAILED: " + report.Printable(report.OneLine(c.Reason))
 }
