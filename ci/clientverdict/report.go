@@ -90,8 +90,14 @@ type ClientExit struct {
 	Code     int    `json:"code"`
 	TimedOut bool   `json:"timedOut,omitempty"`
 	Error    string `json:"error,omitempty"`
-	Stdout   string `json:"stdout"`
-	Stderr   string `json:"stderr"`
+	// The last TailLimit (16 KiB) bytes of each stream; the byte counts
+	// and whether the text is cut say what was not kept.
+	Stdout          string `json:"stdout"`
+	Stderr          string `json:"stderr"`
+	StdoutBytes     int64  `json:"stdoutBytes"`
+	StderrBytes     int64  `json:"stderrBytes"`
+	StdoutTruncated bool   `json:"stdoutTruncated,omitempty"`
+	StderrTruncated bool   `json:"stderrTruncated,omitempty"`
 }
 
 // WriteJSON writes r indented.

@@ -116,9 +116,16 @@ func (r *runner) leg(ctx context.Context, name, tool string, trusted bool) (*leg
 		return res, fmt.Errorf("leg %s: %w", name, err)
 	}
 	res.run.Exit = clientverdict.ClientExit{Started: ro.Started, Code: ro.ExitCode, TimedOut: ro.TimedOut, Error: ro.Error,
-		Stdout: ro.Stdout.Text, Stderr: ro.Stderr.Text}
+		Stdout: ro.Stdout.Text, Stderr: ro.Stderr.Text, StdoutBytes: ro.Stdout.Bytes, StderrBytes: ro.Stderr.Bytes,
+		StdoutTruncated: ro.Stdout.Truncated, StderrTruncated: ro.Stderr.Truncated}
+	if ro.TimedOut {
+		res.run.Problems = append(res.run.Problems, report.Problem{Kind: "timeout", Message: fmt.Sprintf("the client did not end within --timeout %s and was killed with its process group", o.Timeout)})
+	}
 	if _, err := call(twin.ToolLedger, struct{}{}, &led); err != nil {
 		return res, fmt.Errorf("leg %s: %w", name, err)
+	}
+	if led.TurnsRefused > 0 {
+		res.run.Problems = append(res.run.Problems, report.Problem{Kind: "ledger", Message: fmt.Sprintf("%d request(s) to the model were refused (413) for their size, over 8 MiB", led.TurnsRefused)})
 	}
 	if led.Dropped > 0 || led.TurnsDropped > 0 {
 		res.run.Problems = append(res.run.Problems, report.Problem{Kind: "ledger", Message: fmt.Sprintf("the ledger kept %d entries and %d model turns; %d and %d past its bound were counted, not kept", len(led.Entries), len(led.Turns), led.Dropped, led.TurnsDropped)})

@@ -108,6 +108,7 @@ type Endpoint struct {
 	mu      sync.Mutex
 	turns   []Turn
 	dropped int
+	refused int // requests refused unread: over MaxBody
 	calls   int
 	seq     int
 }
@@ -124,6 +125,13 @@ func New(opts Options) *Endpoint {
 		opts.MaxBody = 8 << 20
 	}
 	return &Endpoint{opts: opts}
+}
+
+// Refused counts the requests refused for their size (MaxBody).
+func (e *Endpoint) Refused() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.refused
 }
 
 // SetTool changes the tool the endpoint asks for and resets its count.
@@ -232,6 +240,9 @@ func (e *Endpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if int64(len(body)) > e.opts.MaxBody {
+		e.mu.Lock()
+		e.refused++
+		e.mu.Unlock()
 		http.Error(w, "request too large", http.StatusRequestEntityTooLarge)
 		return
 	}

@@ -155,8 +155,8 @@ func TestBounds(t *testing.T) {
 	if turns[0].Action != ActionToolCall || turns[1].Action != ActionToolCall || turns[2].Action != ActionEnd {
 		t.Errorf("actions %v %v %v", turns[0].Action, turns[1].Action, turns[2].Action)
 	}
-	if w := post(t, e, "/v1/messages", `{"x":"`+strings.Repeat("a", 2<<10)+`"}`); w.Code != http.StatusRequestEntityTooLarge {
-		t.Errorf("huge body: %d", w.Code)
+	if w := post(t, e, "/v1/messages", `{"x":"`+strings.Repeat("a", 2<<10)+`"}`); w.Code != http.StatusRequestEntityTooLarge || e.Refused() != 1 {
+		t.Errorf("huge body: %d, refused %d", w.Code, e.Refused())
 	}
 	if w := post(t, e, "/v1/messages", `not json`); w.Code != http.StatusBadRequest {
 		t.Errorf("bad body: %d", w.Code)

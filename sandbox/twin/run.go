@@ -213,6 +213,7 @@ func (h *Host) ledgerOut() LedgerOut {
 	var out LedgerOut
 	out.Entries, out.Dropped = h.ledger.snapshot()
 	out.Turns, out.TurnsDropped = h.model.Turns()
+	out.TurnsRefused = h.model.Refused()
 	if out.Entries == nil {
 		out.Entries = []Entry{}
 	}

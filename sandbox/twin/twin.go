@@ -203,6 +203,8 @@ type LedgerOut struct {
 	Dropped      int                `json:"dropped,omitempty"`
 	Turns        []scriptmodel.Turn `json:"turns"`
 	TurnsDropped int                `json:"turnsDropped,omitempty"`
+	// TurnsRefused counts the model requests refused for their size.
+	TurnsRefused int `json:"turnsRefused,omitempty"`
 }
 
 // MaxEntries bounds the ledger; maxListing a listing kept in an entry.
