@@ -145,6 +145,11 @@ func (a *Adapter) validate() error {
 	default:
 		return fmt.Errorf("%w %s: api %q is not openai, anthropic or gemini", ErrAdapter, a.Name, a.API)
 	}
+	switch a.Missing {
+	case "", "no-mcp-support", "no-noninteractive-add":
+	default:
+		return fmt.Errorf("%w %s: missing %q is not no-mcp-support or no-noninteractive-add", ErrAdapter, a.Name, a.Missing)
+	}
 	if len(a.Transports) == 0 && a.Missing == "" {
 		return fmt.Errorf("%w %s: no transports", ErrAdapter, a.Name)
 	}

@@ -127,6 +127,7 @@ func TestParseAndLoad(t *testing.T) {
 		`{"name":"x","api":"openai","transports":["stdio"],"files":[{"path":"~/../x","text":"x"}]}`,
 		`{"name":"x","api":"openai","transports":["stdio"],"files":[{"path":"~/x"}]}`,
 		`{"name":"x","api":"openai","transports":["stdio"],"trust":{"files":[{"path":"/x","text":"y"}]}}`,
+		`{"name":"x","api":"openai","missing":"no-gate"}`,
 	} {
 		if _, err := Parse([]byte(bad)); !errors.Is(err, ErrAdapter) {
 			t.Errorf("%s: %v, want ErrAdapter", bad, err)

@@ -135,7 +135,7 @@ func Run(ctx context.Context, cli sandbox.Engine, opts Options) (*clientverdict.
 			in.Control = &obs
 			in.SelfTest = selfTestCheck(legs["alpha"], legs["beta"], res)
 			// The control's listing must be the legs' too.
-			in.HeldFixed, rep.HeldFixed.Listing = heldFixed(append(listings, res.listings...), legs["alpha"], legs["beta"])
+			in.HeldFixed, rep.HeldFixed.Listing = heldFixed(append(listings, res.listings...), legs["alpha"], legs["beta"], res)
 		}
 		d = clientverdict.Decide(in)
 	}
