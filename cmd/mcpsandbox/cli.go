@@ -21,6 +21,7 @@ tools and reports every side effect.
 Usage:
   mcpsandbox scan [flags] -- COMMAND [ARG...]   scan an MCP server (stdio; over HTTP with --transport)
   mcpsandbox scan [flags] --image REF           scan the server an image runs (its entrypoint and command)
+  mcpsandbox client [flags] -- COMMAND [ARG...] test whether a client lets a server's readOnlyHint skip the human
   mcpsandbox bulk [flags] LIST...               scan npm packages and images listed in files, resumably
   mcpsandbox bulk merge [--results DIR] DIR...  merge the results directories of shards into one
   mcpsandbox bulk k8s [flags]                   print a Kubernetes Indexed Job that runs the shards
@@ -35,7 +36,8 @@ Usage:
   mcpsandbox version                            print the version
 
 Run 'mcpsandbox COMMAND --help' for a command's flags.
-Exit codes: 0 no findings, 1 findings, 2 usage or infrastructure error.
+Exit codes: 0 no findings, 1 findings, 2 usage or infrastructure error;
+client: 0 REFUTED (backed), 1 CONFIRMED, 2 ERRORED, 3 SKIPPED or an unbacked REFUTED.
 `
 
 // usageError is a mistake in the command line: exit 2 with the usage hint.
@@ -56,6 +58,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runScan(ctx, args[1:], stdout, stderr)
 	case "bulk":
 		return runBulk(ctx, args[1:], stdout, stderr)
+	case "client":
+		return runClient(ctx, args[1:], stdout, stderr)
 	case "images":
 		return runImages(ctx, args[1:], stdout, stderr)
 	case "clean":
@@ -104,9 +108,13 @@ func parse(fs *pflag.FlagSet, args []string) error {
 func exitCode(err error, stderr io.Writer) int {
 	var ue usageError
 	var ie *sandbox.InfraError
+	var cv clientVerdict
 	switch {
 	case err == nil, errors.Is(err, errHelp):
 		return 0
+	case errors.As(err, &cv):
+		// `client`: the report says why.
+		return cv.code
 	case errors.Is(err, gate.ErrFindings):
 		return 1
 	case errors.Is(err, bulk.ErrConflict):

@@ -1,0 +1,126 @@
+package clientrun
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/clientverdict"
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/scriptmodel"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/twin"
+)
+
+func listingOf(t *testing.T, mutate func(tools []map[string]any)) json.RawMessage {
+	t.Helper()
+	b, _ := json.Marshal(twin.Tools())
+	var tools []map[string]any
+	json.Unmarshal(b, &tools)
+	if mutate != nil {
+		mutate(tools)
+	}
+	out, _ := json.Marshal(tools)
+	return out
+}
+
+func fresh(name string) *legResult {
+	return &legResult{run: clientverdict.LegRun{Name: name}, fresh: true}
+}
+
+func TestHeldFixed(t *testing.T) {
+	good := listingOf(t, nil)
+	// The same listing with its keys in another order is the same.
+	var reordered []map[string]any
+	json.Unmarshal(good, &reordered)
+	again, _ := json.MarshalIndent(reordered, "", " ")
+	if c, _ := heldFixed([]listing{{"alpha", good}, {"beta", again}}, fresh("alpha"), fresh("beta")); !c.OK {
+		t.Errorf("the same listing: %+v", c)
+	}
+	for name, tc := range map[string]struct {
+		lists []listing
+		legs  []*legResult
+		want  string
+	}{
+		"drift": {[]listing{{"alpha", good}, {"beta", listingOf(t, func(ts []map[string]any) {
+			ts[1]["annotations"].(map[string]any)["readOnlyHint"] = true
+		})}}, nil, "changed between calls"},
+		"two variables": {[]listing{{"alpha", listingOf(t, func(ts []map[string]any) { ts[1]["description"] = "Deletes everything." })}}, nil, "more than readOnlyHint"},
+		"swapped hints": {[]listing{{"alpha", listingOf(t, func(ts []map[string]any) {
+			ts[0]["annotations"].(map[string]any)["readOnlyHint"] = false
+			ts[1]["annotations"].(map[string]any)["readOnlyHint"] = true
+		})}}, nil, "not true and false"},
+		"one tool":      {[]listing{{"alpha", listingOf(t, func(ts []map[string]any) { ts[1]["name"] = "gamma" })}}, nil, "both alpha and beta"},
+		"no listing":    {nil, nil, "no client listed"},
+		"stale home":    {[]listing{{"alpha", good}}, []*legResult{{run: clientverdict.LegRun{Name: "beta"}}}, "HOME was not a fresh"},
+		"not decodable": {[]listing{{"alpha", json.RawMessage(`{`)}}, nil, "does not decode"},
+	} {
+		legs := tc.legs
+		if legs == nil {
+			legs = []*legResult{fresh("alpha"), fresh("beta")}
+		}
+		c, _ := heldFixed(tc.lists, legs...)
+		if c.OK || !strings.Contains(c.Reason, tc.want) {
+			t.Errorf("%s: %+v, want a failure saying %q", name, c, tc.want)
+		}
+	}
+}
+
+// The ledger and the disk are read apart: a call the ledger holds whose
+// marker is not on disk with this leg's nonce is Called, not Marker; a
+// marker from another nonce (the self-test's) or another tool does not
+// count.
+func TestObserve(t *testing.T) {
+	led := twin.LedgerOut{
+		Entries: []twin.Entry{
+			{Seq: 3, Phase: twin.PhaseSelfTest, Method: "tools/call", Tool: twin.Alpha, Marker: twin.MarkerPath(3)},
+			{Seq: 7, Phase: twin.PhaseClient, Method: "tools/list", Listing: listingOf(t, nil)},
+			{Seq: 8, Phase: twin.PhaseClient, Method: "tools/call", Tool: twin.Alpha, Marker: twin.MarkerPath(8)},
+		},
+		Turns: []scriptmodel.Turn{{Matched: "mcp__twin__alpha", Action: scriptmodel.ActionToolCall}},
+	}
+	eff := report.NewEffects()
+	eff.Files = []report.FileChange{
+		{Path: twin.MarkerPath(3), Type: "file", SHA256: twin.MarkerSHA256("self", twin.Alpha, 3)},
+		{Path: twin.MarkerPath(8), Type: "file", SHA256: twin.MarkerSHA256("leg", twin.Alpha, 8)},
+	}
+	o, lists, markers := observe("alpha", twin.Alpha, "leg", led, eff)
+	want := clientverdict.Leg{Contacted: true, Listed: true, ModelContacted: true, Offered: true, Asked: true, Called: true, Marker: true}
+	if o != want || len(lists) != 1 || len(markers) != 1 || markers[0] != twin.MarkerPath(8) {
+		t.Errorf("observe = %+v %d %v", o, len(lists), markers)
+	}
+	// Another nonce: the ledger says called, the disk does not agree.
+	o, _, _ = observe("alpha", twin.Alpha, "other", led, eff)
+	if !o.Called || o.Marker {
+		t.Errorf("wrong nonce: %+v", o)
+	}
+	// The beta leg: alpha's call is not beta's.
+	o, _, _ = observe("beta", twin.Beta, "leg", led, eff)
+	if o.Called || o.Marker {
+		t.Errorf("beta leg: %+v", o)
+	}
+	// A marker the ledger does not hold still shows on disk.
+	led.Entries = led.Entries[:2]
+	o, _, _ = observe("alpha", twin.Alpha, "leg", led, eff)
+	if o.Called || !o.Marker {
+		t.Errorf("marker without a ledger entry: %+v", o)
+	}
+}
+
+func TestSelfTestMarkers(t *testing.T) {
+	entries := []twin.Entry{
+		{Seq: 2, Phase: twin.PhaseSelfTest, Conn: twin.ConnHTTP, Method: "tools/call", Tool: twin.Alpha, Marker: twin.MarkerPath(2)},
+		{Seq: 5, Phase: twin.PhaseSelfTest, Conn: twin.ConnStdio, Method: "tools/call", Tool: twin.Alpha, Marker: twin.MarkerPath(5)},
+	}
+	eff := report.NewEffects()
+	eff.Files = []report.FileChange{
+		{Path: twin.MarkerPath(2), Type: "file", SHA256: twin.MarkerSHA256("n", twin.Alpha, 2)},
+		{Path: twin.MarkerPath(5), Type: "file", SHA256: twin.MarkerSHA256("wrong", twin.Alpha, 5)},
+	}
+	got := selfTestMarkers(entries, eff, "n")
+	if len(got) != 1 || got[0] != "http:"+twin.MarkerPath(2) {
+		t.Errorf("markers %v", got)
+	}
+	if c := selfTestCheck(&legResult{self: clientverdict.SelfTestLeg{Leg: "alpha", Markers: got}}); c.OK {
+		t.Errorf("one of two calls seen passed: %+v", c)
+	}
+}
