@@ -91,6 +91,10 @@ type SessionOptions struct {
 	// Transport is how the server is reached (default stdio; see
 	// Transport).
 	Transport Transport
+
+	// raw leaves the MCP session to the caller (OpenRaw): no client
+	// connects, and the server's filtered stdio is handed out instead.
+	raw bool
 }
 
 // Session is one MCP server running in one sandbox, seen from a client:
@@ -110,6 +114,7 @@ type Session struct {
 	ctr        *Container
 	rec        *recorder
 	cs         *mcp.ClientSession
+	stdio      *RawStdio // with OpenRaw: the server's stdio, the caller's to speak on
 	transcript *Transcript
 	noise      *noiseFilter
 	gate       *frameGate
@@ -165,6 +170,35 @@ var ErrServerStart = errors.New("the server did not start")
 func Open(ctx context.Context, cli Engine, opts SessionOptions) (*Session, error) {
 	s := newSession(cli, opts)
 	return s, s.open(ctx)
+}
+
+// RawStdio is the server's stdio as OpenRaw hands it out: Reader gives
+// the JSON-RPC lines the server writes (noise dropped, messages over the
+// bounds refused as for a scan), Writer goes to its stdin (closing it is
+// EOF). Close closes both: nothing more is read or written.
+type RawStdio struct {
+	Reader io.ReadCloser
+	Writer io.WriteCloser
+}
+
+// Close closes the server's stdin and stops reading its stdout.
+func (r *RawStdio) Close() error {
+	r.Reader.Close()
+	return r.Writer.Close()
+}
+
+// OpenRaw starts the server as Open does, up to the end of the startup
+// phase, and leaves the MCP session to the caller (a proxy relays its
+// client's): no initialize is sent. Like Open it always returns a
+// session, to Close whatever happens. Over HTTP it is not available.
+func OpenRaw(ctx context.Context, cli Engine, opts SessionOptions) (*Session, *RawStdio, error) {
+	opts.raw = true
+	s := newSession(cli, opts)
+	if s.opts.Transport.Kind.OverHTTP() {
+		return s, nil, &InfraError{Cause: "--transport " + s.opts.Transport.Kind.String() + " is not available here", Fix: "use a server over stdio"}
+	}
+	err := s.open(ctx)
+	return s, s.stdio, err
 }
 
 func newSession(cli Engine, opts SessionOptions) *Session {
@@ -337,6 +371,10 @@ func (s *Session) open(ctx context.Context) error {
 		go s.noise.filter(ctr.Stdout(), pw, s.gate)
 		// The filter passes no line over the message bound; the SDK's own
 		// cap leaves room for the error a refusal puts in a message's place.
+		if o.raw {
+			s.stdio = &RawStdio{Reader: pr, Writer: ctr.Stdin()}
+			return nil
+		}
 		inner = &mcp.IOTransport{Reader: pr, Writer: ctr.Stdin(), MaxLineLength: o.Bounds.MaxMessage + 64<<10}
 	}
 	transport := recordingTransport{Transport: inner, t: s.transcript, gate: s.gate}
@@ -1044,6 +1082,9 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 	}
 	if s.cs != nil {
 		closeSession(s.cs)
+	}
+	if s.stdio != nil {
+		s.stdio.Close()
 	}
 	// The host edits are looked for while the container stops and goes:
 	// once the server is stopped, later edits cannot reach it.
