@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/mcpsandbox/mcpsandbox/ci/bulk"
 	"io"
+	"os"
 	"runtime/debug"
 
 	"github.com/spf13/pflag"
@@ -21,6 +22,7 @@ tools and reports every side effect.
 Usage:
   mcpsandbox scan [flags] -- COMMAND [ARG...]   scan an MCP server (stdio; over HTTP with --transport)
   mcpsandbox scan [flags] --image REF           scan the server an image runs (its entrypoint and command)
+  mcpsandbox run [flags] -- COMMAND [ARG...]    serve an MCP server from a sandbox to a client on stdio, hints verified
   mcpsandbox bulk [flags] LIST...               scan npm packages and images listed in files, resumably
   mcpsandbox bulk merge [--results DIR] DIR...  merge the results directories of shards into one
   mcpsandbox bulk k8s [flags]                   print a Kubernetes Indexed Job that runs the shards
@@ -50,6 +52,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "scan":
 		return runScan(ctx, args[1:], stdout, stderr)
+	case "run":
+		return runRun(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "bulk":
 		return runBulk(ctx, args[1:], stdout, stderr)
 	case "images":
