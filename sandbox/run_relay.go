@@ -252,7 +252,7 @@ func (r *relay) fromClient(ctx context.Context, line []byte) {
 		if req != nil && req.call != nil {
 			// The server may never answer: the call ends here, for its
 			// effects.
-			r.endCall(ctx, req.call, nil, true)
+			r.endCall(ctx, req.call, nil, true)()
 		}
 	case h.Method == "" && h.hasID():
 		// The client answers a request of the server's.
@@ -312,9 +312,12 @@ func (r *relay) fromServer(ctx context.Context, line []byte) {
 			go func() { defer r.work.Done(); r.calls.phase(ctx, r, "initialize") }()
 			return
 		case "tools/call":
-			// The answer goes first; the effects are read after.
+			// The call ends before the client has the answer, so that a
+			// call it makes on reading it is not taken for an overlap; the
+			// answer goes before the effects are read.
+			collect := r.endCall(ctx, req.call, &h, false)
 			r.toClient(line)
-			r.endCall(ctx, req.call, &h, false)
+			collect()
 			return
 		}
 	case h.Method != "" && h.hasID():
@@ -332,8 +335,10 @@ func (r *relay) fromServer(ctx context.Context, line []byte) {
 // end grows nothing.
 const maxServerRequests = 1024
 
-// endCall ends c with the server's answer h (nil: cancelled).
-func (r *relay) endCall(ctx context.Context, c *callInfo, h *head, cancelled bool) {
+// endCall ends c with the server's answer h (nil: cancelled) and returns
+// what starts the collection of its effects, when it was the last call
+// in flight (a no-op otherwise).
+func (r *relay) endCall(ctx context.Context, c *callInfo, h *head, cancelled bool) func() {
 	var res struct {
 		IsError bool `json:"isError"`
 	}
@@ -357,8 +362,9 @@ func (r *relay) endCall(ctx context.Context, c *callInfo, h *head, cancelled boo
 		// Not on the reader's goroutine: the server's next messages do
 		// not wait for the snapshot.
 		r.work.Add(1)
-		go func() { defer r.work.Done(); r.calls.collect(ctx, r, g) }()
+		return func() { go func() { defer r.work.Done(); r.calls.collect(ctx, r, g) }() }
 	}
+	return func() {}
 }
 
 // refuse answers a call the policy denies, in the server's place.
