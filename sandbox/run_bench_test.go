@@ -1,0 +1,101 @@
+package sandbox_test
+
+import (
+	"context"
+	"io"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsandbox/mcpsandbox/sandbox"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
+)
+
+// BenchmarkRunProxyLatency measures what `run` adds to a tools/call: a Go
+// SDK client calls the fixture's echo, one call at a time, first straight
+// on the sandboxed server's stdio, then through the proxy (the relay,
+// with the client on OS pipes as a client process is). Through the proxy
+// each call is timed from the request to the answer; the next starts once
+// the call's effects are collected, which happens after the answer and is
+// not what the client waits for. Reported: the medians and the 90th
+// percentiles, and the median added. The goal is at most 2 ms added.
+func BenchmarkRunProxyLatency(b *testing.B) {
+	cli := sandboxtest.Docker(b)
+	image := sandboxtest.NodeImage(b, cli)
+	so := sandbox.SessionOptions{Image: image, Argv: []string{sandboxtest.FixtureMount, "honest"},
+		Mounts: []sandbox.Mount{sandboxtest.Fixture(b)}, Agent: sandboxtest.Agent(b), Network: sandbox.NetworkNone}
+	const calls, warm = 300, 20
+	ctx := context.Background()
+	args := map[string]any{"text": "hello"}
+
+	time1 := func(cs *mcp.ClientSession, after func()) []time.Duration {
+		var d []time.Duration
+		for i := 0; i < calls+warm; i++ {
+			start := time.Now()
+			if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: args}); err != nil {
+				b.Fatal(err)
+			}
+			if i >= warm {
+				d = append(d, time.Since(start))
+			}
+			after()
+		}
+		slices.Sort(d)
+		return d
+	}
+	for i := 0; i < b.N; i++ {
+		// Direct: the client on the container's stdio.
+		s, stdio, err := sandbox.OpenRaw(ctx, cli, so)
+		if err != nil {
+			s.Close(ctx)
+			b.Fatal(err)
+		}
+		c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+		cs, err := c.Connect(ctx, &mcp.IOTransport{Reader: stdio.Reader, Writer: stdio.Writer}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		direct := time1(cs, func() {})
+		cs.Close()
+		s.Close(ctx)
+
+		// Through the proxy.
+		cr, cw, _ := os.Pipe() // client -> proxy
+		pr, pw, _ := os.Pipe() // proxy -> client
+		collected := make(chan struct{}, 1)
+		done := make(chan error, 1)
+		go func() {
+			_, err := sandbox.Run(ctx, cli, sandbox.RunOptions{Session: so, Stdin: cr, Stdout: pw, PhaseInterval: -1,
+				OnRecord: func(r sandbox.RunRecord) {
+					if r.Type == "call" {
+						collected <- struct{}{}
+					}
+				}})
+			pw.Close()
+			done <- err
+		}()
+		cs, err = c.Connect(ctx, &mcp.IOTransport{Reader: pr, Writer: cw}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		proxied := time1(cs, func() { <-collected })
+		cs.Close()
+		if err := <-done; err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, pr)
+		cr.Close()
+		pr.Close()
+
+		med := func(d []time.Duration) float64 { return float64(d[len(d)/2].Microseconds()) / 1000 }
+		p90 := func(d []time.Duration) float64 { return float64(d[len(d)*9/10].Microseconds()) / 1000 }
+		b.ReportMetric(med(direct), "direct-median-ms")
+		b.ReportMetric(med(proxied), "proxy-median-ms")
+		b.ReportMetric(p90(direct), "direct-p90-ms")
+		b.ReportMetric(p90(proxied), "proxy-p90-ms")
+		b.ReportMetric(med(proxied)-med(direct), "added-median-ms")
+	}
+}
