@@ -45,6 +45,11 @@ type RunOptions struct {
 	// does on its own is collected as a "between" phase (default
 	// DefaultPhaseInterval; negative: only at the end).
 	PhaseInterval time.Duration
+	// StaleAfter ends, for its effects, a call the server has not answered
+	// for this long (default DefaultStaleAfter; negative: never): one call
+	// left hanging must not make every later call an overlap. Checked
+	// every PhaseInterval.
+	StaleAfter time.Duration
 	// Stdin and Stdout are the client's stream: MCP only is written to
 	// Stdout.
 	Stdin  io.Reader
@@ -59,6 +64,10 @@ type RunOptions struct {
 // DefaultPhaseInterval is how often run collects, between calls, what the
 // server does on its own.
 const DefaultPhaseInterval = 2 * time.Second
+
+// DefaultStaleAfter is how long run waits for a call's answer before it
+// ends the call for its effects.
+const DefaultStaleAfter = 60 * time.Second
 
 // RunResult is what a run leaves: the session's report (phases, problems,
 // the server's exit), for the caller to show or keep.
@@ -91,12 +100,16 @@ func Run(ctx context.Context, cli Engine, opts RunOptions) (RunResult, error) {
 	if interval == 0 {
 		interval = DefaultPhaseInterval
 	}
+	if opts.StaleAfter == 0 {
+		opts.StaleAfter = DefaultStaleAfter
+	}
+	opts.StaleAfter = max(opts.StaleAfter, 0)
 	var m marker = s
 	if opts.SamePath && so.Package != "" {
 		m = samePathMarker{s, so.PackageTarget}
 	}
 	r := newRelay(m, relayOptions{Hints: opts.Hints, Verdict: opts.Verdict, Preload: opts.Preload, PhaseInterval: max(interval, 0),
-		Roots: roots, Log: log, Expect: s.expect, Answered: s.answered})
+		StaleAfter: opts.StaleAfter, Roots: roots, Log: log, Expect: s.expect, Answered: s.answered})
 	why := r.run(ctx, opts.Stdin, opts.Stdout, stdio.Reader, stdio.Writer)
 	switch {
 	case ctx.Err() != nil:

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -194,6 +195,15 @@ func (b *hintBook) rewrite(raw json.RawMessage, t report.Tool) (json.RawMessage,
 		}
 	case HintsVerified:
 		for _, h := range safetyHints {
+			// A hint that is no boolean is no claim the rules hold the tool
+			// to, but a client may read "yes" or 1 as true: it goes.
+			if v, ok := ann.get(h); ok {
+				if t := string(bytes.TrimSpace(v)); t != "true" && t != "false" {
+					ann, _ = ann.del(h)
+					did = true
+					continue
+				}
+			}
 			v, ok := b.fixes[t.Name][h]
 			// Absent, the spec's default is the safe side already.
 			if cur := hintOf(t.Hints, h); ok && cur != nil && *cur != v {

@@ -43,6 +43,11 @@ type relayOptions struct {
 	// server on its own are collected as a "between" phase (0: only
 	// when a call begins after a gap... never on a timer).
 	PhaseInterval time.Duration
+	// StaleAfter ends, for its effects, a call the server has not
+	// answered for this long (0: never), at the next PhaseInterval tick:
+	// a call left hanging must not make every later call an overlap, with
+	// no tool the only candidate for anything.
+	StaleAfter time.Duration
 	// Roots translates the file roots the client gives (nil: none).
 	Roots *rootMap
 	// Log receives the records (JSON lines) and the human lines.
@@ -158,8 +163,29 @@ func readLines(in io.Reader, fn func([]byte)) error {
 	}
 }
 
+// unbatch calls fn with each message of a JSON-RPC batch, one line each,
+// or with line itself when it is no batch. A server's batch is split so
+// that a tools/list answer inside one is rewritten like any other (a batch
+// must not carry hints past the proxy), a client's so that each call in
+// it is tracked and held to the policy. (The protocol has had no batches
+// since 2025-06-18.)
+func unbatch(line []byte, fn func([]byte)) {
+	if t := bytes.TrimLeft(line, " \t\r"); len(t) == 0 || t[0] != '[' {
+		fn(line)
+		return
+	}
+	msgs, err := parseArray(line)
+	if err != nil || len(msgs) == 0 {
+		fn(line)
+		return
+	}
+	for _, m := range msgs {
+		fn(append(append([]byte{}, m...), '\n'))
+	}
+}
+
 func (r *relay) readClient(ctx context.Context, in io.Reader) error {
-	err := readLines(in, func(line []byte) { r.fromClient(ctx, line) })
+	err := readLines(in, func(line []byte) { unbatch(line, func(m []byte) { r.fromClient(ctx, m) }) })
 	if err == nil || errors.Is(err, io.EOF) {
 		return errClientClosed
 	}
@@ -167,7 +193,7 @@ func (r *relay) readClient(ctx context.Context, in io.Reader) error {
 }
 
 func (r *relay) readServer(ctx context.Context, in io.Reader) error {
-	err := readLines(in, func(line []byte) { r.fromServer(ctx, line) })
+	err := readLines(in, func(line []byte) { unbatch(line, func(m []byte) { r.fromServer(ctx, m) }) })
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) {
 		return errServerClosed
 	}
@@ -199,8 +225,8 @@ func (r *relay) toServer(line []byte) {
 
 func (r *relay) fromClient(ctx context.Context, line []byte) {
 	var h head
-	if line[0] != '{' || json.Unmarshal(line, &h) != nil {
-		// A batch or something else: the server's to answer.
+	if json.Unmarshal(line, &h) != nil {
+		// Not a message: the server's to answer.
 		r.toServer(line)
 		return
 	}
@@ -517,7 +543,22 @@ func (r *relay) idle(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			r.expire(ctx)
 			r.calls.phase(ctx, r, "between")
+		}
+	}
+}
+
+// expire ends the calls in flight for longer than StaleAfter.
+func (r *relay) expire(ctx context.Context) {
+	if r.opts.StaleAfter <= 0 {
+		return
+	}
+	for _, c := range r.calls.older(time.Now().Add(-r.opts.StaleAfter)) {
+		msg := fmt.Sprintf("no answer within %s: ended here for its effects (an answer later is still passed on)", r.opts.StaleAfter)
+		if g := r.calls.end(c, func(c *callInfo) { c.DurationMs, c.Error = time.Since(c.start).Milliseconds(), msg }); g != nil {
+			r.work.Add(1)
+			go func() { defer r.work.Done(); r.calls.collect(ctx, r, g) }()
 		}
 	}
 }
@@ -686,6 +727,19 @@ func (t *tracker) close() {
 	for t.collecting {
 		t.cond.Wait()
 	}
+}
+
+// older are the calls in flight that began before t.
+func (t *tracker) older(before time.Time) []*callInfo {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []*callInfo
+	for _, c := range t.group {
+		if _, ok := t.inflight[c.Seq]; ok && c.start.Before(before) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // unanswered are the calls still in flight, in order.

@@ -66,6 +66,7 @@ func no() *bool  { b := false; return &b }
 // them, over in-memory pipes.
 type relayHarness struct {
 	m       *fakeMarker
+	rl      *relay
 	cs      *mcp.ClientSession
 	changed chan struct{}
 	records chan RunRecord
@@ -151,6 +152,7 @@ func newRelayHarness(t *testing.T, cfg relayConfig) *relayHarness {
 		}
 	}}
 	rl := newRelay(h.m, cfg.opts)
+	h.rl = rl
 	h.done = make(chan error, 1)
 	go func() {
 		h.done <- rl.run(ctx, c2rR, r2cW, s2rR, r2sW)
@@ -522,4 +524,81 @@ func TestRootMapTranslatesInputResponses(t *testing.T) {
 	if !changed || string(out) != want {
 		t.Errorf("got %s, want %s", out, want)
 	}
+}
+
+// TestRelayHostileListings: a tools/list answer in a batch, with the
+// annotations or a hint given twice, or a key spelled with escapes, is
+// rewritten as the client will read it.
+func TestRelayHostileListings(t *testing.T) {
+	c2rR, c2rW := io.Pipe()
+	r2cR, r2cW := io.Pipe()
+	r2sR, r2sW := io.Pipe()
+	s2rR, s2rW := io.Pipe()
+	rl := newRelay(&fakeMarker{}, relayOptions{})
+	rl.book.correct("liar", hintFix{Hint: "readOnlyHint", Value: false})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go rl.run(ctx, c2rR, r2cW, s2rR, r2sW)
+	srv, cli := bufio.NewReader(r2sR), bufio.NewReader(r2cR)
+	for i, answer := range []string{
+		`[{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"liar","annotations":{"readOnlyHint":true}}]}}]`,
+		`{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"liar","annotations":{"readOnlyHint":false},"annotations":{"readOnlyHint":true}}]}}`,
+		`{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"liar","annotations":{"readOnlyHint":true,"readOnlyHint":true}}]}}`,
+		`{"jsonrpc":"2.0","id":4,"result":{"tools":[{"name":"li\u0061r","annotations":{"readOnly\u0048int":true}}]}}`,
+	} {
+		id := i + 1
+		go io.WriteString(c2rW, `{"jsonrpc":"2.0","id":`+string(rune('0'+id))+`,"method":"tools/list"}`+"\n")
+		if _, err := srv.ReadString('\n'); err != nil {
+			t.Fatal(err)
+		}
+		go io.WriteString(s2rW, answer+"\n")
+		got, err := cli.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		var msg struct {
+			Result struct {
+				Tools []struct {
+					Annotations struct {
+						ReadOnlyHint *bool `json:"readOnlyHint"`
+					} `json:"annotations"`
+				} `json:"tools"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(got), &msg); err != nil || len(msg.Result.Tools) != 1 {
+			t.Fatalf("%s: %v", got, err)
+		}
+		if ro := msg.Result.Tools[0].Annotations.ReadOnlyHint; ro == nil || *ro || strings.Count(got, `"readOnlyHint":true`) > 0 {
+			t.Errorf("answer %d: the client reads %s", id, got)
+		}
+	}
+}
+
+// TestHintBookDropsHintsThatAreNoBoolean: "yes" or 1 is no claim the
+// rules judge, but a client may take it for true.
+func TestHintBookDropsHintsThatAreNoBoolean(t *testing.T) {
+	b := newHintBook(HintsVerified)
+	out, changed := b.listed(json.RawMessage(`{"tools":[{"name":"a","annotations":{"title":"A","readOnlyHint":"yes","openWorldHint":0,"destructiveHint":false}}]}`))
+	if want := `{"tools":[{"name":"a","annotations":{"title":"A","destructiveHint":false}}]}`; !changed || string(out) != want {
+		t.Errorf("got %s, want %s", out, want)
+	}
+}
+
+// TestRelayExpiresAHangingCall: a call never answered is ended for its
+// effects after StaleAfter, so that the calls after it are not all
+// overlaps with it: the liar called next is corrected.
+func TestRelayExpiresAHangingCall(t *testing.T) {
+	h := newRelayHarness(t, relayConfig{opts: relayOptions{StaleAfter: time.Nanosecond}})
+	go h.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{}})
+	<-h.started
+	h.rl.expire(context.Background()) // what the phase ticker does
+	rec := h.waitRecord(t, "call", "slow")
+	if !strings.Contains(rec.Error, "no answer within") {
+		t.Errorf("slow: %+v", rec)
+	}
+	h.call(t, "lying_read")
+	if hint := h.waitRecord(t, "hint", "lying_read"); hint.To == nil || *hint.To {
+		t.Errorf("hint: %+v", hint)
+	}
+	close(h.release)
 }
