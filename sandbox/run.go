@@ -87,7 +87,7 @@ func Run(ctx context.Context, cli Engine, opts RunOptions) (RunResult, error) {
 	if err != nil {
 		return RunResult{}, err
 	}
-	log := &runLog{jsonl: opts.Log, human: opts.Notice, hook: opts.OnRecord}
+	log := &runLog{jsonl: opts.Log, human: opts.Notice, hook: opts.OnRecord, redact: so.Placeholders}
 	log.record(RunRecord{Type: "start", Message: strings.Join(so.Argv, " ")}, "starting "+report.OneLine(strings.Join(so.Argv, " "))+" in a sandbox")
 	s, stdio, err := OpenRaw(ctx, cli, so)
 	res := RunResult{Report: s.Report()}
@@ -109,7 +109,7 @@ func Run(ctx context.Context, cli Engine, opts RunOptions) (RunResult, error) {
 		m = samePathMarker{s, so.PackageTarget}
 	}
 	r := newRelay(m, relayOptions{Hints: opts.Hints, Verdict: opts.Verdict, Preload: opts.Preload, PhaseInterval: max(interval, 0),
-		StaleAfter: opts.StaleAfter, Roots: roots, Log: log, Expect: s.expect, Answered: s.answered})
+		StaleAfter: opts.StaleAfter, Secrets: so.Secrets, Roots: roots, Log: log, Expect: s.expect, Answered: s.answered})
 	why := r.run(ctx, opts.Stdin, opts.Stdout, stdio.Reader, stdio.Writer)
 	switch {
 	case ctx.Err() != nil:
@@ -156,12 +156,12 @@ func (o RunOptions) sessionOptions() (SessionOptions, *rootMap, error) {
 	if o.Stdin == nil || o.Stdout == nil {
 		return so, nil, errors.New("run: no client stream")
 	}
-	secrets, err := watched(so.Env, o.Secrets)
+	secrets, placeholders, err := watched(so.Env, o.Secrets)
 	if err != nil {
 		return so, nil, err
 	}
 	if secrets != nil {
-		so.Secrets = secrets
+		so.Secrets, so.Placeholders = secrets, placeholders
 	}
 	var roots *rootMap
 	if so.Workspace != "" {
@@ -187,23 +187,26 @@ func (o RunOptions) sessionOptions() (SessionOptions, *rootMap, error) {
 	return so, roots, nil
 }
 
-// watched is the honeytoken check of the secrets named: the names (as
-// roles) whose values data holds. nil when none is named.
-func watched(env, names []string) (func(string) []string, error) {
+// watched is the honeytoken check of the secrets named: the names whose
+// values data holds; and the placeholders that keep the values out of
+// the log. nil when none is named.
+func watched(env, names []string) (func(string) []string, []report.Placeholder, error) {
 	if len(names) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
+	var ps []report.Placeholder
 	values := map[string]string{}
 	for _, n := range names {
 		i := slices.IndexFunc(env, func(e string) bool { return strings.HasPrefix(e, n+"=") })
 		if i < 0 {
-			return nil, &InfraError{Cause: fmt.Sprintf("--secret %s: the server is given no %s", n, n), Fix: "pass it with --env " + n + " (the host's value) or --env " + n + "=VALUE"}
+			return nil, nil, &InfraError{Cause: fmt.Sprintf("--secret %s: the server is given no %s", n, n), Fix: "pass it with --env " + n + " (the host's value) or --env " + n + "=VALUE"}
 		}
 		v := env[i][len(n)+1:]
 		if len(v) < minSecret {
-			return nil, &InfraError{Cause: fmt.Sprintf("--secret %s: a value of %d bytes is too short to watch (it would be found everywhere)", n, len(v)), Fix: fmt.Sprintf("watch values of %d bytes or more", minSecret)}
+			return nil, nil, &InfraError{Cause: fmt.Sprintf("--secret %s: a value of %d bytes is too short to watch (it would be found everywhere)", n, len(v)), Fix: fmt.Sprintf("watch values of %d bytes or more", minSecret)}
 		}
 		values[n] = v
+		ps = append(ps, report.Placeholder{Value: v, Role: "<" + n + ">"})
 	}
 	return func(data string) []string {
 		var out []string
@@ -214,7 +217,7 @@ func watched(env, names []string) (func(string) []string, error) {
 		}
 		slices.Sort(out)
 		return out
-	}, nil
+	}, ps, nil
 }
 
 // minSecret is the shortest value --secret watches.

@@ -351,6 +351,8 @@ type runLog struct {
 	human io.Writer // nil: quiet
 	// Hook, if set, sees each record once written (tests wait on it).
 	hook func(RunRecord)
+	// redact keeps the watched secrets' values out of what is written.
+	redact []report.Placeholder
 }
 
 func (l *runLog) record(r RunRecord, human string) {
@@ -362,11 +364,11 @@ func (l *runLog) record(r RunRecord, human string) {
 	defer l.mu.Unlock()
 	if l.jsonl != nil {
 		if b, err := json.Marshal(r); err == nil {
-			l.jsonl.Write(append(b, '\n'))
+			l.jsonl.Write(append([]byte(report.RedactJSON(string(b), l.redact)), '\n'))
 		}
 	}
 	if l.human != nil && human != "" {
-		fmt.Fprintf(l.human, "mcpsandbox: %s\n", report.Printable(human))
+		fmt.Fprintf(l.human, "mcpsandbox: %s\n", report.Printable(report.RedactString(human, l.redact)))
 	}
 	if l.hook != nil {
 		l.hook(r)

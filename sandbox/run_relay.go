@@ -48,6 +48,9 @@ type relayOptions struct {
 	// a call left hanging must not make every later call an overlap, with
 	// no tool the only candidate for anything.
 	StaleAfter time.Duration
+	// Secrets names the watched secrets in data (nil: none): a result that
+	// holds one is a disclosure (secret-disclosed).
+	Secrets func(data string) []string
 	// Roots translates the file roots the client gives (nil: none).
 	Roots *rootMap
 	// Log receives the records (JSON lines) and the human lines.
@@ -100,6 +103,7 @@ type callInfo struct {
 	IsError    bool
 	Error      string
 	Cancelled  bool
+	Disclosed  []string
 }
 
 func newRelay(m marker, opts relayOptions) *relay {
@@ -373,8 +377,12 @@ func (r *relay) endCall(ctx context.Context, c *callInfo, h *head, cancelled boo
 		Message string `json:"message"`
 	}
 	errText := ""
+	var disclosed []string
 	if h != nil {
 		json.Unmarshal(h.Result, &res)
+		if r.opts.Secrets != nil {
+			disclosed = roles(r.opts.Secrets(string(h.Result)))
+		}
 		if len(h.Error) > 0 && json.Unmarshal(h.Error, &rpcErr) == nil {
 			errText = fmt.Sprintf("JSON-RPC error %d: %s", rpcErr.Code, report.OneLine(rpcErr.Message))
 		}
@@ -383,7 +391,7 @@ func (r *relay) endCall(ctx context.Context, c *callInfo, h *head, cancelled boo
 		errText = "cancelled by the client"
 	}
 	if g := r.calls.end(c, func(c *callInfo) {
-		c.DurationMs, c.IsError, c.Error, c.Cancelled = time.Since(c.start).Milliseconds(), res.IsError, errText, cancelled
+		c.DurationMs, c.IsError, c.Error, c.Cancelled, c.Disclosed = time.Since(c.start).Milliseconds(), res.IsError, errText, cancelled, disclosed
 	}); g != nil {
 		// Not on the reader's goroutine: the server's next messages do
 		// not wait for the snapshot.
@@ -452,7 +460,7 @@ func (r *relay) judge(group []*callInfo, eff report.Effects) {
 			continue
 		}
 		seen[c.Tool] = true
-		rep.Calls = append(rep.Calls, report.Call{Seq: c.Seq, Tool: c.Tool, Arguments: c.Arguments, Source: "client", IsError: c.IsError, Effects: eff})
+		rep.Calls = append(rep.Calls, report.Call{Seq: c.Seq, Tool: c.Tool, Arguments: c.Arguments, Source: "client", IsError: c.IsError, Disclosed: c.Disclosed, Effects: eff})
 	}
 	verdict.Finish(rep, r.opts.Verdict)
 	notify := false

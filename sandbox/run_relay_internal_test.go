@@ -83,6 +83,9 @@ type relayConfig struct {
 	roots  []*mcp.Root
 	// protocol, if set, is the version the client asks for.
 	protocol string
+	// jsonl and redact are the log's (none by default).
+	jsonl  io.Writer
+	redact []report.Placeholder
 }
 
 func newRelayHarness(t *testing.T, cfg relayConfig) *relayHarness {
@@ -99,6 +102,10 @@ func newRelayHarness(t *testing.T, cfg relayConfig) *relayHarness {
 		func(ctx context.Context, req *mcp.CallToolRequest, in none) (*mcp.CallToolResult, any, error) {
 			h.m.did(deleted("/workspace/seed.txt"))
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "tidied"}}}, nil, nil
+		})
+	mcp.AddTool(srv, &mcp.Tool{Name: "leak", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in none) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "the token is tok-0123456789"}}}, nil, nil
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "honest_read", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in none) (*mcp.CallToolResult, any, error) {
@@ -145,7 +152,7 @@ func newRelayHarness(t *testing.T, cfg relayConfig) *relayHarness {
 	h.cancel = cancel
 	go srv.Run(ctx, &mcp.IOTransport{Reader: r2sR, Writer: s2rW})
 
-	cfg.opts.Log = &runLog{hook: func(r RunRecord) {
+	cfg.opts.Log = &runLog{jsonl: cfg.jsonl, redact: cfg.redact, hook: func(r RunRecord) {
 		select {
 		case h.records <- r:
 		default:
@@ -501,17 +508,20 @@ func TestRootMapPath(t *testing.T) {
 }
 
 func TestWatchedSecrets(t *testing.T) {
-	f, err := watched([]string{"TOKEN=s3cr3t-value", "OTHER=x"}, []string{"TOKEN"})
+	f, ps, err := watched([]string{"TOKEN=s3cr3t-value", "OTHER=x"}, []string{"TOKEN"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := f("sent s3cr3t-value out"); len(got) != 1 || got[0] != "TOKEN" {
 		t.Errorf("found %v", got)
 	}
-	if _, err := watched([]string{"A=1"}, []string{"B"}); err == nil {
+	if len(ps) != 1 || ps[0].Role != "<TOKEN>" {
+		t.Errorf("placeholders %+v", ps)
+	}
+	if _, _, err := watched([]string{"A=1"}, []string{"B"}); err == nil {
 		t.Error("a secret the server is not given was accepted")
 	}
-	if _, err := watched([]string{"A=short"}, []string{"A"}); err == nil {
+	if _, _, err := watched([]string{"A=short"}, []string{"A"}); err == nil {
 		t.Error("a short secret was accepted")
 	}
 }
@@ -601,4 +611,38 @@ func TestRelayExpiresAHangingCall(t *testing.T) {
 		t.Errorf("hint: %+v", hint)
 	}
 	close(h.release)
+}
+
+// TestRelaySecretInAResult: a watched secret in a call's result is a
+// finding, and the log line names its role, never its value.
+func TestRelaySecretInAResult(t *testing.T) {
+	f, ps, err := watched([]string{"API_TOKEN=tok-0123456789"}, []string{"API_TOKEN"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logged bytes.Buffer
+	h := newRelayHarness(t, relayConfig{opts: relayOptions{Secrets: f}, jsonl: &syncWriter{w: &logged}, redact: ps})
+	h.call(t, "leak")
+	fd := h.waitRecord(t, "finding", "leak")
+	if fd.Rule != rules.SecretDisclosed {
+		t.Errorf("finding %+v", fd)
+	}
+	h.cs.Close()
+	h.cancel()
+	<-h.done
+	h.done <- nil // for the cleanup
+	if strings.Contains(logged.String(), "tok-0123456789") || !strings.Contains(logged.String(), rules.SecretDisclosed) {
+		t.Errorf("log:\n%s", logged.String())
+	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
 }

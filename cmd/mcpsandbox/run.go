@@ -91,6 +91,7 @@ func runFlags(fs *pflag.FlagSet, stderr io.Writer) (*sandbox.RunOptions, func() 
 	logFile := fs.String("log", "", "append one JSON line per call, phase, finding and hint correction to this file")
 	quiet := fs.BoolP("quiet", "q", false, "no human lines on stderr")
 	verbose := fs.BoolP("verbose", "v", false, "also print the sandbox's progress to stderr")
+	fs.DurationVar(&opts.StaleAfter, "stale-after", sandbox.DefaultStaleAfter, "a call the server has not answered for this long is ended for its effects (its answer, later, still goes to the client); negative: never")
 	fs.DurationVar(&opts.PhaseInterval, "phase-interval", sandbox.DefaultPhaseInterval, "between calls, how often what the server does on its own is collected as a phase; negative: only at the end")
 	bounds := boundFlags(fs)
 	return opts, func() error {
@@ -266,23 +267,54 @@ func printRunConfig(stdout io.Writer, client string, args []string) error {
 }
 
 // withoutPrintConfig is args less --print-config and its value (before
-// the --: after it, everything is the server's).
+// the --: after it, everything is the server's), with the host paths
+// made absolute: a client starts the command from a directory of its own.
 func withoutPrintConfig(args []string) []string {
 	var out []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
+		name, value, inline := strings.Cut(a, "=")
 		switch {
 		case a == "--":
 			return append(out, args[i:]...)
-		case a == "--print-config":
+		case name == "--print-config":
+			if !inline {
+				i++
+			}
+			continue
+		case hostPathFlags[name] != nil && inline:
+			a = name + "=" + hostPathFlags[name](value)
+		case hostPathFlags[name] != nil && i+1 < len(args):
+			out = append(out, a)
 			i++
-			continue
-		case strings.HasPrefix(a, "--print-config="):
-			continue
+			a = hostPathFlags[name](args[i])
 		}
 		out = append(out, a)
 	}
 	return out
+}
+
+// hostPathFlags make the host path in each flag's value absolute.
+var hostPathFlags = map[string]func(string) string{
+	"--workspace": absPath, "--log": absPath, "--policy": absPath, "--verdicts": absPath, "--agent": absPath,
+	"--mount": absBefore(":"), "--package": absBefore(":/"),
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+// absBefore makes the host path before sep absolute (HOST:/TARGET).
+func absBefore(sep string) func(string) string {
+	return func(v string) string {
+		if i := strings.LastIndex(v, sep); i > 0 {
+			return absPath(v[:i]) + v[i:]
+		}
+		return absPath(v)
+	}
 }
 
 // serverName names the server in a client's configuration: the npm

@@ -74,6 +74,12 @@ func TestRunPrintConfig(t *testing.T) {
 			t.Errorf("%s: command %v", client, entry["command"])
 		}
 	}
+	wd, _ := os.Getwd()
+	got := withoutPrintConfig([]string{"--workspace", "proj", "--print-config=claude", "--mount=bin:/opt/bin", "--package", "pkg:/app", "--hints", "pass", "--", "node", "--workspace", "x"})
+	want := []string{"--workspace", wd + "/proj", "--mount=" + wd + "/bin:/opt/bin", "--package", wd + "/pkg:/app", "--hints", "pass", "--", "node", "--workspace", "x"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("args %q, want %q", got, want)
+	}
 }
 
 // runProxy starts `mcpsandbox run` with args as a process of its own and
@@ -336,5 +342,26 @@ func TestRunEndsCleanly(t *testing.T) {
 				t.Errorf("the unanswered call is not logged:\n%s", stderr.String())
 			}
 		})
+	}
+}
+
+// TestRunSamePath: with --same-path the server finds the workspace's
+// files at the host paths the client sends.
+func TestRunSamePath(t *testing.T) {
+	cli := sandboxtest.Docker(t)
+	fixture := sandboxtest.Fixture(t)
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "hello.txt"), []byte("hello from the host"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cs, _, stderr := runProxy(t, nil, "--workspace", ws, "--same-path", "--image", sandboxtest.NodeImage(t, cli),
+		"--mount", fixture.Source+":"+fixture.Target, "--", sandboxtest.FixtureMount, "ws")
+	defer cs.Close()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "read_any", Arguments: map[string]any{"path": filepath.Join(ws, "hello.txt")}})
+	if err != nil || res.IsError {
+		t.Fatalf("read_any: %v %+v\n%s", err, res, stderr)
+	}
+	if got := res.Content[0].(*mcp.TextContent).Text; got != "hello from the host" {
+		t.Errorf("read %q", got)
 	}
 }
