@@ -432,7 +432,11 @@ func replaceMember(line []byte, key string, v json.RawMessage) ([]byte, error) {
 // overlapped, and acts on what they find: each finding is logged; when
 // the group has one tool (the only candidate for the effects), a
 // contradicted hint is corrected and, by policy, the tool denied.
-func (r *relay) judge(group []*callInfo, eff report.Effects) {
+//
+// With after set, the effects are not the calls' own (judged already) but
+// those of the first stretch after them, which the rules count as theirs:
+// what a call left running did after it returned (see rules' afterCalls).
+func (r *relay) judge(group []*callInfo, eff report.Effects, after *report.Effects) {
 	tools := map[string]bool{}
 	var names []string
 	for _, c := range group {
@@ -460,7 +464,16 @@ func (r *relay) judge(group []*callInfo, eff report.Effects) {
 			continue
 		}
 		seen[c.Tool] = true
-		rep.Calls = append(rep.Calls, report.Call{Seq: c.Seq, Tool: c.Tool, Arguments: c.Arguments, Source: "client", IsError: c.IsError, Disclosed: c.Disclosed, Effects: eff})
+		call := report.Call{Seq: c.Seq, Tool: c.Tool, Arguments: c.Arguments, Source: "client", IsError: c.IsError, Disclosed: c.Disclosed, Effects: eff}
+		if after != nil {
+			call.Effects, call.Disclosed = report.NewEffects(), nil
+			rep.Phases = append(rep.Phases, report.Phase{Name: "between", After: c.Seq, Effects: *after})
+		}
+		rep.Calls = append(rep.Calls, call)
+	}
+	when := ""
+	if after != nil {
+		when = " (after it answered)"
 	}
 	verdict.Finish(rep, r.opts.Verdict)
 	notify := false
@@ -477,7 +490,7 @@ func (r *relay) judge(group []*callInfo, eff report.Effects) {
 			r.log.record(RunRecord{Type: "hint", Tool: f.Tool, Rule: f.Rule, Reason: fmt.Sprintf("not corrected: calls to %d tools overlapped (%s), so %q is not the only candidate", len(names), strings.Join(names, ", "), f.Tool)}, "")
 			continue
 		}
-		notify = r.act(f, fmt.Sprintf("call %d: %s", f.Call, report.OneLine(f.Message)), f.Call) || notify
+		notify = r.act(f, fmt.Sprintf("call %d%s: %s", f.Call, when, report.OneLine(f.Message)), f.Call) || notify
 	}
 	if notify {
 		r.listChanged()
@@ -656,6 +669,9 @@ type tracker struct {
 	collecting bool
 	closed     bool
 	after      int // the last call whose effects were collected
+	// last are the calls whose effects were collected last, until the
+	// first phase after them or the next call: that phase is theirs too.
+	last []*callInfo
 }
 
 func newTracker() *tracker {
@@ -671,6 +687,7 @@ func (t *tracker) begin(c *callInfo) {
 		t.cond.Wait()
 	}
 	c.start = time.Now()
+	t.last = nil // what happens from now on is not only the last calls'
 	t.inflight[c.Seq] = c
 	t.group = append(t.group, c)
 }
@@ -702,10 +719,11 @@ func (t *tracker) collect(ctx context.Context, r *relay, g []*callInfo) {
 	t.mu.Lock()
 	t.collecting = false
 	t.after = g[len(g)-1].Seq
+	t.last = g
 	t.cond.Broadcast()
 	t.mu.Unlock()
 	r.logCall(g, eff)
-	r.judge(g, eff)
+	r.judge(g, eff, nil)
 }
 
 // phase collects a phase when no call runs and no collection does.
@@ -717,6 +735,8 @@ func (t *tracker) phase(ctx context.Context, r *relay, name string) {
 	}
 	t.collecting = true
 	after := t.after
+	last := t.last
+	t.last = nil
 	t.mu.Unlock()
 	eff := r.m.Mark(ctx, false, after)
 	t.mu.Lock()
@@ -724,6 +744,9 @@ func (t *tracker) phase(ctx context.Context, r *relay, name string) {
 	t.cond.Broadcast()
 	t.mu.Unlock()
 	r.logPhase(name, after, eff)
+	if name == "between" && last != nil && !empty(eff) {
+		r.judge(last, report.Effects{}, &eff)
+	}
 }
 
 // close stops new collections and waits for the one running.

@@ -646,3 +646,38 @@ func (s *syncWriter) Write(b []byte) (int, error) {
 	defer s.mu.Unlock()
 	return s.w.Write(b)
 }
+
+// TestRelayJudgesTheStretchAfterACall: a write the tool makes once it has
+// answered (a timer, a child left running) falls in the first phase
+// after the call, which the rules count as the call's: the liar is
+// corrected; a later phase is nobody's.
+func TestRelayJudgesTheStretchAfterACall(t *testing.T) {
+	h := newRelayHarness(t, relayConfig{})
+	h.call(t, "honest_read")
+	h.waitRecord(t, "call", "honest_read")
+	h.m.did(wrote("/workspace/later.txt"))
+	h.rl.calls.phase(context.Background(), h.rl, "between") // what the phase ticker does
+	hint := h.waitRecord(t, "hint", "honest_read")
+	if hint.To == nil || *hint.To || !strings.Contains(hint.Reason, "after it answered") {
+		t.Errorf("hint: %+v", hint)
+	}
+	h.m.did(wrote("/workspace/much-later.txt"))
+	h.rl.calls.phase(context.Background(), h.rl, "between")
+	if p := h.waitRecord(t, "phase", ""); len(p.Effects.Files) != 1 {
+		t.Errorf("phase: %+v", p)
+	}
+	h.call(t, "tidy") // flushes the records: nothing was judged in between
+	for {
+		r := h.waitRecord(t, "call", "")
+		if r.Tool == "tidy" {
+			break
+		}
+	}
+	select {
+	case r := <-h.records:
+		if r.Type == "hint" && r.Tool != "tidy" {
+			t.Errorf("a later phase was pinned on a call: %+v", r)
+		}
+	default:
+	}
+}
