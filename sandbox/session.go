@@ -369,12 +369,12 @@ func (s *Session) open(ctx context.Context) error {
 		s.Phase(ctx, "startup", 0)
 		pr, pw := io.Pipe()
 		go s.noise.filter(ctr.Stdout(), pw, s.gate)
-		// The filter passes no line over the message bound; the SDK's own
-		// cap leaves room for the error a refusal puts in a message's place.
 		if o.raw {
 			s.stdio = &RawStdio{Reader: pr, Writer: ctr.Stdin()}
 			return nil
 		}
+		// The filter passes no line over the message bound; the SDK's own
+		// cap leaves room for the error a refusal puts in a message's place.
 		inner = &mcp.IOTransport{Reader: pr, Writer: ctr.Stdin(), MaxLineLength: o.Bounds.MaxMessage + 64<<10}
 	}
 	transport := recordingTransport{Transport: inner, t: s.transcript, gate: s.gate}
