@@ -51,6 +51,9 @@ type relayOptions struct {
 	// Secrets names the watched secrets in data (nil: none): a result that
 	// holds one is a disclosure (secret-disclosed).
 	Secrets func(data string) []string
+	// Drain bounds how long, once the client has closed its stdin, the
+	// server's last messages are passed on (default exitGrace).
+	Drain time.Duration
 	// Roots translates the file roots the client gives (nil: none).
 	Roots *rootMap
 	// Log receives the records (JSON lines) and the human lines.
@@ -113,6 +116,9 @@ func newRelay(m marker, opts relayOptions) *relay {
 	if opts.Log == nil {
 		opts.Log = &runLog{}
 	}
+	if opts.Drain <= 0 {
+		opts.Drain = exitGrace
+	}
 	r := &relay{opts: opts, m: m, log: opts.Log, book: newHintBook(opts.Hints), pending: map[string]*pendingReq{}, fromSrv: map[string]string{}}
 	r.calls = newTracker()
 	return r
@@ -132,14 +138,38 @@ func (r *relay) run(ctx context.Context, clientIn io.Reader, clientOut io.Writer
 	r.preload()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	go func() { cancel(r.readClient(ctx, clientIn)) }()
-	go func() { cancel(r.readServer(ctx, serverIn)) }()
+	clientDone, serverDone := make(chan error, 1), make(chan error, 1)
+	go func() { clientDone <- r.readClient(ctx, clientIn) }()
+	go func() { serverDone <- r.readServer(ctx, serverIn) }()
 	if r.opts.PhaseInterval > 0 {
 		r.work.Add(1)
 		go func() { defer r.work.Done(); r.idle(ctx) }()
 	}
-	<-ctx.Done()
-	why := context.Cause(ctx)
+	var why error
+	select {
+	case why = <-clientDone:
+		if errors.Is(why, errClientClosed) {
+			// The client's way to end a stdio session: the server's stdin
+			// is closed, and what it still says (answers in flight) is
+			// passed on until it ends its stdout, for a moment.
+			if c, ok := serverOut.(io.Closer); ok {
+				r.serverMu.Lock()
+				c.Close()
+				r.serverMu.Unlock()
+			}
+			drain := time.NewTimer(r.opts.Drain)
+			select {
+			case <-serverDone:
+			case <-drain.C:
+			case <-ctx.Done():
+			}
+			drain.Stop()
+		}
+	case why = <-serverDone:
+	case <-ctx.Done():
+		why = context.Cause(ctx)
+	}
+	cancel(why)
 	r.calls.close()
 	r.work.Wait()
 	for _, c := range r.calls.unanswered() {

@@ -365,3 +365,62 @@ func TestRunSamePath(t *testing.T) {
 		t.Errorf("read %q", got)
 	}
 }
+
+// TestRunHostileServer: an answer over the message bound reaches the
+// client as an error in its place (not a hang), the session goes on, and
+// nothing but JSON-RPC reaches the client's stdout (see
+// TestRunStdoutIsMCPOnly).
+func TestRunHostileServer(t *testing.T) {
+	cli := sandboxtest.Docker(t)
+	fixture := sandboxtest.Fixture(t)
+	cs, _, stderr := runProxy(t, nil, "--max-message", "1", "--image", sandboxtest.NodeImage(t, cli),
+		"--mount", fixture.Source+":"+fixture.Target, "--", sandboxtest.FixtureMount, "flood", fmt.Sprintf("result-bytes=%d", 2<<20))
+	defer cs.Close()
+	ctx := context.Background()
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		t.Fatalf("tools/list: %v\n%s", err, stderr)
+	}
+	_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "big", Arguments: map[string]any{}})
+	if err == nil || !strings.Contains(err.Error(), "message size") {
+		t.Errorf("big: %v, want the refusal in its place", err)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Errorf("echo after the refusal: %v %+v\n%s", err, res, stderr)
+	}
+}
+
+// TestRunStdoutIsMCPOnly: a server that prints garbage to stdout (not
+// JSON, binary, a half message) gets none of it to the client: every line
+// the client reads is a JSON-RPC message.
+func TestRunStdoutIsMCPOnly(t *testing.T) {
+	cli := sandboxtest.Docker(t)
+	fixture := sandboxtest.Fixture(t)
+	cmd := exec.Command(sandboxtest.Runner(t), "run", "--image", sandboxtest.NodeImage(t, cli),
+		"--mount", fixture.Source+":"+fixture.Target, "--", sandboxtest.FixtureMount, "garbage", "--banner")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"garbage","arguments":{}}}
+{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"garbage","arguments":{}}}
+`)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	for _, l := range lines {
+		var m struct {
+			JSONRPC string `json:"jsonrpc"`
+		}
+		if json.Unmarshal([]byte(l), &m) != nil || m.JSONRPC != "2.0" {
+			t.Errorf("not JSON-RPC on stdout: %q", l)
+		}
+	}
+	// The answers in flight when the client closed its stdin still
+	// reach it.
+	if len(lines) != 3 || !strings.Contains(string(out), `"id":2,"result"`) || !strings.Contains(string(out), `"id":3,"result"`) {
+		t.Errorf("stdout: %q\n%s", out, stderr.String())
+	}
+}
