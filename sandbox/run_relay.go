@@ -466,7 +466,10 @@ func replaceMember(line []byte, key string, v json.RawMessage) ([]byte, error) {
 // With after set, the effects are not the calls' own (judged already) but
 // those of the first stretch after them, which the rules count as theirs:
 // what a call left running did after it returned (see rules' afterCalls).
-func (r *relay) judge(group []*callInfo, eff report.Effects, after *report.Effects) {
+//
+// Its records go to emit; it says whether the client must be told the
+// tool list changed.
+func (r *relay) judge(group []*callInfo, eff report.Effects, after *report.Effects, emit emitFn) bool {
 	tools := map[string]bool{}
 	var names []string
 	for _, c := range group {
@@ -512,24 +515,25 @@ func (r *relay) judge(group []*callInfo, eff report.Effects, after *report.Effec
 		if len(names) > 1 {
 			rec.Candidates = names
 		}
-		r.log.record(rec, fmt.Sprintf("%s: %s", f.Severity, report.OneLine(f.Message)))
+		emit(rec, fmt.Sprintf("%s: %s", f.Severity, report.OneLine(f.Message)))
 		if f.Tool == "" {
 			continue
 		}
 		if len(names) > 1 {
-			r.log.record(RunRecord{Type: "hint", Tool: f.Tool, Rule: f.Rule, Reason: fmt.Sprintf("not corrected: calls to %d tools overlapped (%s), so %q is not the only candidate", len(names), strings.Join(names, ", "), f.Tool)}, "")
+			emit(RunRecord{Type: "hint", Tool: f.Tool, Rule: f.Rule, Reason: fmt.Sprintf("not corrected: calls to %d tools overlapped (%s), so %q is not the only candidate", len(names), strings.Join(names, ", "), f.Tool)}, "")
 			continue
 		}
-		notify = r.act(f, fmt.Sprintf("call %d%s: %s", f.Call, when, report.OneLine(f.Message)), f.Call) || notify
+		notify = r.act(f, fmt.Sprintf("call %d%s: %s", f.Call, when, report.OneLine(f.Message)), f.Call, emit) || notify
 	}
-	if notify {
-		r.listChanged()
-	}
+	return notify
 }
+
+// emitFn writes a record and its human line.
+type emitFn func(RunRecord, string)
 
 // act applies the policy's action on finding f; it says whether what the
 // client lists changed.
-func (r *relay) act(f report.Finding, reason string, call int) bool {
+func (r *relay) act(f report.Finding, reason string, call int, emit emitFn) bool {
 	action := r.action(f.Rule, f.Tool)
 	changed := false
 	if fix, ok := hintFixes[f.Rule]; ok && action >= rules.ActionCorrect {
@@ -543,11 +547,11 @@ func (r *relay) act(f report.Finding, reason string, call int) bool {
 			} else {
 				changed = true
 			}
-			r.log.record(rec, human)
+			emit(rec, human)
 		}
 	}
 	if action == rules.ActionDeny && r.book.deny(f.Tool, denial{Rule: f.Rule, Reason: reason}) {
-		r.log.record(RunRecord{Type: "policy", Tool: f.Tool, Rule: f.Rule, Reason: reason}, fmt.Sprintf("%s: later calls are refused (policy: deny on %s)", quoteTool(f.Tool), f.Rule))
+		emit(RunRecord{Type: "policy", Tool: f.Tool, Rule: f.Rule, Reason: reason}, fmt.Sprintf("%s: later calls are refused (policy: deny on %s)", quoteTool(f.Tool), f.Rule))
 	}
 	return changed
 }
@@ -573,7 +577,7 @@ func (r *relay) preload() {
 		if _, ok := hintFixes[f.Rule]; !ok && r.action(f.Rule, f.Tool) != rules.ActionDeny {
 			continue
 		}
-		r.act(f, "an earlier scan (--verdicts): "+report.OneLine(f.Message), 0)
+		r.act(f, "an earlier scan (--verdicts): "+report.OneLine(f.Message), 0, r.log.record)
 	}
 }
 
@@ -742,18 +746,30 @@ func (t *tracker) end(c *callInfo, fill func(*callInfo)) []*callInfo {
 	return g
 }
 
-// collect reads the group's effects, then judges and logs them (after
-// letting the next call begin).
+// collect reads the group's effects, judges them and logs them (the call
+// first, then what the rules found and what was done about it); the next
+// call begins after, so that a correction or a denial holds for it.
 func (t *tracker) collect(ctx context.Context, r *relay, g []*callInfo) {
 	eff := r.m.Mark(ctx, true, g[0].Seq)
+	type held struct {
+		rec   RunRecord
+		human string
+	}
+	var found []held
+	notify := r.judge(g, eff, nil, func(rec RunRecord, human string) { found = append(found, held{rec, human}) })
+	r.logCall(g, eff)
+	for _, h := range found {
+		r.log.record(h.rec, h.human)
+	}
+	if notify {
+		r.listChanged()
+	}
 	t.mu.Lock()
 	t.collecting = false
 	t.after = g[len(g)-1].Seq
 	t.last = g
 	t.cond.Broadcast()
 	t.mu.Unlock()
-	r.logCall(g, eff)
-	r.judge(g, eff, nil)
 }
 
 // phase collects a phase when no call runs and no collection does.
@@ -769,14 +785,14 @@ func (t *tracker) phase(ctx context.Context, r *relay, name string) {
 	t.last = nil
 	t.mu.Unlock()
 	eff := r.m.Mark(ctx, false, after)
+	r.logPhase(name, after, eff)
+	if name == "between" && last != nil && !empty(eff) && r.judge(last, report.Effects{}, &eff, r.log.record) {
+		r.listChanged()
+	}
 	t.mu.Lock()
 	t.collecting = false
 	t.cond.Broadcast()
 	t.mu.Unlock()
-	r.logPhase(name, after, eff)
-	if name == "between" && last != nil && !empty(eff) {
-		r.judge(last, report.Effects{}, &eff)
-	}
 }
 
 // close stops new collections and waits for the one running.
