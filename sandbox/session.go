@@ -102,6 +102,10 @@ type SessionOptions struct {
 	// outside the workspace are restored before the server starts and
 	// saved again at Close.
 	State *StateDir
+
+	// raw leaves the MCP session to the caller (OpenRaw): no client
+	// connects, and the server's filtered stdio is handed out instead.
+	raw bool
 }
 
 // Session is one MCP server running in one sandbox, seen from a client:
@@ -121,6 +125,7 @@ type Session struct {
 	ctr        *Container
 	rec        *recorder
 	cs         *mcp.ClientSession
+	stdio      *RawStdio // with OpenRaw: the server's stdio, the caller's to speak on
 	transcript *Transcript
 	noise      *noiseFilter
 	gate       *frameGate
@@ -181,6 +186,35 @@ var ErrServerStart = errors.New("the server did not start")
 func Open(ctx context.Context, cli Engine, opts SessionOptions) (*Session, error) {
 	s := newSession(cli, opts)
 	return s, s.open(ctx)
+}
+
+// RawStdio is the server's stdio as OpenRaw hands it out: Reader gives
+// the JSON-RPC lines the server writes (noise dropped, messages over the
+// bounds refused as for a scan), Writer goes to its stdin (closing it is
+// EOF). Close closes both: nothing more is read or written.
+type RawStdio struct {
+	Reader io.ReadCloser
+	Writer io.WriteCloser
+}
+
+// Close closes the server's stdin and stops reading its stdout.
+func (r *RawStdio) Close() error {
+	r.Reader.Close()
+	return r.Writer.Close()
+}
+
+// OpenRaw starts the server as Open does, up to the end of the startup
+// phase, and leaves the MCP session to the caller (a proxy relays its
+// client's): no initialize is sent. Like Open it always returns a
+// session, to Close whatever happens. Over HTTP it is not available.
+func OpenRaw(ctx context.Context, cli Engine, opts SessionOptions) (*Session, *RawStdio, error) {
+	opts.raw = true
+	s := newSession(cli, opts)
+	if s.opts.Transport.Kind.OverHTTP() {
+		return s, nil, &InfraError{Cause: "--transport " + s.opts.Transport.Kind.String() + " is not available here", Fix: "use a server over stdio"}
+	}
+	err := s.open(ctx)
+	return s, s.stdio, err
 }
 
 func newSession(cli Engine, opts SessionOptions) *Session {
@@ -282,6 +316,10 @@ func (s *Session) open(ctx context.Context) error {
 		s.Phase(ctx, "startup", 0)
 		pr, pw := io.Pipe()
 		go s.noise.filter(ctr.Stdout(), pw, s.gate)
+		if o.raw {
+			s.stdio = &RawStdio{Reader: pr, Writer: ctr.Stdin()}
+			return nil
+		}
 		// The filter passes no line over the message bound; the SDK's own
 		// cap leaves room for the error a refusal puts in a message's place.
 		inner = &mcp.IOTransport{Reader: pr, Writer: ctr.Stdin(), MaxLineLength: o.Bounds.MaxMessage + 64<<10}
@@ -1091,6 +1129,9 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 	}
 	if s.cs != nil {
 		closeSession(s.cs)
+	}
+	if s.stdio != nil {
+		s.stdio.Close()
 	}
 	// The host edits are looked for while the container stops and goes:
 	// once the server is stopped, later edits cannot reach it.

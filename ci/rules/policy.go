@@ -28,6 +28,9 @@ type Policy struct {
 	AllowedHosts []string `json:"allowedHosts,omitempty" yaml:"allowedHosts"`
 	// Coverage asks for a share of the tools to be exercised.
 	Coverage CoveragePolicy `json:"coverage,omitzero" yaml:"coverage"`
+	// Run is what `mcpsandbox run` does about findings (log, correct,
+	// deny); scan does not read it.
+	Run RunPolicy `json:"run,omitzero" yaml:"run"`
 }
 
 // CoveragePolicy is what a policy asks of coverage.
@@ -131,6 +134,9 @@ func LoadPolicy(path string) (Policy, error) {
 
 func (p Policy) check() error {
 	if err := CheckMinCoverage(p.Coverage.Min); err != nil {
+		return err
+	}
+	if err := p.Run.check(); err != nil {
 		return err
 	}
 	for id, sev := range p.Rules {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/mcpsandbox/mcpsandbox/ci/bulk"
 	"io"
+	"os"
 	"runtime/debug"
 
 	"github.com/spf13/pflag"
@@ -22,6 +23,7 @@ Usage:
   mcpsandbox scan [flags] -- COMMAND [ARG...]   scan an MCP server (stdio; over HTTP with --transport)
   mcpsandbox scan [flags] --image REF           scan the server an image runs (its entrypoint and command)
   mcpsandbox client [flags] -- COMMAND [ARG...] test whether a client lets a server's readOnlyHint skip the human
+  mcpsandbox run [flags] -- COMMAND [ARG...]    serve an MCP server from a sandbox to a client on stdio, hints verified
   mcpsandbox bulk [flags] LIST...               scan npm packages and images listed in files, resumably
   mcpsandbox bulk merge [--results DIR] DIR...  merge the results directories of shards into one
   mcpsandbox bulk k8s [flags]                   print a Kubernetes Indexed Job that runs the shards
@@ -56,6 +58,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "scan":
 		return runScan(ctx, args[1:], stdout, stderr)
+	case "run":
+		return runRun(ctx, args[1:], os.Stdin, stdout, stderr)
 	case "bulk":
 		return runBulk(ctx, args[1:], stdout, stderr)
 	case "client":

@@ -1,0 +1,96 @@
+package rules
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Action is what `mcpsandbox run` does, at the boundary between a client
+// and the server, about a rule's findings on a tool.
+type Action int
+
+const (
+	// ActionLog only logs the finding.
+	ActionLog Action = iota + 1
+	// ActionCorrect rewrites the contradicted hint toward the safe side
+	// in what the client lists (with --hints verified).
+	ActionCorrect
+	// ActionDeny corrects the hint and refuses the tool's later calls
+	// with a JSON-RPC error naming the rule.
+	ActionDeny
+)
+
+var actionNames = []string{ActionLog: "log", ActionCorrect: "correct", ActionDeny: "deny"}
+
+func (a Action) String() string {
+	if a <= 0 || int(a) >= len(actionNames) {
+		return fmt.Sprintf("Action(%d)", int(a))
+	}
+	return actionNames[a]
+}
+
+// ParseAction reads log, correct or deny.
+func ParseAction(s string) (Action, error) {
+	if i := slices.Index(actionNames, s); i > 0 {
+		return Action(i), nil
+	}
+	return 0, fmt.Errorf("action %q: want %s", s, strings.Join(actionNames[1:], ", "))
+}
+
+// MarshalText writes the action as a policy file does.
+func (a Action) MarshalText() ([]byte, error) { return []byte(a.String()), nil }
+
+// UnmarshalText reads an action from a policy file.
+func (a *Action) UnmarshalText(b []byte) error {
+	v, err := ParseAction(string(b))
+	if err != nil {
+		return err
+	}
+	*a = v
+	return nil
+}
+
+// RunPolicy is the policy's section for `mcpsandbox run`: an action per
+// rule id and per tool (globs, as in ignores). A tool's action wins over
+// its rule's; neither set leaves the default to run (--hints).
+type RunPolicy struct {
+	Rules map[string]Action `json:"rules,omitempty" yaml:"rules"`
+	Tools map[string]Action `json:"tools,omitempty" yaml:"tools"`
+}
+
+// Action is the action set for rule's findings on tool, if any: the
+// strictest of the tool globs that match it, else the rule's.
+func (p RunPolicy) Action(rule, tool string) (Action, bool) {
+	var best Action
+	for g, a := range p.Tools {
+		if glob(g, tool) && a > best {
+			best = a
+		}
+	}
+	if best != 0 {
+		return best, true
+	}
+	a, ok := p.Rules[rule]
+	return a, ok
+}
+
+func (p RunPolicy) check() error {
+	for id, a := range p.Rules {
+		if _, ok := ByID(id); !ok {
+			return fmt.Errorf("run: unknown rule %q", id)
+		}
+		if a == 0 {
+			return fmt.Errorf("run: rule %s: no action", id)
+		}
+	}
+	for g, a := range p.Tools {
+		if _, err := globRegexp(g); err != nil {
+			return fmt.Errorf("run: glob %q: %w", g, err)
+		}
+		if a == 0 {
+			return fmt.Errorf("run: tool %s: no action", g)
+		}
+	}
+	return nil
+}

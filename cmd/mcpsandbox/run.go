@@ -1,0 +1,349 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/ci/rules"
+	"github.com/mcpsandbox/mcpsandbox/images"
+	"github.com/mcpsandbox/mcpsandbox/overlay"
+	"github.com/mcpsandbox/mcpsandbox/sandbox"
+)
+
+const runSynopsis = "run [flags] -- COMMAND [ARG...] | run --print-config vscode|claude|generic [flags] -- COMMAND [ARG...]"
+
+// runRun is `mcpsandbox run`: an MCP server over stdio, in a sandbox, for
+// as long as the client on stdin and stdout uses it. Nothing but MCP is
+// written to stdout; what the calls did goes to stderr and --log.
+func runRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	fs := newFlags("run", runSynopsis, stderr)
+	opts, finish := runFlags(fs, stderr)
+	printConfig := fs.String("print-config", "", "print a client configuration that runs this command (vscode, claude or generic) and exit")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := finish(); err != nil {
+		return err
+	}
+	opts.Session.Argv = fs.Args()
+	if len(opts.Session.Argv) == 0 {
+		fs.Usage()
+		return usageError{"run needs the server command after --"}
+	}
+	if *printConfig != "" {
+		return printRunConfig(stdout, *printConfig, args)
+	}
+	opts.Stdin, opts.Stdout = stdin, stdout
+	cli, err := sandbox.Connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	if opts.Log != nil {
+		defer opts.Log.(io.Closer).Close()
+	}
+	_, err = sandbox.Run(ctx, cli, *opts)
+	return err
+}
+
+// runFlags defines run's flags on fs; the function it returns checks
+// them once parsed and fills in the options.
+func runFlags(fs *pflag.FlagSet, stderr io.Writer) (*sandbox.RunOptions, func() error) {
+	limits := sandbox.DefaultLimits()
+	opts := &sandbox.RunOptions{Hints: sandbox.HintsVerified}
+	so := &opts.Session
+	so.Network, so.Changes = sandbox.DefaultNetwork, sandbox.ChangesAuto
+	fs.StringVar(&so.Image, "image", "mcpsandbox/node:latest", "image to run the server in (must be in the local engine; never pulled)")
+	fs.StringVar(&so.Workspace, "workspace", "", "host directory the server sees at /workspace (or at its own path with --same-path), copy-on-write: the server's changes are effects, the directory is never modified")
+	fs.BoolVar(&opts.SamePath, "same-path", false, "with --workspace: the server sees it at its absolute host path, so the paths a client sends are the server's too (without it, the client's roots under it are translated to /workspace)")
+	pkg := fs.String("package", "", "DIR[:/TARGET]: the server's code, seen at TARGET (default "+sandbox.DefaultPackageTarget+"), copy-on-write")
+	fs.BoolVar(&so.CopyWorkspace, "copy-workspace", false, "copy the workspace and the package into image layers instead of mounting them copy-on-write")
+	env := fs.StringArray("env", nil, "environment variable KEY=VAL for the server, or KEY for the host's value (repeatable)")
+	fs.StringArrayVar(&opts.Secrets, "secret", nil, "NAME of an --env variable whose value is watched as a honeytoken: seen leaving the sandbox, it is a secret-exfiltration finding (repeatable)")
+	fs.StringVar(&so.User, "user", images.User(), "UID[:GID] the server runs as")
+	mounts := fs.StringArray("mount", nil, "HOST:CONTAINER path to mount read-only, for the server's code (repeatable)")
+	fs.DurationVar(&so.StartTimeout, "start-timeout", 0, "bound on the server's start (default 60s)")
+	fs.Int64Var(&limits.Pids, "pids", limits.Pids, "process limit")
+	fs.Int64Var(&limits.MemoryMB, "memory", limits.MemoryMB, "memory limit in MiB")
+	fs.Float64Var(&limits.CPUs, "cpus", limits.CPUs, "CPU limit")
+	hashBudget := fs.Int64("hash-budget", overlay.DefaultHashBudget>>20, "MiB each snapshot may read to compare files by content")
+	disk := byteSize(sandbox.DefaultDisk)
+	fs.Var(&disk, "disk", "bound on the space the server's writes may hold; past it the server is stopped")
+	fs.DurationVar(&so.DiskInterval, "disk-interval", sandbox.DefaultDiskInterval, "how often the disk use is measured")
+	fs.Var(&so.Changes, "changes", "how file effects are read: auto, upperdir or api")
+	fs.IntVar(&so.FileLimits.MaxEntries, "max-files", 0, "entries walked per file snapshot (default 200,000)")
+	agentPath := fs.String("agent", "", "a static build of mcpsandbox to run as the in-container agent (default: this binary)")
+	noAgent := fs.Bool("no-agent", false, "run without the agent: processes and network attempts are not recorded")
+	fs.Var(&so.Network, "network", "sinkhole (default), none, bridge or host (the server can reach other machines)")
+	policyFile := fs.String("policy", "", "policy file (as for scan); its run section says per rule or tool: log, correct or deny")
+	verdictsFile := fs.String("verdicts", "", "a scan's JSON report: its findings correct the liars' hints (or deny them, by policy) before their first call")
+	fs.Var(&opts.Hints, "hints", "what the client is told of the safety hints: verified (corrected toward the safe side once contradicted), strip (none: clients always ask) or pass (as the server sent them)")
+	logFile := fs.String("log", "", "append one JSON line per call, phase, finding and hint correction to this file")
+	quiet := fs.BoolP("quiet", "q", false, "no human lines on stderr")
+	verbose := fs.BoolP("verbose", "v", false, "also print the sandbox's progress to stderr")
+	fs.DurationVar(&opts.StaleAfter, "stale-after", sandbox.DefaultStaleAfter, "a call the server has not answered for this long is ended for its effects (its answer, later, still goes to the client); negative: never")
+	fs.DurationVar(&opts.PhaseInterval, "phase-interval", sandbox.DefaultPhaseInterval, "between calls, how often what the server does on its own is collected as a phase; negative: only at the end")
+	bounds := boundFlags(fs)
+	return opts, func() error {
+		var err error
+		if so.Bounds, err = bounds(); err != nil {
+			return err
+		}
+		so.Limits = limits
+		if *hashBudget <= 0 || *hashBudget > 1<<40 {
+			return usageError{fmt.Sprintf("--hash-budget %d: want MiB, more than 0", *hashBudget)}
+		}
+		so.FileLimits.HashBudget = *hashBudget << 20
+		so.Disk = int64(disk)
+		if so.DiskInterval <= 0 {
+			return usageError{fmt.Sprintf("--disk-interval %s: want more than 0", so.DiskInterval)}
+		}
+		if !validUser(so.User) {
+			return usageError{fmt.Sprintf("--user %q: want UID[:GID], numbers", so.User)}
+		}
+		for _, e := range *env {
+			k, _, ok := strings.Cut(e, "=")
+			if k == "" {
+				return usageError{fmt.Sprintf("--env %q: want KEY=VAL or KEY", e)}
+			}
+			if !ok {
+				v, set := os.LookupEnv(k)
+				if !set {
+					return usageError{fmt.Sprintf("--env %s: not set on the host", k)}
+				}
+				e = k + "=" + v
+			}
+			so.Env = append(so.Env, e)
+		}
+		if so.Mounts, err = parseMounts(*mounts); err != nil {
+			return err
+		}
+		if so.Workspace != "" {
+			if fi, err := os.Stat(so.Workspace); err != nil || !fi.IsDir() {
+				return usageError{fmt.Sprintf("--workspace %q is not a directory", so.Workspace)}
+			}
+		} else if opts.SamePath {
+			return usageError{"--same-path needs --workspace"}
+		}
+		if *pkg != "" {
+			if so.Package, so.PackageTarget, err = parsePackage(*pkg); err != nil {
+				return err
+			}
+		}
+		if *policyFile != "" {
+			if opts.Verdict.Policy, err = rules.LoadPolicy(*policyFile); err != nil {
+				return usageError{err.Error()}
+			}
+		}
+		if *verdictsFile != "" {
+			if opts.Preload, err = loadVerdicts(*verdictsFile); err != nil {
+				return usageError{err.Error()}
+			}
+		}
+		if *logFile != "" {
+			f, err := os.OpenFile(*logFile, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+			if err != nil {
+				return usageError{fmt.Sprintf("--log: %v", err)}
+			}
+			opts.Log = f
+		}
+		if !*quiet {
+			opts.Notice = stderr
+		}
+		if *verbose {
+			so.Log = stderr
+		}
+		if *noAgent && !fs.Changed("network") {
+			so.Network = sandbox.NetworkNone
+		}
+		if !*noAgent {
+			a, err := sandbox.FindAgent(*agentPath)
+			if err != nil {
+				return err
+			}
+			so.Agent = a
+		}
+		return nil
+	}
+}
+
+// parseMounts reads HOST:/CONTAINER mounts, the host side made absolute.
+func parseMounts(mounts []string) ([]sandbox.Mount, error) {
+	var out []sandbox.Mount
+	for _, m := range mounts {
+		src, dst, ok := strings.Cut(m, ":")
+		if !ok || src == "" || !strings.HasPrefix(dst, "/") {
+			return nil, usageError{fmt.Sprintf("--mount %q: want HOST:/CONTAINER/PATH", m)}
+		}
+		abs, err := filepath.Abs(src)
+		if err != nil {
+			return nil, usageError{fmt.Sprintf("--mount %q: %v", m, err)}
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return nil, usageError{fmt.Sprintf("--mount %q: %v", m, err)}
+		}
+		out = append(out, sandbox.Mount{Source: abs, Target: dst})
+	}
+	return out, nil
+}
+
+// parsePackage reads DIR[:/TARGET].
+func parsePackage(pkg string) (dir, target string, err error) {
+	dir = pkg
+	if i := strings.LastIndex(dir, ":"); i >= 0 && strings.HasPrefix(dir[i+1:], "/") {
+		dir, target = dir[:i], dir[i+1:]
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", "", usageError{fmt.Sprintf("--package %q: %q is not a directory", pkg, dir)}
+	}
+	return dir, target, nil
+}
+
+// loadVerdicts reads the findings of a scan's JSON report.
+func loadVerdicts(path string) ([]report.Finding, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--verdicts: %w", err)
+	}
+	var r report.Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("--verdicts %s: not a JSON report: %w", path, err)
+	}
+	if !strings.HasPrefix(r.SchemaVersion, reportMajor) {
+		return nil, fmt.Errorf("--verdicts %s: schema %q, want a report of %s*", path, r.SchemaVersion, reportMajor)
+	}
+	return r.Findings, nil
+}
+
+// reportMajor is the report schema's major version, the reports --verdicts
+// reads: fields are only ever added within it.
+var reportMajor = report.SchemaVersion[:strings.LastIndex(report.SchemaVersion, ".")+1]
+
+// The clients --print-config writes for.
+const (
+	clientVSCode  = "vscode"
+	clientClaude  = "claude"
+	clientGeneric = "generic"
+)
+
+// printRunConfig prints a client configuration that runs this command
+// line, less --print-config, with this binary's absolute path.
+func printRunConfig(stdout io.Writer, client string, args []string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("finding this binary: %w", err)
+	}
+	runArgs := append([]string{"run"}, withoutPrintConfig(args)...)
+	entry := map[string]any{"command": exe, "args": runArgs}
+	name := serverName(args)
+	var v any
+	switch client {
+	case clientVSCode:
+		entry["type"] = "stdio"
+		v = map[string]any{"servers": map[string]any{name: entry}}
+	case clientClaude:
+		v = map[string]any{"mcpServers": map[string]any{name: entry}}
+	case clientGeneric:
+		v = entry
+	default:
+		return usageError{fmt.Sprintf("--print-config %q: want %s, %s or %s", client, clientVSCode, clientClaude, clientGeneric)}
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s\n", b)
+	return err
+}
+
+// withoutPrintConfig is args less --print-config and its value (before
+// the --: after it, everything is the server's), with the host paths
+// made absolute: a client starts the command from a directory of its own.
+func withoutPrintConfig(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name, value, inline := strings.Cut(a, "=")
+		switch {
+		case a == "--":
+			return append(out, args[i:]...)
+		case name == "--print-config":
+			if !inline {
+				i++
+			}
+			continue
+		case hostPathFlags[name] != nil && inline:
+			a = name + "=" + hostPathFlags[name](value)
+		case hostPathFlags[name] != nil && i+1 < len(args):
+			out = append(out, a)
+			i++
+			a = hostPathFlags[name](args[i])
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// hostPathFlags make the host path in each flag's value absolute.
+var hostPathFlags = map[string]func(string) string{
+	"--workspace": absPath, "--log": absPath, "--policy": absPath, "--verdicts": absPath, "--agent": absPath,
+	"--mount": absBefore(":"), "--package": absBefore(":/"),
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+// absBefore makes the host path before sep absolute (HOST:/TARGET).
+func absBefore(sep string) func(string) string {
+	return func(v string) string {
+		if i := strings.LastIndex(v, sep); i > 0 {
+			return absPath(v[:i]) + v[i:]
+		}
+		return absPath(v)
+	}
+}
+
+// serverName names the server in a client's configuration: the npm
+// package npx runs, or the command's base name, in the characters every
+// client takes.
+func serverName(args []string) string {
+	i := slices.Index(args, "--")
+	if i < 0 || i+1 >= len(args) {
+		return "server"
+	}
+	argv := args[i+1:]
+	name := filepath.Base(argv[0])
+	if name == "npx" || name == "uvx" || name == "node" || name == "python3" || name == "python" {
+		for _, a := range argv[1:] {
+			if !strings.HasPrefix(a, "-") {
+				name = a
+				break
+			}
+		}
+	}
+	name = strings.TrimSuffix(filepath.Base(strings.TrimPrefix(name, "@")), filepath.Ext(name))
+	if at := strings.LastIndex(name, "@"); at > 0 {
+		name = name[:at]
+	}
+	name = unsafeName.ReplaceAllString(name, "-")
+	if name == "" {
+		name = "server"
+	}
+	return "sandboxed-" + name
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_-]+`)

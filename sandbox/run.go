@@ -1,0 +1,270 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
+	"github.com/mcpsandbox/mcpsandbox/overlay"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
+)
+
+// RunOptions configure `mcpsandbox run`: one server in one sandbox, for
+// as long as a client uses it, over the proxy's own stdio.
+type RunOptions struct {
+	// Session is the container, the agent, the workspace and the limits,
+	// as for a scan. Its Workspace, with SamePath, is seen at the host's
+	// absolute path instead of /workspace.
+	Session SessionOptions
+	// SamePath mounts the workspace at its absolute host path, so that the
+	// paths a client sends in arguments are the server's too. Without it,
+	// the client's file roots under the workspace are translated to
+	// /workspace.
+	SamePath bool
+	// Hints is what the client is told of the tools' safety hints
+	// (default HintsVerified).
+	Hints HintMode
+	// Verdict holds the policy: the rules' severities and ignores, and
+	// what run does about a finding (Policy.Run: log, correct, deny).
+	Verdict verdict.Config
+	// Preload are an earlier scan's findings (--verdicts): a known liar's
+	// hints are corrected, or its calls denied, before its first call.
+	Preload []report.Finding
+	// Secrets name environment variables of Session.Env whose values are
+	// watched as honeytokens are (no canary is planted in run).
+	Secrets []string
+	// PhaseInterval is how often, while no call runs, what the server
+	// does on its own is collected as a "between" phase (default
+	// DefaultPhaseInterval; negative: only at the end).
+	PhaseInterval time.Duration
+	// StaleAfter ends, for its effects, a call the server has not answered
+	// for this long (default DefaultStaleAfter; negative: never): one call
+	// left hanging must not make every later call an overlap. Checked
+	// every PhaseInterval.
+	StaleAfter time.Duration
+	// Stdin and Stdout are the client's stream: MCP only is written to
+	// Stdout.
+	Stdin  io.Reader
+	Stdout io.Writer
+	// Log receives one JSON line per record (RunRecord); Notice a short
+	// human line for each (stderr). Either may be nil.
+	Log, Notice io.Writer
+	// OnRecord, if set, sees each record once written.
+	OnRecord func(RunRecord)
+}
+
+// DefaultPhaseInterval is how often run collects, between calls, what the
+// server does on its own.
+const DefaultPhaseInterval = 2 * time.Second
+
+// DefaultStaleAfter is how long run waits for a call's answer before it
+// ends the call for its effects.
+const DefaultStaleAfter = 60 * time.Second
+
+// RunResult is what a run leaves: the session's report (phases, problems,
+// the server's exit), for the caller to show or keep.
+type RunResult struct {
+	Report *report.Report
+	// Ended says why: the client closed its stdin, the server exited, or
+	// the run was interrupted.
+	Ended string
+}
+
+// Run starts the server in a sandbox and relays the client's MCP session
+// to it until the client closes its stdin, the server exits or ctx ends;
+// then the container is stopped and removed (teardown: see endRun) and
+// the log has the last record.
+func Run(ctx context.Context, cli Engine, opts RunOptions) (RunResult, error) {
+	so, roots, err := opts.sessionOptions()
+	if err != nil {
+		return RunResult{}, err
+	}
+	log := &runLog{jsonl: opts.Log, human: opts.Notice, hook: opts.OnRecord, redact: so.Placeholders}
+	log.record(RunRecord{Type: "start", Message: strings.Join(so.Argv, " ")}, "starting "+report.OneLine(strings.Join(so.Argv, " "))+" in a sandbox")
+	s, stdio, err := OpenRaw(ctx, cli, so)
+	res := RunResult{Report: s.Report()}
+	if err != nil {
+		res.Ended = "the server did not start"
+		endRun(ctx, s, log, res.Ended)
+		return res, err
+	}
+	interval := opts.PhaseInterval
+	if interval == 0 {
+		interval = DefaultPhaseInterval
+	}
+	if opts.StaleAfter == 0 {
+		opts.StaleAfter = DefaultStaleAfter
+	}
+	opts.StaleAfter = max(opts.StaleAfter, 0)
+	var m marker = s
+	if opts.SamePath && so.Package != "" {
+		m = samePathMarker{s, so.PackageTarget}
+	}
+	r := newRelay(m, relayOptions{Hints: opts.Hints, Verdict: opts.Verdict, Preload: opts.Preload, PhaseInterval: max(interval, 0),
+		StaleAfter: opts.StaleAfter, Secrets: so.Secrets, Roots: roots, Log: log, Expect: s.expect, Answered: s.answered})
+	why := r.run(ctx, opts.Stdin, opts.Stdout, stdio.Reader, stdio.Writer)
+	switch {
+	case ctx.Err() != nil:
+		res.Ended = "interrupted: " + context.Cause(ctx).Error()
+	default:
+		res.Ended = why.Error()
+	}
+	endRun(ctx, s, log, res.Ended)
+	return res, nil
+}
+
+// endRun is the one place a run's container goes: the session's teardown
+// (stdin closed, a moment to exit, killed, the last effects read,
+// removed unless Session.Keep), then the end record with the teardown's
+// effects and the session's problems.
+func endRun(ctx context.Context, s *Session, log *runLog, why string) {
+	err := s.Close(ctx)
+	rep := s.Report()
+	rec := RunRecord{Type: "end", Reason: why, Problems: rep.Problems, Container: s.Kept()}
+	if n := len(rep.Phases); n > 0 && rep.Phases[n-1].Name == "teardown" {
+		e := rep.Phases[n-1].Effects
+		rec.Effects = &e
+	}
+	if rep.Server.ExitCode != nil {
+		rec.Message = fmt.Sprintf("the server exited with code %d", *rep.Server.ExitCode)
+	}
+	human := "ended: " + why
+	if err != nil {
+		human += "; teardown: " + report.OneLine(err.Error())
+	}
+	for _, p := range rep.Problems {
+		log.record(RunRecord{Type: "problem", Seq: p.Call, Reason: p.Kind, Message: p.Message}, p.Kind+": "+report.OneLine(p.Message))
+	}
+	log.record(rec, human)
+}
+
+// sessionOptions are the session's options for a run, and the roots to
+// translate (nil: none).
+func (o RunOptions) sessionOptions() (SessionOptions, *rootMap, error) {
+	so := o.Session
+	if so.RunID == "" {
+		so.RunID = label.NewRunID()
+	}
+	if o.Stdin == nil || o.Stdout == nil {
+		return so, nil, errors.New("run: no client stream")
+	}
+	secrets, placeholders, err := watched(so.Env, o.Secrets)
+	if err != nil {
+		return so, nil, err
+	}
+	if secrets != nil {
+		so.Secrets, so.Placeholders = secrets, placeholders
+	}
+	var roots *rootMap
+	if so.Workspace != "" {
+		abs, err := filepath.Abs(so.Workspace)
+		if err != nil {
+			return so, nil, fmt.Errorf("run: the workspace: %w", err)
+		}
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = real
+		}
+		if o.SamePath {
+			// Seen where the host has it: mounted as the package is,
+			// copy-on-write, its changes effects in the workspace's scope
+			// (samePathMarker).
+			if so.Package != "" {
+				return so, nil, &InfraError{Cause: "--same-path and --package together", Fix: "mount the server's code with --mount"}
+			}
+			so.Package, so.PackageTarget, so.Workspace = abs, abs, ""
+		} else {
+			roots = &rootMap{Host: abs, Target: overlay.Workspace}
+		}
+	}
+	return so, roots, nil
+}
+
+// watched is the honeytoken check of the secrets named: the names whose
+// values data holds; and the placeholders that keep the values out of
+// the log. nil when none is named.
+func watched(env, names []string) (func(string) []string, []report.Placeholder, error) {
+	if len(names) == 0 {
+		return nil, nil, nil
+	}
+	var ps []report.Placeholder
+	values := map[string]string{}
+	for _, n := range names {
+		i := slices.IndexFunc(env, func(e string) bool { return strings.HasPrefix(e, n+"=") })
+		if i < 0 {
+			return nil, nil, &InfraError{Cause: fmt.Sprintf("--secret %s: the server is given no %s", n, n), Fix: "pass it with --env " + n + " (the host's value) or --env " + n + "=VALUE"}
+		}
+		v := env[i][len(n)+1:]
+		if len(v) < minSecret {
+			return nil, nil, &InfraError{Cause: fmt.Sprintf("--secret %s: a value of %d bytes is too short to watch (it would be found everywhere)", n, len(v)), Fix: fmt.Sprintf("watch values of %d bytes or more", minSecret)}
+		}
+		values[n] = v
+		ps = append(ps, report.Placeholder{Value: v, Role: "<" + n + ">"})
+	}
+	return func(data string) []string {
+		var out []string
+		for n, v := range values {
+			if strings.Contains(data, v) {
+				out = append(out, n)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}, ps, nil
+}
+
+// minSecret is the shortest value --secret watches.
+const minSecret = 8
+
+// samePathMarker scopes the changes under the workspace, mounted at its
+// host path, as the workspace's.
+type samePathMarker struct {
+	*Session
+	target string
+}
+
+func (m samePathMarker) Mark(ctx context.Context, call bool, seq int) report.Effects {
+	eff := m.Session.Mark(ctx, call, seq)
+	for i, f := range eff.Files {
+		if f.Path == m.target || strings.HasPrefix(f.Path, m.target+"/") {
+			eff.Files[i].Scope, eff.Files[i].Area = "workspace", ""
+		}
+	}
+	return eff
+}
+
+// expect and answered tell the stdout filter which ids the client waits
+// for, so that a response refused over a bound is answered with an
+// error in its place (as for a scan) rather than dropped.
+func (s *Session) expect(id json.RawMessage) {
+	if v, ok := idValue(id); ok {
+		s.gate.sent(runMethod+rawIDKey(id), v)
+	}
+}
+
+func (s *Session) answered(id json.RawMessage) { s.gate.take(runMethod + rawIDKey(id)) }
+
+// runMethod keys the relay's requests in the frame gate, one key per id.
+const runMethod = "run:"
+
+// idValue is a raw id as the gate keys it (int64 or string).
+func idValue(id json.RawMessage) (any, bool) {
+	var n json.Number
+	if json.Unmarshal(id, &n) == nil {
+		if i, err := n.Int64(); err == nil {
+			return i, true
+		}
+	}
+	var str string
+	if json.Unmarshal(id, &str) == nil {
+		return str, true
+	}
+	return nil, false
+}

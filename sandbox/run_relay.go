@@ -1,0 +1,833 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/ci/rules"
+	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
+)
+
+// The relay of `mcpsandbox run`: JSON-RPC lines between a client (the
+// proxy's own stdin and stdout) and the server, passed on as they are,
+// except tools/list results (hints, see hintBook), a refused call (the
+// policy), and the roots the client gives (path translation). Each
+// tools/call is tracked so that its effects, collected by a marker once
+// it is answered, are judged by the verdict's rules and logged. Nothing
+// here needs an engine: the marker is the session's Mark, or a fake.
+
+// marker collects the effects since the last mark (Session.Mark).
+type marker interface {
+	Mark(ctx context.Context, call bool, seq int) report.Effects
+}
+
+// relayOptions configure one relay.
+type relayOptions struct {
+	Hints HintMode
+	// Verdict is the policy and the rest the rules are judged under;
+	// Verdict.Policy.Run says what to do about each finding.
+	Verdict verdict.Config
+	// Preload are findings of an earlier scan (--verdicts), acted on
+	// before the first call.
+	Preload []report.Finding
+	// PhaseInterval is how often, between calls, the effects of the
+	// server on its own are collected as a "between" phase (0: only
+	// when a call begins after a gap... never on a timer).
+	PhaseInterval time.Duration
+	// StaleAfter ends, for its effects, a call the server has not
+	// answered for this long (0: never), at the next PhaseInterval tick:
+	// a call left hanging must not make every later call an overlap, with
+	// no tool the only candidate for anything.
+	StaleAfter time.Duration
+	// Secrets names the watched secrets in data (nil: none): a result that
+	// holds one is a disclosure (secret-disclosed).
+	Secrets func(data string) []string
+	// Drain bounds how long, once the client has closed its stdin, the
+	// server's last messages are passed on (default exitGrace).
+	Drain time.Duration
+	// Roots translates the file roots the client gives (nil: none).
+	Roots *rootMap
+	// Log receives the records (JSON lines) and the human lines.
+	Log *runLog
+	// Expect and Answered tell the stdout filter which request ids a
+	// response may be refused for (an error then answers it in its
+	// place); nil in tests without a filter.
+	Expect, Answered func(id json.RawMessage)
+}
+
+// relay is one proxied session.
+type relay struct {
+	opts relayOptions
+	m    marker
+	book *hintBook
+	log  *runLog
+
+	clientMu  sync.Mutex
+	clientOut io.Writer
+	serverMu  sync.Mutex
+	serverOut io.Writer
+
+	mu       sync.Mutex
+	pending  map[string]*pendingReq // the client's requests, by id
+	fromSrv  map[string]string      // the server's requests, by id: their method
+	seq      int
+	protocol string // as the server answered initialize
+
+	calls *tracker
+	// work counts the collections and phases running on their own
+	// goroutines, waited for at the end.
+	work sync.WaitGroup
+}
+
+// pendingReq is a request of the client's the relay waits to see answered.
+type pendingReq struct {
+	method string
+	call   *callInfo // tools/call only
+}
+
+// callInfo is one tools/call.
+type callInfo struct {
+	Seq       int
+	ID        json.RawMessage
+	Tool      string
+	Arguments json.RawMessage
+	start     time.Time
+	// Set when it ends.
+	DurationMs int64
+	IsError    bool
+	Error      string
+	Cancelled  bool
+	Disclosed  []string
+}
+
+func newRelay(m marker, opts relayOptions) *relay {
+	if opts.Hints == 0 {
+		opts.Hints = HintsVerified
+	}
+	if opts.Log == nil {
+		opts.Log = &runLog{}
+	}
+	if opts.Drain <= 0 {
+		opts.Drain = exitGrace
+	}
+	r := &relay{opts: opts, m: m, log: opts.Log, book: newHintBook(opts.Hints), pending: map[string]*pendingReq{}, fromSrv: map[string]string{}}
+	r.calls = newTracker()
+	return r
+}
+
+// errClientClosed and errServerClosed say which side ended the relay.
+var (
+	errClientClosed = errors.New("the client closed its stdin")
+	errServerClosed = errors.New("the server closed its stdout")
+)
+
+// run relays until the client or the server ends its stream or ctx
+// ends, then waits for the effects being collected; the calls still
+// unanswered are logged as such. It returns why it ended.
+func (r *relay) run(ctx context.Context, clientIn io.Reader, clientOut io.Writer, serverIn io.Reader, serverOut io.Writer) error {
+	r.clientOut, r.serverOut = clientOut, serverOut
+	r.preload()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	clientDone, serverDone := make(chan error, 1), make(chan error, 1)
+	go func() { clientDone <- r.readClient(ctx, clientIn) }()
+	go func() { serverDone <- r.readServer(ctx, serverIn) }()
+	if r.opts.PhaseInterval > 0 {
+		r.work.Add(1)
+		go func() { defer r.work.Done(); r.idle(ctx) }()
+	}
+	var why error
+	select {
+	case why = <-clientDone:
+		if errors.Is(why, errClientClosed) {
+			// The client's way to end a stdio session: the server's stdin
+			// is closed, and what it still says (answers in flight) is
+			// passed on until it ends its stdout, for a moment.
+			if c, ok := serverOut.(io.Closer); ok {
+				r.serverMu.Lock()
+				c.Close()
+				r.serverMu.Unlock()
+			}
+			drain := time.NewTimer(r.opts.Drain)
+			select {
+			case <-serverDone:
+			case <-drain.C:
+			case <-ctx.Done():
+			}
+			drain.Stop()
+		}
+	case why = <-serverDone:
+	case <-ctx.Done():
+		why = context.Cause(ctx)
+	}
+	cancel(why)
+	r.calls.close()
+	r.work.Wait()
+	for _, c := range r.calls.unanswered() {
+		r.log.record(RunRecord{Type: "call", Seq: c.Seq, ID: c.ID, Tool: c.Tool, Error: "no answer: the session ended (" + why.Error() + ")"},
+			fmt.Sprintf("call %d %s: no answer before the session ended; its effects are the teardown's", c.Seq, quoteTool(c.Tool)))
+	}
+	return why
+}
+
+// readLines calls fn with each non-blank line of in (its newline
+// included) until in ends.
+func readLines(in io.Reader, fn func([]byte)) error {
+	br := bufio.NewReaderSize(in, 64<<10)
+	for {
+		line, err := br.ReadBytes('\n')
+		if len(bytes.TrimSpace(line)) > 0 {
+			if line[len(line)-1] != '\n' {
+				line = append(line, '\n')
+			}
+			fn(line)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// unbatch calls fn with each message of a JSON-RPC batch, one line each,
+// or with line itself when it is no batch. A server's batch is split so
+// that a tools/list answer inside one is rewritten like any other (a batch
+// must not carry hints past the proxy), a client's so that each call in
+// it is tracked and held to the policy. (The protocol has had no batches
+// since 2025-06-18.)
+func unbatch(line []byte, fn func([]byte)) {
+	if t := bytes.TrimLeft(line, " \t\r"); len(t) == 0 || t[0] != '[' {
+		fn(line)
+		return
+	}
+	msgs, err := parseArray(line)
+	if err != nil || len(msgs) == 0 {
+		fn(line)
+		return
+	}
+	for _, m := range msgs {
+		fn(append(append([]byte{}, m...), '\n'))
+	}
+}
+
+func (r *relay) readClient(ctx context.Context, in io.Reader) error {
+	err := readLines(in, func(line []byte) { unbatch(line, func(m []byte) { r.fromClient(ctx, m) }) })
+	if err == nil || errors.Is(err, io.EOF) {
+		return errClientClosed
+	}
+	return fmt.Errorf("reading the client: %w", err)
+}
+
+func (r *relay) readServer(ctx context.Context, in io.Reader) error {
+	err := readLines(in, func(line []byte) { unbatch(line, func(m []byte) { r.fromServer(ctx, m) }) })
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) {
+		return errServerClosed
+	}
+	return fmt.Errorf("reading the server: %w", err)
+}
+
+// head is what the relay reads of a message to route it.
+type head struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+}
+
+func (h head) hasID() bool { return len(h.ID) > 0 && string(h.ID) != "null" }
+
+func (r *relay) toClient(line []byte) {
+	r.clientMu.Lock()
+	defer r.clientMu.Unlock()
+	r.clientOut.Write(line)
+}
+
+func (r *relay) toServer(line []byte) {
+	r.serverMu.Lock()
+	defer r.serverMu.Unlock()
+	r.serverOut.Write(line)
+}
+
+func (r *relay) fromClient(ctx context.Context, line []byte) {
+	var h head
+	if json.Unmarshal(line, &h) != nil {
+		// Not a message: the server's to answer.
+		r.toServer(line)
+		return
+	}
+	key := rawIDKey(h.ID)
+	switch {
+	case h.Method != "" && h.hasID():
+		req := &pendingReq{method: h.Method}
+		if h.Method == "tools/call" {
+			var p struct {
+				Name      string          `json:"name"`
+				Arguments json.RawMessage `json:"arguments"`
+			}
+			json.Unmarshal(h.Params, &p)
+			if d, ok := r.book.denied(p.Name); ok {
+				r.refuse(h.ID, p.Name, d)
+				return
+			}
+			r.mu.Lock()
+			r.seq++
+			req.call = &callInfo{Seq: r.seq, ID: append(json.RawMessage{}, h.ID...), Tool: p.Name, Arguments: p.Arguments}
+			r.mu.Unlock()
+			// Waits while the effects before it are read, so that none of
+			// its own is taken for theirs.
+			r.calls.begin(req.call)
+		}
+		if r.opts.Roots != nil && len(h.Params) > 0 && bytes.Contains(h.Params, []byte(`"inputResponses"`)) {
+			if p, changed := r.opts.Roots.translateInputs(h.Params); changed {
+				if out, err := replaceMember(line, "params", p); err == nil {
+					line = out
+				}
+			}
+		}
+		if key != "" {
+			r.mu.Lock()
+			r.pending[key] = req
+			r.mu.Unlock()
+			if r.opts.Expect != nil {
+				r.opts.Expect(h.ID)
+			}
+		}
+	case h.Method == "notifications/cancelled":
+		var p struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}
+		json.Unmarshal(h.Params, &p)
+		r.mu.Lock()
+		req := r.pending[rawIDKey(p.RequestID)]
+		r.mu.Unlock()
+		if req != nil && req.call != nil {
+			// The server may never answer: the call ends here, for its
+			// effects.
+			r.endCall(ctx, req.call, nil, true)()
+		}
+	case h.Method == "" && h.hasID():
+		// The client answers a request of the server's.
+		r.mu.Lock()
+		method := r.fromSrv[key]
+		delete(r.fromSrv, key)
+		r.mu.Unlock()
+		if method == "roots/list" && r.opts.Roots != nil && len(h.Result) > 0 {
+			if res, changed := r.opts.Roots.translate(h.Result); changed {
+				if out, err := replaceResult(line, res); err == nil {
+					line = out
+				}
+			}
+		}
+	}
+	r.toServer(line)
+}
+
+func (r *relay) fromServer(ctx context.Context, line []byte) {
+	var h head
+	if json.Unmarshal(line, &h) != nil {
+		r.toClient(line)
+		return
+	}
+	key := rawIDKey(h.ID)
+	switch {
+	case h.Method == "" && h.hasID():
+		r.mu.Lock()
+		req := r.pending[key]
+		delete(r.pending, key)
+		r.mu.Unlock()
+		if req == nil {
+			break
+		}
+		if r.opts.Answered != nil {
+			r.opts.Answered(h.ID)
+		}
+		switch req.method {
+		case "tools/list":
+			if len(h.Result) > 0 {
+				if res, changed := r.book.listed(h.Result); changed {
+					if out, err := replaceResult(line, res); err == nil {
+						line = out
+					}
+				}
+			}
+		case "initialize", "server/discover":
+			var res struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			}
+			json.Unmarshal(h.Result, &res)
+			r.mu.Lock()
+			r.protocol = res.ProtocolVersion
+			r.mu.Unlock()
+			r.toClient(line)
+			r.work.Add(1)
+			go func() { defer r.work.Done(); r.calls.phase(ctx, r, "initialize") }()
+			return
+		case "tools/call":
+			// The call ends before the client has the answer, so that a
+			// call it makes on reading it is not taken for an overlap; the
+			// answer goes before the effects are read.
+			collect := r.endCall(ctx, req.call, &h, false)
+			r.toClient(line)
+			collect()
+			return
+		}
+	case h.Method != "" && h.hasID():
+		r.mu.Lock()
+		if len(r.fromSrv) < maxServerRequests {
+			r.fromSrv[key] = h.Method
+		}
+		r.mu.Unlock()
+	}
+	r.toClient(line)
+}
+
+// maxServerRequests bounds the server's requests remembered for their
+// answers (only roots/list's is rewritten): a server that asks without
+// end grows nothing.
+const maxServerRequests = 1024
+
+// endCall ends c with the server's answer h (nil: cancelled) and returns
+// what starts the collection of its effects, when it was the last call
+// in flight (a no-op otherwise).
+func (r *relay) endCall(ctx context.Context, c *callInfo, h *head, cancelled bool) func() {
+	var res struct {
+		IsError bool `json:"isError"`
+	}
+	var rpcErr struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}
+	errText := ""
+	var disclosed []string
+	if h != nil {
+		json.Unmarshal(h.Result, &res)
+		if r.opts.Secrets != nil {
+			disclosed = roles(r.opts.Secrets(string(h.Result)))
+		}
+		if len(h.Error) > 0 && json.Unmarshal(h.Error, &rpcErr) == nil {
+			errText = fmt.Sprintf("JSON-RPC error %d: %s", rpcErr.Code, report.OneLine(rpcErr.Message))
+		}
+	}
+	if cancelled {
+		errText = "cancelled by the client"
+	}
+	if g := r.calls.end(c, func(c *callInfo) {
+		c.DurationMs, c.IsError, c.Error, c.Cancelled, c.Disclosed = time.Since(c.start).Milliseconds(), res.IsError, errText, cancelled, disclosed
+	}); g != nil {
+		// Not on the reader's goroutine: the server's next messages do
+		// not wait for the snapshot.
+		r.work.Add(1)
+		return func() { go func() { defer r.work.Done(); r.calls.collect(ctx, r, g) }() }
+	}
+	return func() {}
+}
+
+// refuse answers a call the policy denies, in the server's place.
+func (r *relay) refuse(id json.RawMessage, tool string, d denial) {
+	msg := fmt.Sprintf("mcpsandbox: the call to tool %q is refused by policy: rule %s (%s)", tool, d.Rule, d.Reason)
+	body, _ := json.Marshal(map[string]any{"code": RunDeniedCode, "message": msg, "data": map[string]string{"rule": d.Rule, "tool": tool}})
+	r.toClient(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":%s}`+"\n", id, body))
+	r.log.record(RunRecord{Type: "deny", ID: id, Tool: tool, Rule: d.Rule, Reason: d.Reason},
+		fmt.Sprintf("refused a call to %s: rule %s (%s)", quoteTool(tool), d.Rule, d.Reason))
+}
+
+// RunDeniedCode is the JSON-RPC error code of a call run refuses by
+// policy (the message and data name the rule).
+const RunDeniedCode = -32010
+
+// replaceResult is the message line with its result replaced, the rest
+// as sent.
+func replaceResult(line []byte, result json.RawMessage) ([]byte, error) {
+	return replaceMember(line, "result", result)
+}
+
+func replaceMember(line []byte, key string, v json.RawMessage) ([]byte, error) {
+	m, err := parseObject(line)
+	if err != nil {
+		return nil, err
+	}
+	return append(m.set(key, v).encode(), '\n'), nil
+}
+
+// judge gives the verdict's rules the effects of a group of calls that
+// overlapped, and acts on what they find: each finding is logged; when
+// the group has one tool (the only candidate for the effects), a
+// contradicted hint is corrected and, by policy, the tool denied.
+//
+// With after set, the effects are not the calls' own (judged already) but
+// those of the first stretch after them, which the rules count as theirs:
+// what a call left running did after it returned (see rules' afterCalls).
+//
+// Its records go to emit; it says whether the client must be told the
+// tool list changed.
+func (r *relay) judge(group []*callInfo, eff report.Effects, after *report.Effects, emit emitFn) bool {
+	tools := map[string]bool{}
+	var names []string
+	for _, c := range group {
+		if !tools[c.Tool] {
+			tools[c.Tool] = true
+			names = append(names, c.Tool)
+		}
+	}
+	r.mu.Lock()
+	protocol := r.protocol
+	r.mu.Unlock()
+	rep := report.New()
+	rep.Server.ProtocolVersion = protocol
+	rep.Sandbox.Isolation = IsolationSession.String()
+	for _, n := range names {
+		if t, ok := r.book.declared(n); ok {
+			rep.Tools = append(rep.Tools, t)
+		}
+	}
+	// One call per tool, each with the whole group's effects: with one
+	// tool the findings are its own; with more each is a candidate.
+	seen := map[string]bool{}
+	for _, c := range group {
+		if seen[c.Tool] {
+			continue
+		}
+		seen[c.Tool] = true
+		call := report.Call{Seq: c.Seq, Tool: c.Tool, Arguments: c.Arguments, Source: "client", IsError: c.IsError, Disclosed: c.Disclosed, Effects: eff}
+		if after != nil {
+			call.Effects, call.Disclosed = report.NewEffects(), nil
+			rep.Phases = append(rep.Phases, report.Phase{Name: "between", After: c.Seq, Effects: *after})
+		}
+		rep.Calls = append(rep.Calls, call)
+	}
+	when := ""
+	if after != nil {
+		when = " (after it answered)"
+	}
+	verdict.Finish(rep, r.opts.Verdict)
+	notify := false
+	for _, f := range rep.Findings {
+		rec := RunRecord{Type: "finding", Seq: f.Call, Tool: f.Tool, Rule: f.Rule, Severity: f.Severity.String(), Message: f.Message, Evidence: f.Evidence}
+		if len(names) > 1 {
+			rec.Candidates = names
+		}
+		emit(rec, fmt.Sprintf("%s: %s", f.Severity, report.OneLine(f.Message)))
+		if f.Tool == "" {
+			continue
+		}
+		if len(names) > 1 {
+			emit(RunRecord{Type: "hint", Tool: f.Tool, Rule: f.Rule, Reason: fmt.Sprintf("not corrected: calls to %d tools overlapped (%s), so %q is not the only candidate", len(names), strings.Join(names, ", "), f.Tool)}, "")
+			continue
+		}
+		notify = r.act(f, fmt.Sprintf("call %d%s: %s", f.Call, when, report.OneLine(f.Message)), f.Call, emit) || notify
+	}
+	return notify
+}
+
+// emitFn writes a record and its human line.
+type emitFn func(RunRecord, string)
+
+// act applies the policy's action on finding f; it says whether what the
+// client lists changed.
+func (r *relay) act(f report.Finding, reason string, call int, emit emitFn) bool {
+	action := r.action(f.Rule, f.Tool)
+	changed := false
+	if fix, ok := hintFixes[f.Rule]; ok && action >= rules.ActionCorrect {
+		if from, did := r.book.correct(f.Tool, fix); did {
+			to := fix.Value
+			rec := RunRecord{Type: "hint", Tool: f.Tool, Hint: fix.Hint, From: from, To: &to, Rule: f.Rule, Seq: call, Reason: reason}
+			human := fmt.Sprintf("%s: %s %v -> %v (%s)", quoteTool(f.Tool), fix.Hint, fmtHint(from), to, reason)
+			if r.opts.Hints != HintsVerified {
+				rec.Reason += fmt.Sprintf("; not rewritten in the list with --hints %s", r.opts.Hints)
+				human += fmt.Sprintf("; not rewritten with --hints %s", r.opts.Hints)
+			} else {
+				changed = true
+			}
+			emit(rec, human)
+		}
+	}
+	if action == rules.ActionDeny && r.book.deny(f.Tool, denial{Rule: f.Rule, Reason: reason}) {
+		emit(RunRecord{Type: "policy", Tool: f.Tool, Rule: f.Rule, Reason: reason}, fmt.Sprintf("%s: later calls are refused (policy: deny on %s)", quoteTool(f.Tool), f.Rule))
+	}
+	return changed
+}
+
+// action is what the policy says for rule on tool; unset, --hints
+// verified corrects and the other modes log.
+func (r *relay) action(rule, tool string) rules.Action {
+	if a, ok := r.opts.Verdict.Policy.Run.Action(rule, tool); ok {
+		return a
+	}
+	if r.opts.Hints == HintsVerified {
+		return rules.ActionCorrect
+	}
+	return rules.ActionLog
+}
+
+// preload acts on an earlier scan's findings (--verdicts).
+func (r *relay) preload() {
+	for _, f := range r.opts.Preload {
+		if f.Tool == "" {
+			continue
+		}
+		if _, ok := hintFixes[f.Rule]; !ok && r.action(f.Rule, f.Tool) != rules.ActionDeny {
+			continue
+		}
+		r.act(f, "an earlier scan (--verdicts): "+report.OneLine(f.Message), 0, r.log.record)
+	}
+}
+
+// listChanged tells the client the tool list changed, so that it lists
+// the corrected hints.
+func (r *relay) listChanged() {
+	r.toClient([]byte(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}` + "\n"))
+	r.log.record(RunRecord{Type: "notify", Message: "notifications/tools/list_changed sent to the client"}, "")
+}
+
+// idle collects, every PhaseInterval while no call runs, what the server
+// does on its own, as "between" phases.
+func (r *relay) idle(ctx context.Context) {
+	t := time.NewTicker(r.opts.PhaseInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			r.expire(ctx)
+			r.calls.phase(ctx, r, "between")
+		}
+	}
+}
+
+// expire ends the calls in flight for longer than StaleAfter.
+func (r *relay) expire(ctx context.Context) {
+	if r.opts.StaleAfter <= 0 {
+		return
+	}
+	for _, c := range r.calls.older(time.Now().Add(-r.opts.StaleAfter)) {
+		msg := fmt.Sprintf("no answer within %s: ended here for its effects (an answer later is still passed on)", r.opts.StaleAfter)
+		if g := r.calls.end(c, func(c *callInfo) { c.DurationMs, c.Error = time.Since(c.start).Milliseconds(), msg }); g != nil {
+			r.work.Add(1)
+			go func() { defer r.work.Done(); r.calls.collect(ctx, r, g) }()
+		}
+	}
+}
+
+// logCall logs a call (or a group of overlapping calls) and its effects.
+func (r *relay) logCall(group []*callInfo, eff report.Effects) {
+	var overlap []int
+	if len(group) > 1 {
+		for _, c := range group {
+			overlap = append(overlap, c.Seq)
+		}
+	}
+	for i, c := range group {
+		d := c.DurationMs
+		rec := RunRecord{Type: "call", Seq: c.Seq, ID: c.ID, Tool: c.Tool, DurationMs: &d, IsError: c.IsError, Error: c.Error, Overlap: overlap}
+		if i == 0 {
+			e := eff
+			rec.Effects = &e
+		} else {
+			rec.EffectsOf = group[0].Seq
+		}
+		human := fmt.Sprintf("call %d %s (%d ms): %s", c.Seq, quoteTool(c.Tool), d, summarize(eff))
+		if len(overlap) > 1 {
+			human += fmt.Sprintf(" (together with calls %v)", overlap)
+		}
+		if i > 0 {
+			human = ""
+		}
+		r.log.record(rec, human)
+	}
+}
+
+// logPhase logs what happened outside calls, when anything did.
+func (r *relay) logPhase(name string, after int, eff report.Effects) {
+	if empty(eff) && name == "between" {
+		return
+	}
+	e := eff
+	r.log.record(RunRecord{Type: "phase", Phase: name, After: after, Effects: &e}, fmt.Sprintf("%s: %s", name, summarize(eff)))
+}
+
+// summarize is effects in a few words, for a human line.
+func summarize(e report.Effects) string {
+	if empty(e) {
+		return "no effects"
+	}
+	var parts []string
+	if n := len(e.Files) + e.FilesOmitted; n > 0 {
+		var names []string
+		for _, f := range e.Files[:min(len(e.Files), 3)] {
+			names = append(names, f.Change.String()+" "+f.Path)
+		}
+		if n > len(names) {
+			names = append(names, fmt.Sprintf("%d more", n-len(names)))
+		}
+		parts = append(parts, fmt.Sprintf("%d file(s): %s", n, strings.Join(names, ", ")))
+	}
+	if n := len(e.Processes); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d process(es)", n))
+	}
+	if n := len(e.Network); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d network attempt(s)", n))
+	}
+	if e.FilesTruncated {
+		parts = append(parts, "file walk cut at its bound")
+	}
+	return strings.Join(parts, "; ")
+}
+
+func quoteTool(name string) string { return fmt.Sprintf("%q", report.OneLine(name)) }
+
+func fmtHint(b *bool) string {
+	if b == nil {
+		return "unset"
+	}
+	return fmt.Sprint(*b)
+}
+
+// tracker groups the calls that overlap and serializes the effects'
+// collection: a call begins only when no collection runs, so that none of
+// its effects is read as another's.
+type tracker struct {
+	mu         sync.Mutex
+	cond       *sync.Cond
+	inflight   map[int]*callInfo
+	group      []*callInfo
+	collecting bool
+	closed     bool
+	after      int // the last call whose effects were collected
+	// last are the calls whose effects were collected last, until the
+	// first phase after them or the next call: that phase is theirs too.
+	last []*callInfo
+}
+
+func newTracker() *tracker {
+	t := &tracker{inflight: map[int]*callInfo{}}
+	t.cond = sync.NewCond(&t.mu)
+	return t
+}
+
+func (t *tracker) begin(c *callInfo) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for t.collecting && !t.closed {
+		t.cond.Wait()
+	}
+	c.start = time.Now()
+	t.last = nil // what happens from now on is not only the last calls'
+	t.inflight[c.Seq] = c
+	t.group = append(t.group, c)
+}
+
+// end ends c (fill sets what it ended with) and returns the group to
+// collect when it was the last in flight (nil otherwise); collecting is
+// then set, for collect to clear.
+func (t *tracker) end(c *callInfo, fill func(*callInfo)) []*callInfo {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.inflight[c.Seq]; !ok {
+		return nil // ended already (cancelled, then answered)
+	}
+	fill(c)
+	delete(t.inflight, c.Seq)
+	if len(t.inflight) > 0 || t.closed {
+		return nil
+	}
+	g := t.group
+	t.group = nil
+	t.collecting = true
+	return g
+}
+
+// collect reads the group's effects, judges them and logs them (the call
+// first, then what the rules found and what was done about it); the next
+// call begins after, so that a correction or a denial holds for it.
+func (t *tracker) collect(ctx context.Context, r *relay, g []*callInfo) {
+	eff := r.m.Mark(ctx, true, g[0].Seq)
+	type held struct {
+		rec   RunRecord
+		human string
+	}
+	var found []held
+	notify := r.judge(g, eff, nil, func(rec RunRecord, human string) { found = append(found, held{rec, human}) })
+	r.logCall(g, eff)
+	for _, h := range found {
+		r.log.record(h.rec, h.human)
+	}
+	if notify {
+		r.listChanged()
+	}
+	t.mu.Lock()
+	t.collecting = false
+	t.after = g[len(g)-1].Seq
+	t.last = g
+	t.cond.Broadcast()
+	t.mu.Unlock()
+}
+
+// phase collects a phase when no call runs and no collection does.
+func (t *tracker) phase(ctx context.Context, r *relay, name string) {
+	t.mu.Lock()
+	if t.collecting || len(t.inflight) > 0 || t.closed {
+		t.mu.Unlock()
+		return
+	}
+	t.collecting = true
+	after := t.after
+	last := t.last
+	t.last = nil
+	t.mu.Unlock()
+	eff := r.m.Mark(ctx, false, after)
+	r.logPhase(name, after, eff)
+	if name == "between" && last != nil && !empty(eff) && r.judge(last, report.Effects{}, &eff, r.log.record) {
+		r.listChanged()
+	}
+	t.mu.Lock()
+	t.collecting = false
+	t.cond.Broadcast()
+	t.mu.Unlock()
+}
+
+// close stops new collections and waits for the one running.
+func (t *tracker) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	t.cond.Broadcast()
+	for t.collecting {
+		t.cond.Wait()
+	}
+}
+
+// older are the calls in flight that began before t.
+func (t *tracker) older(before time.Time) []*callInfo {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []*callInfo
+	for _, c := range t.group {
+		if _, ok := t.inflight[c.Seq]; ok && c.start.Before(before) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// unanswered are the calls still in flight, in order.
+func (t *tracker) unanswered() []*callInfo {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []*callInfo
+	for _, c := range t.group {
+		if _, ok := t.inflight[c.Seq]; ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
