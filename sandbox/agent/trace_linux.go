@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -70,6 +71,11 @@ type tracer struct {
 	// their creator's fork, vfork or clone event: that event must not
 	// report them again, even when they are gone by then.
 	early map[int]bool
+	// held holds new tasks stopped before their creator's event, with
+	// their stop: that event says what they are (thread or process, and
+	// whose child) without reading /proc, and resumes them. When the
+	// tracer would otherwise wait with tasks held, /proc says instead.
+	held map[int]unix.WaitStatus
 	// seen dedups datagram events per process, destination and payload.
 	seen map[string]bool
 	exes *exeCache
@@ -81,7 +87,7 @@ const maxSeen = 1 << 16
 
 func newTracer(main int, mode string, out *writer) *tracer {
 	return &tracer{main: main, mode: mode, out: out, tasks: map[int]*task{main: {tgid: main, started: true}},
-		procs: map[int]*process{main: newProcess(1)}, early: map[int]bool{}, seen: map[string]bool{}, exes: newExeCache()}
+		procs: map[int]*process{main: newProcess(1)}, early: map[int]bool{}, held: map[int]unix.WaitStatus{}, seen: map[string]bool{}, exes: newExeCache()}
 }
 
 // No PTRACE_O_TRACEEXIT: a process's exit is sent when wait shows its
@@ -119,15 +125,22 @@ func (t *tracer) loop() int {
 			runtime.Gosched()
 			last = Now()
 		}
-		tid, ws, err := next()
+		tid, ws, err := next(len(t.held) > 0)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
 			break // ECHILD: nothing left
 		}
+		if tid == 0 {
+			// Nothing else to do: the held tasks' creators have not
+			// stopped (or never will, killed in clone).
+			t.release()
+			continue
+		}
 		switch {
 		case ws.Exited() || ws.Signaled():
+			delete(t.held, tid)
 			c := t.exited(tid, ws)
 			reap(tid)
 			if tid == t.main {
@@ -146,8 +159,8 @@ func (t *tracer) loop() int {
 	return code
 }
 
-// task returns a stopped task's entry. A task without one is new, and its
-// creator's event is still to come: the kernel wakes a child before its
+// task returns the entry of a held task (see tracer.held) whose
+// creator's event has not come: the kernel wakes a child before its
 // creator stops to report it, and wait returns the newest tracee first, so
 // the child's first stops, and even its end, can come before that event.
 // Such a task is told thread or process now, while it is stopped and /proc
@@ -224,9 +237,31 @@ func (t *tracer) exited(tid int, ws unix.WaitStatus) int {
 	return code
 }
 
+// release resumes every held task, told from /proc.
+func (t *tracer) release() {
+	tids := make([]int, 0, len(t.held))
+	for tid := range t.held {
+		tids = append(tids, tid)
+	}
+	sort.Ints(tids)
+	for _, tid := range tids {
+		ws := t.held[tid]
+		delete(t.held, tid)
+		t.task(tid)
+		t.stopped(tid, ws)
+	}
+}
+
 func (t *tracer) stopped(tid int, ws unix.WaitStatus) {
 	sig := ws.StopSignal()
-	tk := t.task(tid)
+	tk, ok := t.tasks[tid]
+	if !ok {
+		// New: its creator's event is still to come. Its stop is consumed,
+		// or wait would show it again and again.
+		reap(tid)
+		t.held[tid] = ws
+		return
+	}
 	switch {
 	case sig == unix.SIGTRAP|0x80:
 		t.syscallExit(tid, tk)
@@ -305,6 +340,7 @@ func (t *tracer) created(tid int, tk *task, ntid, cause int) {
 	}
 	if cause == unix.PTRACE_EVENT_CLONE && flags&unix.CLONE_THREAD != 0 {
 		t.tasks[ntid] = &task{tgid: tk.tgid}
+		t.resumeHeld(ntid)
 		return
 	}
 	t.tasks[ntid] = &task{tgid: ntid}
@@ -315,6 +351,16 @@ func (t *tracer) created(tid int, tk *task, ntid, cause int) {
 		ppid = ppidOf(ntid)
 	}
 	t.forked(ntid, ppid)
+	t.resumeHeld(ntid)
+}
+
+// resumeHeld handles the stop a new task was held at, now that it is
+// known.
+func (t *tracer) resumeHeld(ntid int) {
+	if ws, ok := t.held[ntid]; ok {
+		delete(t.held, ntid)
+		t.stopped(ntid, ws)
+	}
 }
 
 // seccomp records a stopped syscall; it returns true when the syscall's
@@ -771,17 +817,24 @@ const (
 	cldDumped = 3
 )
 
-// next waits for the next stop or end of any traced task. An end is not
+// next waits for the next stop or end of any traced task (with nohang,
+// returns 0 when there is none yet). An end is not
 // consumed (WNOWAIT): the task stays a zombie that only the agent, its
 // tracer, can see, and its parent learns of the end only once reap has
 // run, after the exit event is sent. A stop needs no consuming: resuming
 // the task clears it (but for an exec's, below).
-func next() (int, unix.WaitStatus, error) {
+func next(nohang bool) (int, unix.WaitStatus, error) {
 	var si chldInfo
-	_, _, errno := unix.Syscall6(unix.SYS_WAITID, unix.P_ALL, 0, uintptr(unsafe.Pointer(&si)),
-		unix.WEXITED|unix.WSTOPPED|unix.WALL|unix.WNOWAIT, 0, 0)
+	opts := unix.WEXITED | unix.WSTOPPED | unix.WALL | unix.WNOWAIT
+	if nohang {
+		opts |= unix.WNOHANG
+	}
+	_, _, errno := unix.Syscall6(unix.SYS_WAITID, unix.P_ALL, 0, uintptr(unsafe.Pointer(&si)), uintptr(opts), 0, 0)
 	if errno != 0 {
 		return 0, 0, errno
+	}
+	if si.pid == 0 {
+		return 0, 0, nil // WNOHANG: nothing yet
 	}
 	// The same status wait4 would give.
 	var ws unix.WaitStatus
