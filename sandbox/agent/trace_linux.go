@@ -98,7 +98,7 @@ const ptraceOptions = unix.PTRACE_O_TRACESECCOMP | unix.PTRACE_O_TRACEFORK | uni
 	unix.PTRACE_O_TRACECLONE | unix.PTRACE_O_TRACEEXEC | unix.PTRACE_O_EXITKILL | unix.PTRACE_O_TRACESYSGOOD
 
 // yieldEvery is how often the tracing goroutine passes through the
-// scheduler. It never blocks but in wait4, so the runtime's monitor sees
+// scheduler. It never blocks but in waitid, so the runtime's monitor sees
 // it on the same scheduling tick for ever: after 10 ms it takes it for a
 // goroutine that will not yield, signals its thread, takes its P at the
 // next syscall, and then polls every 20 µs for a while, waking on the
@@ -818,11 +818,12 @@ const (
 )
 
 // next waits for the next stop or end of any traced task (with nohang,
-// returns 0 when there is none yet). An end is not
-// consumed (WNOWAIT): the task stays a zombie that only the agent, its
-// tracer, can see, and its parent learns of the end only once reap has
-// run, after the exit event is sent. A stop needs no consuming: resuming
-// the task clears it (but for an exec's, below).
+// it returns tid 0 when there is none yet). An end is not consumed
+// (WNOWAIT): the task stays a zombie that only the agent, its tracer, can
+// see, and its parent learns of the end only once reap has run, after the
+// exit event is sent. A stop needs no consuming: resuming the task clears
+// it (but for an exec's, below). Every stop must be resumed, or wait
+// shows it again.
 func next(nohang bool) (int, unix.WaitStatus, error) {
 	var si chldInfo
 	opts := unix.WEXITED | unix.WSTOPPED | unix.WALL | unix.WNOWAIT
