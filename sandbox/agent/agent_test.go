@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -157,5 +158,61 @@ func TestSinkholeReadsEveryRequest(t *testing.T) {
 	}
 	if evs[2].Result != "not http" || string(evs[2].Payload) != "HELLO SECRET\r\n\r\nmore after a blank line" {
 		t.Errorf("not http: %q %q", evs[2].Result, evs[2].Payload)
+	}
+}
+
+// TestWriterKeepsTimeOrderAcrossFlushes: events emitted from several
+// goroutines while ticks flush the backlog (encoded outside the emit
+// lock) all arrive, in the order of their times, each tick after every
+// event stamped before it.
+func TestWriterKeepsTimeOrderAcrossFlushes(t *testing.T) {
+	var buf bytes.Buffer
+	w := &writer{w: &buf, max: 1 << 20}
+	const emitters, each = 4, 2000
+	var wg sync.WaitGroup
+	for g := range emitters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				w.emit(&Event{Kind: KindConnect, PID: g, Port: i})
+			}
+		}()
+	}
+	stop := make(chan struct{})
+	ticked := make(chan struct{})
+	go func() {
+		defer close(ticked)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				w.tick()
+			}
+		}
+	}()
+	wg.Wait()
+	close(stop)
+	<-ticked
+	w.tick()
+	var last int64
+	next := make([]int, emitters)
+	n := 0
+	Decode(&buf, func(e Event) {
+		if e.T < last {
+			t.Fatalf("event %+v before %d: out of time order", e, last)
+		}
+		last = e.T
+		if e.Kind == KindConnect {
+			if e.Port != next[e.PID] {
+				t.Fatalf("emitter %d: event %d, want %d", e.PID, e.Port, next[e.PID])
+			}
+			next[e.PID]++
+			n++
+		}
+	}, func(b []byte) { t.Fatalf("raw line %q", b) })
+	if n != emitters*each {
+		t.Fatalf("%d events, want %d", n, emitters*each)
 	}
 }

@@ -10,10 +10,12 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/sandbox/agent"
 )
 
-// BenchmarkOverhead runs a syscall-heavy workload (100k rounds of stat,
+// BenchmarkOverhead runs a syscall-heavy workload (1M rounds of stat,
 // open, read, close; and 1k execs) bare, under the agent, under Debian's
-// strace -f, and under a seccomp user-notification supervisor that only
-// sees execs (the design the agent did not take), side by side. It runs
+// strace -f, under a seccomp user-notification supervisor that only sees
+// execs (the design the agent did not take), and under ptracefloor, a
+// tracer with the agent's stops that does nothing at them (what ptrace
+// itself costs), side by side. It runs
 // on the host: the tracer works the same there, and container start-up
 // would blur the ratios.
 func BenchmarkOverhead(b *testing.B) {
@@ -32,6 +34,7 @@ func BenchmarkOverhead(b *testing.B) {
 	agentBin := build(agent.Name, "./cmd/mcpsandbox") // the runner is the agent when named docker-init
 	work := build("fixtureserver", "./sandbox/internal/fixtureserver")
 	notif := build("usernotif", "./sandbox/agent/internal/usernotif")
+	floor := build("ptracefloor", "./sandbox/agent/internal/ptracefloor")
 	strace, _ := exec.LookPath("strace")
 	truePath, _ := exec.LookPath("true")
 	workloads := map[string][]string{
@@ -50,8 +53,9 @@ func BenchmarkOverhead(b *testing.B) {
 			"agent":     append([]string{agentBin, "--network", "open", "--"}, argv...),
 			"strace-f":  append([]string{strace, "-f", "-qq", "-o", "/dev/null"}, argv...),
 			"usernotif": append([]string{notif}, argv...),
+			"ptrace":    append([]string{floor}, argv...),
 		}
-		for _, r := range []string{"bare", "seccomp", "agent", "strace-f", "usernotif"} {
+		for _, r := range []string{"bare", "seccomp", "agent", "strace-f", "usernotif", "ptrace"} {
 			cmdline := runners[r]
 			// strace -f takes minutes over a million rounds (it stops every
 			// syscall): the 100k-round figure is in the README.

@@ -35,6 +35,18 @@ func probe(args []string) int {
 	switch args[0] {
 	case "noop":
 		return 0
+	case "wait-children":
+		// Each child's end, as its parent learns it from wait, said on
+		// stderr at once.
+		for range 20 {
+			cmd := exec.Command(self, probeArg, "noop")
+			if err := cmd.Run(); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			fmt.Fprintf(os.Stderr, "waited %d\n", cmd.Process.Pid)
+		}
+		return 0
 	case "exec-from-thread":
 		// A Go program execs from whatever thread runs the goroutine: here
 		// one that is not the leader, whose exit stop the kernel makes as
@@ -534,5 +546,49 @@ func TestExecFromAThreadIsNotAnExit(t *testing.T) {
 		if server == 0 || exits != 1 || execAt == 0 || exitAt < execAt {
 			t.Fatalf("server %d: %d exits (last at %d), the exec of noop at %d; want one exit after the exec; events %+v", server, exits, exitAt, execAt, res.events)
 		}
+	}
+}
+
+// TestExitSentBeforeTheParentCanWait: a process's exit is sent before its
+// parent can learn of it from wait (the agent sends it while the zombie
+// is still its own, and reaps it after), so a parent that answers as
+// soon as its child is waited for never answers before the exit is in
+// the stream. Here the parent says so on stderr, which the agent
+// forwards as events: each child's exit comes before the parent's line.
+func TestExitSentBeforeTheParentCanWait(t *testing.T) {
+	res := runAgent(t, agentRun{args: []string{"--network", "open", "--", "SELF", probeArg, "wait-children"}})
+	if res.code != 0 {
+		t.Fatalf("agent exit %d; events %+v", res.code, res.events)
+	}
+	exitAt := map[int]int{}
+	var stderr strings.Builder
+	waited := 0
+	for i, e := range res.events {
+		switch e.Kind {
+		case KindExit:
+			exitAt[e.PID] = i
+		case KindStderr:
+			stderr.WriteString(e.Data)
+			for {
+				s := stderr.String()
+				nl := strings.IndexByte(s, '\n')
+				if nl < 0 {
+					break
+				}
+				var pid int
+				if _, err := fmt.Sscanf(s[:nl], "waited %d", &pid); err == nil {
+					waited++
+					if at, ok := exitAt[pid]; !ok || at > i {
+						t.Errorf("child %d: the parent waited for it before its exit was sent", pid)
+					}
+				}
+				rest := s[nl+1:]
+				stderr.Reset()
+				stderr.WriteString(rest)
+			}
+		}
+	}
+	if waited != 20 {
+		t.Fatalf("%d children waited for, want 20; events %+v", waited, res.events)
 	}
 }

@@ -9,9 +9,13 @@ import (
 	"hash/fnv"
 	"net"
 	"os"
+	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -51,8 +55,6 @@ type process struct {
 	binds map[int]*Event
 	// socks holds the protocol of the inet sockets it made, by fd.
 	socks map[int]string
-	// exitSent is set once its exit was reported at PTRACE_EVENT_EXIT.
-	exitSent bool
 }
 
 func newProcess(ppid int) *process {
@@ -69,9 +71,11 @@ type tracer struct {
 	// their creator's fork, vfork or clone event: that event must not
 	// report them again, even when they are gone by then.
 	early map[int]bool
-	// detached holds the early tasks that ended and were detached before
-	// their creator's event.
-	detached map[int]bool
+	// held holds new tasks stopped before their creator's event, with
+	// their stop: that event says what they are (thread or process, and
+	// whose child) without reading /proc, and resumes them. When the
+	// tracer would otherwise wait with tasks held, /proc says instead.
+	held map[int]unix.WaitStatus
 	// seen dedups datagram events per process, destination and payload.
 	seen map[string]bool
 	exes *exeCache
@@ -83,15 +87,23 @@ const maxSeen = 1 << 16
 
 func newTracer(main int, mode string, out *writer) *tracer {
 	return &tracer{main: main, mode: mode, out: out, tasks: map[int]*task{main: {tgid: main, started: true}},
-		procs: map[int]*process{main: newProcess(1)}, early: map[int]bool{}, detached: map[int]bool{}, seen: map[string]bool{}, exes: newExeCache()}
+		procs: map[int]*process{main: newProcess(1)}, early: map[int]bool{}, held: map[int]unix.WaitStatus{}, seen: map[string]bool{}, exes: newExeCache()}
 }
 
-// TRACEEXIT stops a process on its way out, before its parent can learn
-// of it: the exit event is sent before a tool that waited for the process
-// can answer, so it lands on the right call.
+// No PTRACE_O_TRACEEXIT: a process's exit is sent when wait shows its
+// zombie, which its parent cannot see until the agent reaps it (see
+// next), so the exit still lands before a tool that waited for it can
+// answer, without a stop on the way out.
 const ptraceOptions = unix.PTRACE_O_TRACESECCOMP | unix.PTRACE_O_TRACEFORK | unix.PTRACE_O_TRACEVFORK |
-	unix.PTRACE_O_TRACECLONE | unix.PTRACE_O_TRACEEXEC | unix.PTRACE_O_EXITKILL | unix.PTRACE_O_TRACESYSGOOD |
-	unix.PTRACE_O_TRACEEXIT
+	unix.PTRACE_O_TRACECLONE | unix.PTRACE_O_TRACEEXEC | unix.PTRACE_O_EXITKILL | unix.PTRACE_O_TRACESYSGOOD
+
+// yieldEvery is how often the tracing goroutine passes through the
+// scheduler. It never blocks but in waitid, so the runtime's monitor sees
+// it on the same scheduling tick for ever: after 10 ms it takes it for a
+// goroutine that will not yield, signals its thread, takes its P at the
+// next syscall, and then polls every 20 µs for a while, waking on the
+// same two CPUs as the traced server. Yielding first costs one hand-off.
+const yieldEvery = 5 * time.Millisecond
 
 // loop follows every task until none is left and returns the main
 // process's exit code.
@@ -107,17 +119,30 @@ func (t *tracer) loop() int {
 	}
 	unix.PtraceCont(t.main, 0)
 	code := -1
+	last := Now()
 	for {
-		tid, err := unix.Wait4(-1, &ws, unix.WALL, nil)
+		if Now()-last > int64(yieldEvery) {
+			runtime.Gosched()
+			last = Now()
+		}
+		tid, ws, err := next(len(t.held) > 0)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
 			break // ECHILD: nothing left
 		}
+		if tid == 0 {
+			// Nothing else to do: the held tasks' creators have not
+			// stopped (or never will, killed in clone).
+			t.release()
+			continue
+		}
 		switch {
 		case ws.Exited() || ws.Signaled():
+			delete(t.held, tid)
 			c := t.exited(tid, ws)
+			reap(tid)
 			if tid == t.main {
 				code = c
 				// The server is gone: whatever it left behind dies with
@@ -134,8 +159,8 @@ func (t *tracer) loop() int {
 	return code
 }
 
-// task returns a stopped task's entry. A task without one is new, and its
-// creator's event is still to come: the kernel wakes a child before its
+// task returns the entry of a held task (see tracer.held) whose
+// creator's event has not come: the kernel wakes a child before its
 // creator stops to report it, and wait returns the newest tracee first, so
 // the child's first stops, and even its end, can come before that event.
 // Such a task is told thread or process now, while it is stopped and /proc
@@ -203,7 +228,7 @@ func (t *tracer) exited(tid int, ws unix.WaitStatus) int {
 		return code // a thread
 	}
 	if p := t.procs[tid]; p != nil {
-		if p.reported && !p.exitSent {
+		if p.reported {
 			c := code
 			t.out.emit(&Event{Kind: KindExit, PID: tid, PPID: p.ppid, ExitCode: &c, Signal: sig})
 		}
@@ -212,9 +237,31 @@ func (t *tracer) exited(tid int, ws unix.WaitStatus) int {
 	return code
 }
 
+// release resumes every held task, told from /proc.
+func (t *tracer) release() {
+	tids := make([]int, 0, len(t.held))
+	for tid := range t.held {
+		tids = append(tids, tid)
+	}
+	sort.Ints(tids)
+	for _, tid := range tids {
+		ws := t.held[tid]
+		delete(t.held, tid)
+		t.task(tid)
+		t.stopped(tid, ws)
+	}
+}
+
 func (t *tracer) stopped(tid int, ws unix.WaitStatus) {
 	sig := ws.StopSignal()
-	tk := t.task(tid)
+	tk, ok := t.tasks[tid]
+	if !ok {
+		// New: its creator's event is still to come. Its stop is consumed,
+		// or wait would show it again and again.
+		reap(tid)
+		t.held[tid] = ws
+		return
+	}
 	switch {
 	case sig == unix.SIGTRAP|0x80:
 		t.syscallExit(tid, tk)
@@ -241,34 +288,6 @@ func (t *tracer) event(tid int, tk *task, cause int) {
 	case unix.PTRACE_EVENT_FORK, unix.PTRACE_EVENT_VFORK, unix.PTRACE_EVENT_CLONE:
 		if msg, err := unix.PtraceGetEventMsg(tid); err == nil {
 			t.created(tid, tk, int(msg), cause)
-		}
-	case unix.PTRACE_EVENT_EXIT:
-		if tid == tk.tgid && lastThread(tid) {
-			if p := t.procs[tid]; p != nil && p.reported && !p.exitSent {
-				msg, err := unix.PtraceGetEventMsg(tid)
-				if err == nil {
-					ws := unix.WaitStatus(msg)
-					code, sig := ws.ExitStatus(), ""
-					if ws.Signaled() {
-						code, sig = 128+int(ws.Signal()), unix.SignalName(ws.Signal())
-					}
-					t.out.emit(&Event{Kind: KindExit, PID: tid, PPID: p.ppid, ExitCode: &code, Signal: sig})
-					p.exitSent = true
-					// Nothing more to learn of it: detached, it ends untraced,
-					// and its parent reaps it without waiting for the agent
-					// to reap it first (one wakeup less per process).
-					delete(t.tasks, tid)
-					delete(t.procs, tid)
-					if t.early[tid] {
-						// Its creator's event is still to come, and /proc may
-						// show it running a while yet: that event must not
-						// report it again.
-						t.detached[tid] = true
-					}
-					unix.PtraceDetach(tid)
-					return
-				}
-			}
 		}
 	case unix.PTRACE_EVENT_EXEC:
 		// A non-leader thread that execs takes over the leader's tid.
@@ -302,9 +321,7 @@ func (t *tracer) event(tid int, tk *task, cause int) {
 func (t *tracer) created(tid int, tk *task, ntid, cause int) {
 	if t.early[ntid] {
 		delete(t.early, ntid)
-		detached := t.detached[ntid]
-		delete(t.detached, ntid)
-		if _, ok := t.tasks[ntid]; ok || detached || gone(ntid) {
+		if _, ok := t.tasks[ntid]; ok || gone(ntid) {
 			return // told and, if a process, reported at its first stop
 		}
 		// A mark left by an earlier task of the same tid whose creator never
@@ -323,6 +340,7 @@ func (t *tracer) created(tid int, tk *task, ntid, cause int) {
 	}
 	if cause == unix.PTRACE_EVENT_CLONE && flags&unix.CLONE_THREAD != 0 {
 		t.tasks[ntid] = &task{tgid: tk.tgid}
+		t.resumeHeld(ntid)
 		return
 	}
 	t.tasks[ntid] = &task{tgid: ntid}
@@ -333,6 +351,16 @@ func (t *tracer) created(tid int, tk *task, ntid, cause int) {
 		ppid = ppidOf(ntid)
 	}
 	t.forked(ntid, ppid)
+	t.resumeHeld(ntid)
+}
+
+// resumeHeld handles the stop a new task was held at, now that it is
+// known.
+func (t *tracer) resumeHeld(ntid int) {
+	if ws, ok := t.held[ntid]; ok {
+		delete(t.held, ntid)
+		t.stopped(ntid, ws)
+	}
 }
 
 // seccomp records a stopped syscall; it returns true when the syscall's
@@ -726,16 +754,6 @@ func cloneFlags(tid int) (uint64, bool) {
 	return 0, true
 }
 
-// lastThread tells a group leader's exit stop that ends the process from
-// one that ends only its thread while others run on: a leader that calls
-// SYS_exit alone, a group exit whose other threads are not gone yet, and
-// the leader a non-leader thread's execve destroys (the process lives on
-// under the new program, with the leader's pid). Only the first is
-// reported at the stop; the others at the process's end, from wait.
-func lastThread(tid int) bool {
-	return statusFields(tid, "Threads:")[0] <= 1
-}
-
 func ppidOf(pid int) int { return statusFields(pid, "PPid:")[0] }
 
 // gone tells a task that has ended (a zombie, or reaped) from a live one.
@@ -781,4 +799,72 @@ func statusFields(pid int, fields ...string) []int {
 		}
 	}
 	return out
+}
+
+// chldInfo is the kernel's siginfo_t for SIGCHLD, as waitid fills it.
+type chldInfo struct {
+	signo, errno, code, _ int32
+	pid                   int32
+	uid                   uint32
+	status                int32
+	_                     [100]byte
+}
+
+// siginfo si_code values for SIGCHLD.
+const (
+	cldExited = 1
+	cldKilled = 2
+	cldDumped = 3
+)
+
+// next waits for the next stop or end of any traced task (with nohang,
+// it returns tid 0 when there is none yet). An end is not consumed
+// (WNOWAIT): the task stays a zombie that only the agent, its tracer, can
+// see, and its parent learns of the end only once reap has run, after the
+// exit event is sent. A stop needs no consuming: resuming the task clears
+// it (but for an exec's, below). Every stop must be resumed, or wait
+// shows it again.
+func next(nohang bool) (int, unix.WaitStatus, error) {
+	var si chldInfo
+	opts := unix.WEXITED | unix.WSTOPPED | unix.WALL | unix.WNOWAIT
+	if nohang {
+		opts |= unix.WNOHANG
+	}
+	_, _, errno := unix.Syscall6(unix.SYS_WAITID, unix.P_ALL, 0, uintptr(unsafe.Pointer(&si)), uintptr(opts), 0, 0)
+	if errno != 0 {
+		return 0, 0, errno
+	}
+	if si.pid == 0 {
+		return 0, 0, nil // WNOHANG: nothing yet
+	}
+	// The same status wait4 would give.
+	var ws unix.WaitStatus
+	switch si.code {
+	case cldExited:
+		ws = unix.WaitStatus(si.status&0xff) << 8
+	case cldKilled:
+		ws = unix.WaitStatus(si.status & 0x7f)
+	case cldDumped:
+		ws = unix.WaitStatus(si.status&0x7f) | 0x80
+	default: // CLD_TRAPPED, CLD_STOPPED: the stop's full code, events included
+		ws = unix.WaitStatus(si.status)<<8 | 0x7f
+		if ws.StopSignal() == unix.SIGTRAP && ws.TrapCause() == unix.PTRACE_EVENT_EXEC {
+			// Consumed: ptrace refuses a task stopped at an exec that
+			// changed its pid (a thread's, taking its leader's) until its
+			// stop has been waited for.
+			reap(int(si.pid))
+		}
+	}
+	return int(si.pid), ws, nil
+}
+
+// reap consumes a task's stop or an ended task's zombie, which lets its
+// parent see it.
+func reap(tid int) {
+	var ws unix.WaitStatus
+	for {
+		if _, err := unix.Wait4(tid, &ws, unix.WALL|unix.WNOHANG, nil); err != unix.EINTR {
+			return
+		}
+	}
 }

@@ -8,58 +8,91 @@ import (
 	"sync"
 )
 
-// writer serialises frames and stamps each with the time it is written,
+// writer serialises frames and stamps each with the time it is emitted,
 // so that the stream is in time order and a tick proves that everything
-// before it has been sent. Frames are buffered and written at each tick
-// (the runner closes a phase only on a tick), when the buffer fills, and
-// at once for the agent's own words (start, error); one write per frame
-// would cost the traced server a context switch each.
+// before it has been sent. Events are kept as they are and encoded and
+// written at each tick (the runner closes a phase only on a tick), when
+// the backlog is large, and at once for the agent's own words (start,
+// error): one write per frame would cost the traced server a context
+// switch each, and encoding at the emit would keep a stopped tracee
+// waiting while the tracer encodes.
 type writer struct {
+	// wmu orders the writes; it is taken before mu, which guards the
+	// backlog and is held only to stamp and append, never to encode.
+	wmu      sync.Mutex
 	mu       sync.Mutex
 	w        io.Writer
-	buf      []byte
+	pending  []Event
+	spare    []Event // the last batch's array, for the next backlog
+	size     int     // the backlog's bytes, roughly
 	n, max   int
 	dropped  int
 	reported int
+	buf      []byte // reused by the flusher (under wmu)
 }
 
-// flushAt is the buffered size that is written without waiting for a tick.
+// flushAt is the backlog size that is written without waiting for a tick.
 const flushAt = 64 << 10
 
 func (w *writer) emit(e *Event) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if e.Kind != KindTick && e.Kind != KindStderr {
 		if w.n >= w.max {
 			w.dropped++
+			w.mu.Unlock()
 			return
 		}
 		w.n++
 	}
 	e.T = Now()
-	w.buf = appendFrame(w.buf, e)
-	if len(w.buf) >= flushAt || e.Kind == KindStart || e.Kind == KindError {
-		w.flushLocked()
+	w.pending = append(w.pending, *e)
+	w.size += 128 + len(e.Data) + len(e.Payload)
+	for _, a := range e.Argv {
+		w.size += len(a) + 4
+	}
+	now := w.size >= flushAt || e.Kind == KindStart || e.Kind == KindError
+	w.mu.Unlock()
+	if now {
+		w.flush(false)
 	}
 }
 
 // tick sends how many events were dropped since it last said, then a
-// tick, and writes everything buffered.
-func (w *writer) tick() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if d := w.dropped - w.reported; d > 0 {
-		w.buf = appendFrame(w.buf, &Event{T: Now(), Kind: KindDropped, Data: fmt.Sprint(d)})
-		w.reported = w.dropped
-	}
-	w.buf = appendFrame(w.buf, &Event{T: Now(), Kind: KindTick})
-	w.flushLocked()
-}
+// tick, and writes everything pending.
+func (w *writer) tick() { w.flush(true) }
 
-func (w *writer) flushLocked() {
-	if len(w.buf) > 0 {
-		w.w.Write(w.buf)
-		w.buf = w.buf[:0]
+// flush encodes and writes the backlog, with a tick after it when asked.
+// The backlog is taken under mu and encoded outside it, so emitters never
+// wait for the encoding; wmu keeps the batches in order.
+func (w *writer) flush(tick bool) {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	w.mu.Lock()
+	batch := w.pending
+	w.pending, w.spare, w.size = w.spare, nil, 0
+	if tick {
+		if d := w.dropped - w.reported; d > 0 {
+			batch = append(batch, Event{T: Now(), Kind: KindDropped, Data: fmt.Sprint(d)})
+			w.reported = w.dropped
+		}
+		batch = append(batch, Event{T: Now(), Kind: KindTick})
+	}
+	w.mu.Unlock()
+	buf := w.buf[:0]
+	for i := range batch {
+		buf = appendFrame(buf, &batch[i])
+	}
+	if len(buf) > 0 {
+		w.w.Write(buf)
+	}
+	if cap(buf) <= 1<<20 {
+		w.buf = buf // kept for the next batch, unless a huge one grew it
+	}
+	if cap(batch) <= 4096 {
+		clear(batch) // its argv and payloads are not kept alive
+		w.mu.Lock()
+		w.spare = batch[:0]
+		w.mu.Unlock()
 	}
 }
 
