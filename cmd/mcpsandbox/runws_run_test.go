@@ -1,13 +1,19 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -225,4 +231,75 @@ func TestRunName(t *testing.T) {
 func isUsage(err error) bool {
 	var u usageError
 	return errors.As(err, &u)
+}
+
+// TestRunNamedSignalled: a named run whose runner is signalled mid-call
+// is still kept and recorded, its container stopped, never left running.
+func TestRunNamedSignalled(t *testing.T) {
+	cli := sandboxtest.Docker(t)
+	fx := sandboxtest.Fixture(t)
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	cs, cmd, stderr := runProxy(t, nil, "--name", "sig", "--image", sandboxtest.NodeImage(t, cli),
+		"--mount", fx.Source+":"+fx.Target, "--", sandboxtest.FixtureMount, "hang")
+	t.Cleanup(func() { cliIn(t, "clean", "sig") })
+	go cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "hang", Arguments: map[string]any{}})
+	// Once the ping after the call is answered, the call is running.
+	if err := cs.Ping(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if runs := listRuns(t); len(runs) != 1 || runs[0].State != sandbox.RunRunning || runs[0].Container == "" {
+		t.Fatalf("runs mid-call: %+v", runs)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cs.Close()
+	runs := listRuns(t)
+	if len(runs) != 1 || runs[0].State != sandbox.RunStopped {
+		t.Fatalf("runs after SIGTERM: %+v\nstderr:\n%s", runs, stderr)
+	}
+	if in, err := cli.ContainerInspect(context.Background(), runs[0].Container); err != nil || in.State == nil || in.State.Running {
+		t.Errorf("the kept container: %v %+v (want it there, stopped)", err, in.State)
+	}
+}
+
+// TestRunAllowHost: with --allow-host and --network none, the server in
+// a run reaches the allowed port of the host's loopback and not another.
+func TestRunAllowHost(t *testing.T) {
+	cli := sandboxtest.Docker(t)
+	fx := sandboxtest.Fixture(t)
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	listen := func() (int, *atomic.Int64) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		var conns atomic.Int64
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				conns.Add(1)
+				go func() {
+					defer c.Close()
+					if _, err := bufio.NewReader(c).ReadString('\n'); err == nil {
+						io.WriteString(c, "pong\n")
+					}
+				}()
+			}
+		}()
+		return l.Addr().(*net.TCPAddr).Port, &conns
+	}
+	allowed, _ := listen()
+	other, otherConns := listen()
+	cs, _, stderr := runProxy(t, nil, "--network", "none", "--allow-host", fmt.Sprintf("127.0.0.1:%d", allowed), "--image", sandboxtest.NodeImage(t, cli),
+		"--mount", fx.Source+":"+fx.Target, "--", sandboxtest.FixtureMount, "runws")
+	defer cs.Close()
+	if got := callText(t, cs, stderr, "dial", map[string]any{"host": "127.0.0.1", "port": allowed}); !strings.Contains(got, "answer: pong") {
+		t.Errorf("the allowed port: %q\nstderr:\n%s", got, stderr)
+	}
+	if got := callText(t, cs, stderr, "dial", map[string]any{"host": "127.0.0.1", "port": other}); strings.Contains(got, "pong") || otherConns.Load() != 0 {
+		t.Errorf("another port reached: %q", got)
+	}
 }
