@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -59,6 +60,20 @@ type RunOptions struct {
 	Log, Notice io.Writer
 	// OnRecord, if set, sees each record once written.
 	OnRecord func(RunRecord)
+	// Name, if set, makes this a named run: its container is kept,
+	// stopped, and recorded in Store with the workspace's baseline, for
+	// `changes`, `apply` and `clean` (empty: the container is removed,
+	// as with --rm).
+	Name string
+	// Store is where a named run is recorded (zero: DefaultRunStore).
+	Store RunStore
+	// State keeps the server's own files outside the workspace from one
+	// run to the next (--state).
+	State *StateDir
+	// AllowHosts may be reached by the server, through the runner
+	// (--allow-host); they are the policy's allowed hosts too, so that
+	// reaching them is no open-world finding.
+	AllowHosts []AllowHost
 }
 
 // DefaultPhaseInterval is how often run collects, between calls, what the
@@ -88,14 +103,22 @@ func Run(ctx context.Context, cli Engine, opts RunOptions) (RunResult, error) {
 		return RunResult{}, err
 	}
 	log := &runLog{jsonl: opts.Log, human: opts.Notice, hook: opts.OnRecord, redact: so.Placeholders}
+	named, err := opts.startNamed(so)
+	if err != nil {
+		return RunResult{}, err
+	}
+	if named != nil {
+		so.Keep = true
+	}
 	log.record(RunRecord{Type: "start", Message: strings.Join(so.Argv, " ")}, "starting "+report.OneLine(strings.Join(so.Argv, " "))+" in a sandbox")
 	s, stdio, err := OpenRaw(ctx, cli, so)
 	res := RunResult{Report: s.Report()}
 	if err != nil {
 		res.Ended = "the server did not start"
-		endRun(ctx, s, log, res.Ended)
+		endRun(ctx, s, log, named, res.Ended)
 		return res, err
 	}
+	named.started(s, log)
 	interval := opts.PhaseInterval
 	if interval == 0 {
 		interval = DefaultPhaseInterval
@@ -108,7 +131,12 @@ func Run(ctx context.Context, cli Engine, opts RunOptions) (RunResult, error) {
 	if opts.SamePath && so.Package != "" {
 		m = samePathMarker{s, so.PackageTarget}
 	}
-	r := newRelay(m, relayOptions{Hints: opts.Hints, Verdict: opts.Verdict, Preload: opts.Preload, PhaseInterval: max(interval, 0),
+	verd := opts.Verdict
+	verd.Policy.AllowedHosts = slices.Clone(verd.Policy.AllowedHosts)
+	for _, h := range so.AllowHosts {
+		verd.Policy.AllowedHosts = append(verd.Policy.AllowedHosts, h.Host)
+	}
+	r := newRelay(m, relayOptions{Hints: opts.Hints, Verdict: verd, Preload: opts.Preload, PhaseInterval: max(interval, 0),
 		StaleAfter: opts.StaleAfter, Secrets: so.Secrets, Roots: roots, Log: log, Expect: s.expect, Answered: s.answered})
 	why := r.run(ctx, opts.Stdin, opts.Stdout, stdio.Reader, stdio.Writer)
 	switch {
@@ -117,16 +145,18 @@ func Run(ctx context.Context, cli Engine, opts RunOptions) (RunResult, error) {
 	default:
 		res.Ended = why.Error()
 	}
-	endRun(ctx, s, log, res.Ended)
+	endRun(ctx, s, log, named, res.Ended)
 	return res, nil
 }
 
 // endRun is the one place a run's container goes: the session's teardown
 // (stdin closed, a moment to exit, killed, the last effects read,
 // removed unless Session.Keep), then the end record with the teardown's
-// effects and the session's problems.
-func endRun(ctx context.Context, s *Session, log *runLog, why string) {
+// effects and the session's problems. A named run's container is kept,
+// stopped, and its record says where.
+func endRun(ctx context.Context, s *Session, log *runLog, named *namedRun, why string) {
 	err := s.Close(ctx)
+	named.ended(s, log)
 	rep := s.Report()
 	rec := RunRecord{Type: "end", Reason: why, Problems: rep.Problems, Container: s.Kept()}
 	if n := len(rep.Phases); n > 0 && rep.Phases[n-1].Name == "teardown" {
@@ -146,6 +176,89 @@ func endRun(ctx context.Context, s *Session, log *runLog, why string) {
 	log.record(rec, human)
 }
 
+// namedRun is a named run's record while it runs: created before the
+// container, with the workspace's baseline, so that a name taken is
+// refused before anything starts; completed once the container is kept.
+type namedRun struct {
+	store RunStore
+	meta  RunMeta
+}
+
+// startNamed records the named run (nil: the run is not named).
+func (o RunOptions) startNamed(so SessionOptions) (*namedRun, error) {
+	if o.Name == "" {
+		return nil, nil
+	}
+	if err := CheckRunName(o.Name); err != nil {
+		return nil, fmt.Errorf("run: %w", err)
+	}
+	st := o.Store
+	if st.Root == "" {
+		var err error
+		if st, err = DefaultRunStore(); err != nil {
+			return nil, err
+		}
+	}
+	n := &namedRun{store: st, meta: RunMeta{Name: o.Name, Command: so.Argv, Image: so.Image, Created: time.Now().UTC(), State: RunRunning}}
+	if so.State != nil {
+		n.meta.StateName = so.State.Name
+	}
+	var base *overlay.Baseline
+	if ws := o.Session.Workspace; ws != "" {
+		abs, err := filepath.Abs(ws)
+		if err != nil {
+			return nil, fmt.Errorf("run: the workspace: %w", err)
+		}
+		b, err := overlay.TakeBaseline(abs, overlay.BaselineOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("run: the workspace's baseline: %w", err)
+		}
+		n.meta.Workspace, base = abs, &b
+	}
+	if err := st.Create(n.meta, base); err != nil {
+		return nil, fmt.Errorf("run %s: %w", o.Name, err)
+	}
+	return n, nil
+}
+
+// started records the running container, so that `runs` finds it (and
+// its state) even if the runner is killed before the end.
+func (n *namedRun) started(s *Session, log *runLog) {
+	if n == nil {
+		return
+	}
+	n.meta.Container, n.meta.Upper = s.ContainerID(), s.WorkspaceUpper()
+	if err := n.store.Update(n.meta); err != nil {
+		log.record(RunRecord{Type: "problem", Reason: "run-store", Message: err.Error()}, "run-store: "+report.OneLine(err.Error()))
+	}
+}
+
+// ended records the kept, stopped container.
+func (n *namedRun) ended(s *Session, log *runLog) {
+	if n == nil {
+		return
+	}
+	k := s.KeptInfo()
+	if k.Container == "" {
+		// No container was made (the image is missing, the engine
+		// refused it): nothing to keep, no name to hold.
+		if err := os.RemoveAll(n.store.runDir(n.meta.Name)); err != nil {
+			log.record(RunRecord{Type: "problem", Reason: "run-store", Message: err.Error()}, "run-store: "+report.OneLine(err.Error()))
+		}
+		return
+	}
+	n.meta.Container, n.meta.Upper, n.meta.Planted, n.meta.State = k.Container, k.WorkspaceUpper, k.Planted, RunStopped
+	msg := fmt.Sprintf("kept run %s ('mcpsandbox changes %s', 'apply %s', 'clean %s')", n.meta.Name, n.meta.Name, n.meta.Name, n.meta.Name)
+	if n.meta.Workspace != "" && n.meta.Upper == "" {
+		msg += "; its workspace was copied or seen at its own path, not mounted at /workspace: its changes cannot be applied"
+	}
+	if err := n.store.Update(n.meta); err != nil {
+		log.record(RunRecord{Type: "problem", Reason: "run-store", Message: err.Error()}, "run-store: "+report.OneLine(err.Error()))
+		return
+	}
+	log.record(RunRecord{Type: "kept", Message: n.meta.Name, Container: k.Container}, msg)
+}
+
 // sessionOptions are the session's options for a run, and the roots to
 // translate (nil: none).
 func (o RunOptions) sessionOptions() (SessionOptions, *rootMap, error) {
@@ -153,6 +266,10 @@ func (o RunOptions) sessionOptions() (SessionOptions, *rootMap, error) {
 	if so.RunID == "" {
 		so.RunID = label.NewRunID()
 	}
+	if o.State != nil {
+		so.State = o.State
+	}
+	so.AllowHosts = append(slices.Clone(so.AllowHosts), o.AllowHosts...)
 	if o.Stdin == nil || o.Stdout == nil {
 		return so, nil, errors.New("run: no client stream")
 	}

@@ -313,8 +313,9 @@ func (m *rootMap) path(uri string) (string, bool) {
 // refused, the start and the end.
 type RunRecord struct {
 	Time string `json:"time"`
-	// Type is start, call, phase, finding, hint, policy, deny, notify or
-	// end.
+	// Type is start, call, phase, finding, hint, policy, deny, notify,
+	// problem, kept (a named run's container, kept: Message is its name)
+	// or end.
 	Type string          `json:"type"`
 	Seq  int             `json:"seq,omitempty"`
 	ID   json.RawMessage `json:"id,omitempty"`

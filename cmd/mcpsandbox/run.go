@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
@@ -94,6 +96,10 @@ func runFlags(fs *pflag.FlagSet, stderr io.Writer) (*sandbox.RunOptions, func() 
 	fs.DurationVar(&opts.StaleAfter, "stale-after", sandbox.DefaultStaleAfter, "a call the server has not answered for this long is ended for its effects (its answer, later, still goes to the client); negative: never")
 	fs.DurationVar(&opts.PhaseInterval, "phase-interval", sandbox.DefaultPhaseInterval, "between calls, how often what the server does on its own is collected as a phase; negative: only at the end")
 	bounds := boundFlags(fs)
+	fs.StringVar(&opts.Name, "name", "", "name of the run (default: the time and the command): its container is kept, stopped, until 'mcpsandbox clean NAME'; 'changes NAME' lists what it changed in the --workspace, 'apply NAME' writes it to the host")
+	rm := fs.Bool("rm", false, "remove the container when the run ends: no named run is kept (its workspace changes are lost)")
+	allowHosts := allowHostFlag(fs)
+	state := stateFlag(fs)
 	return opts, func() error {
 		var err error
 		if so.Bounds, err = bounds(); err != nil {
@@ -126,6 +132,15 @@ func runFlags(fs *pflag.FlagSet, stderr io.Writer) (*sandbox.RunOptions, func() 
 			so.Env = append(so.Env, e)
 		}
 		if so.Mounts, err = parseMounts(*mounts); err != nil {
+			return err
+		}
+		if opts.AllowHosts, err = allowHosts(); err != nil {
+			return err
+		}
+		if opts.State, err = state(); err != nil {
+			return err
+		}
+		if err := runName(opts, *rm, fs.Args()); err != nil {
 			return err
 		}
 		if so.Workspace != "" {
@@ -177,37 +192,49 @@ func runFlags(fs *pflag.FlagSet, stderr io.Writer) (*sandbox.RunOptions, func() 
 	}
 }
 
-// parseMounts reads HOST:/CONTAINER mounts, the host side made absolute.
-func parseMounts(mounts []string) ([]sandbox.Mount, error) {
-	var out []sandbox.Mount
-	for _, m := range mounts {
-		src, dst, ok := strings.Cut(m, ":")
-		if !ok || src == "" || !strings.HasPrefix(dst, "/") {
-			return nil, usageError{fmt.Sprintf("--mount %q: want HOST:/CONTAINER/PATH", m)}
+// runName names the run: --name, or the time and the command; none
+// with --rm. A name taken is refused here, before anything starts
+// (sandbox.Run refuses it again, should another run take it meanwhile).
+func runName(opts *sandbox.RunOptions, rm bool, argv []string) error {
+	if rm {
+		if opts.Name != "" {
+			return usageError{"--name and --rm together: a named run is kept"}
 		}
-		abs, err := filepath.Abs(src)
-		if err != nil {
-			return nil, usageError{fmt.Sprintf("--mount %q: %v", m, err)}
-		}
-		if _, err := os.Stat(abs); err != nil {
-			return nil, usageError{fmt.Sprintf("--mount %q: %v", m, err)}
-		}
-		out = append(out, sandbox.Mount{Source: abs, Target: dst})
+		return nil
 	}
-	return out, nil
+	given := opts.Name != ""
+	if given {
+		if err := sandbox.CheckRunName(opts.Name); err != nil {
+			return usageError{"--name: " + err.Error()}
+		}
+	}
+	st, err := runStore()
+	if err != nil {
+		return err
+	}
+	opts.Store = st
+	if given {
+		if _, err := st.Get(opts.Name); err == nil {
+			return usageError{fmt.Sprintf("--name %s: a run of that name exists (see 'mcpsandbox runs'; 'mcpsandbox clean %s' removes it)", opts.Name, opts.Name)}
+		}
+		return nil
+	}
+	// Two runs of one command in one second: the second gets -2, and so on.
+	base := sandbox.DefaultRunName(time.Now(), argv)
+	for i := 1; i <= maxNameTries; i++ {
+		opts.Name = base
+		if i > 1 {
+			opts.Name = fmt.Sprintf("%s-%d", base[:min(len(base), 96)], i)
+		}
+		if _, err := st.Get(opts.Name); errors.Is(err, sandbox.ErrNoRun) {
+			return nil
+		}
+	}
+	return usageError{fmt.Sprintf("no free run name after %s-%d: give one with --name", base, maxNameTries)}
 }
 
-// parsePackage reads DIR[:/TARGET].
-func parsePackage(pkg string) (dir, target string, err error) {
-	dir = pkg
-	if i := strings.LastIndex(dir, ":"); i >= 0 && strings.HasPrefix(dir[i+1:], "/") {
-		dir, target = dir[:i], dir[i+1:]
-	}
-	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return "", "", usageError{fmt.Sprintf("--package %q: %q is not a directory", pkg, dir)}
-	}
-	return dir, target, nil
-}
+// maxNameTries bounds the suffixes tried for a default run name.
+const maxNameTries = 100
 
 // loadVerdicts reads the findings of a scan's JSON report.
 func loadVerdicts(path string) ([]report.Finding, error) {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -83,9 +84,13 @@ func TestRunPrintConfig(t *testing.T) {
 }
 
 // runProxy starts `mcpsandbox run` with args as a process of its own and
-// connects a Go SDK client to it over its stdio.
+// connects a Go SDK client to it over its stdio. Without --name, the run
+// is --rm: a test keeps no run it does not name.
 func runProxy(t *testing.T, opts *mcp.ClientOptions, args ...string) (*mcp.ClientSession, *exec.Cmd, *bytes.Buffer) {
 	t.Helper()
+	if !slices.Contains(args, "--name") {
+		args = append([]string{"--rm"}, args...)
+	}
 	cmd := exec.Command(sandboxtest.Runner(t), append([]string{"run"}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -282,7 +287,7 @@ func TestRunEndsCleanly(t *testing.T) {
 	fixture := sandboxtest.Fixture(t)
 	for _, how := range []string{"client killed", "SIGTERM"} {
 		t.Run(how, func(t *testing.T) {
-			cmd := exec.Command(sandboxtest.Runner(t), "run", "--image", sandboxtest.NodeImage(t, cli),
+			cmd := exec.Command(sandboxtest.Runner(t), "run", "--rm", "--image", sandboxtest.NodeImage(t, cli),
 				"--mount", fixture.Source+":"+fixture.Target, "--", sandboxtest.FixtureMount, "hang")
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
@@ -396,7 +401,7 @@ func TestRunHostileServer(t *testing.T) {
 func TestRunStdoutIsMCPOnly(t *testing.T) {
 	cli := sandboxtest.Docker(t)
 	fixture := sandboxtest.Fixture(t)
-	cmd := exec.Command(sandboxtest.Runner(t), "run", "--image", sandboxtest.NodeImage(t, cli),
+	cmd := exec.Command(sandboxtest.Runner(t), "run", "--rm", "--image", sandboxtest.NodeImage(t, cli),
 		"--mount", fixture.Source+":"+fixture.Target, "--", sandboxtest.FixtureMount, "garbage", "--banner")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -131,19 +131,8 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return usageError{fmt.Sprintf("--env %q: want KEY=VAL", e)}
 		}
 	}
-	for _, m := range *mounts {
-		src, dst, ok := strings.Cut(m, ":")
-		if !ok || src == "" || !strings.HasPrefix(dst, "/") {
-			return usageError{fmt.Sprintf("--mount %q: want HOST:/CONTAINER/PATH", m)}
-		}
-		abs, err := filepath.Abs(src)
-		if err != nil {
-			return usageError{fmt.Sprintf("--mount %q: %v", m, err)}
-		}
-		if _, err := os.Stat(abs); err != nil {
-			return usageError{fmt.Sprintf("--mount %q: %v", m, err)}
-		}
-		opts.Mounts = append(opts.Mounts, sandbox.Mount{Source: abs, Target: dst})
+	if opts.Mounts, err = parseMounts(*mounts); err != nil {
+		return err
 	}
 	if opts.Workspace != "" {
 		fi, err := os.Stat(opts.Workspace)
@@ -152,14 +141,9 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 	if *pkg != "" {
-		dir, target := *pkg, ""
-		if i := strings.LastIndex(dir, ":"); i >= 0 && strings.HasPrefix(dir[i+1:], "/") {
-			dir, target = dir[:i], dir[i+1:]
+		if opts.Package, opts.PackageTarget, err = parsePackage(*pkg); err != nil {
+			return err
 		}
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			return usageError{fmt.Sprintf("--package %q: %q is not a directory", *pkg, dir)}
-		}
-		opts.Package, opts.PackageTarget = dir, target
 	}
 	if *probeFile != "" {
 		steps, err := probes.Load(*probeFile)
@@ -260,6 +244,39 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	err = errors.Join(err, keptRun())
 	evictAfterScan(ctx, cli, int64(*cacheSize), opts.Log, stderr)
 	return err
+}
+
+// parseMounts reads --mount's HOST:/CONTAINER mounts, the host side made
+// absolute (scan and run).
+func parseMounts(mounts []string) ([]sandbox.Mount, error) {
+	var out []sandbox.Mount
+	for _, m := range mounts {
+		src, dst, ok := strings.Cut(m, ":")
+		if !ok || src == "" || !strings.HasPrefix(dst, "/") {
+			return nil, usageError{fmt.Sprintf("--mount %q: want HOST:/CONTAINER/PATH", m)}
+		}
+		abs, err := filepath.Abs(src)
+		if err != nil {
+			return nil, usageError{fmt.Sprintf("--mount %q: %v", m, err)}
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return nil, usageError{fmt.Sprintf("--mount %q: %v", m, err)}
+		}
+		out = append(out, sandbox.Mount{Source: abs, Target: dst})
+	}
+	return out, nil
+}
+
+// parsePackage reads --package's DIR[:/TARGET] (scan and run).
+func parsePackage(pkg string) (dir, target string, err error) {
+	dir = pkg
+	if i := strings.LastIndex(dir, ":"); i >= 0 && strings.HasPrefix(dir[i+1:], "/") {
+		dir, target = dir[:i], dir[i+1:]
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return "", "", usageError{fmt.Sprintf("--package %q: %q is not a directory", pkg, dir)}
+	}
+	return dir, target, nil
 }
 
 // maxRounds bounds --rounds: each round is a whole scan.
