@@ -23,8 +23,11 @@ func installed(r *Result, in Installed) {
 		return
 	}
 	r.Installed = "sandbox"
-	if in.Install.Cached {
+	switch {
+	case in.Install.Cached:
 		r.Installed = "cached"
+	case in.Install.Failed:
+		r.Installed = "failed"
 	}
 	r.InstallEffects = InstallEffects(in.Install.Report)
 }

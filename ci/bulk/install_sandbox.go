@@ -54,6 +54,11 @@ type InstallRun struct {
 	Report *report.Report
 	// Cached is set when both came from the cache: no script ran now.
 	Cached bool
+	// Failed is set when the scripts exited non-zero: the scan then runs
+	// over the tree as fetched (scripts unrun), with the install's report
+	// and findings joined to it, rather than losing the package's tools
+	// to a script that wanted the network (a prebuilt download, say).
+	Failed bool
 }
 
 // InstallError is an install that failed in the sandbox: the error says
@@ -438,9 +443,31 @@ func (n NPM) runScripts(ctx context.Context, s Spec, in *Installed, name, versio
 		return nil
 	}
 	run, err := n.Scripts.RunScripts(ctx, ScriptTree{Name: name, Version: version, Integrity: integrity, Dir: in.Dir, Scripts: scripts, Env: s.Env})
+	if rep, ok := scriptsFailed(err); ok && ctx.Err() == nil {
+		// A script that failed offline (most often a download) does not
+		// cost the scan: what it did is judged with the scan's report.
+		in.Install = &InstallRun{Report: rep, Failed: true}
+		in.Notes = append(in.Notes, fmt.Sprintf("install scripts failed in the sandbox (%v): scanned with the tree as fetched, scripts unrun", err))
+		return nil
+	}
 	if err != nil {
 		return err
 	}
 	in.Install, in.Image, in.Dir = &run, run.Image, ""
 	return nil
+}
+
+// scriptsFailed is the install's report when err is scripts that ran to
+// their end and exited non-zero; not for a bound hit or a sandbox that
+// could not run (those stay failed-install).
+func scriptsFailed(err error) (*report.Report, bool) {
+	var ie *InstallError
+	if !errors.As(err, &ie) || ie.Report == nil || ie.Report.Install == nil {
+		return nil, false
+	}
+	in := ie.Report.Install
+	if in.TimedOut || in.ExitCode == nil || *in.ExitCode == 0 {
+		return nil, false
+	}
+	return ie.Report, true
 }

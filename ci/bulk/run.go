@@ -60,7 +60,8 @@ type Result struct {
 	ByRule     map[string]int `json:"byRule,omitempty"`
 	BySeverity map[string]int `json:"bySeverity,omitempty"`
 	// Installed says how the package's install scripts ran: "sandbox"
-	// (now), "cached" (an earlier run's install, reused), "" (none).
+	// (now), "cached" (an earlier run's install, reused), "failed" (they
+	// exited non-zero: the tree as fetched was scanned), "" (none).
 	// InstallEffects counts what the install did outside its package
 	// tree (files changed, network attempts); its findings are in ByRule.
 	Installed      string `json:"installed,omitempty"`
