@@ -27,7 +27,7 @@ Usage:
   mcpsandbox bulk [flags] LIST...               scan npm packages and images listed in files, resumably
   mcpsandbox bulk merge [--results DIR] DIR...  merge the results directories of shards into one
   mcpsandbox bulk k8s [flags]                   print a Kubernetes Indexed Job that runs the shards
-  mcpsandbox images build [node|python|base]    build runtime images from the host
+  mcpsandbox images build [node|python|base|build] build runtime images from the host
   mcpsandbox images ls                          list the images mcpsandbox made, with the cache's sizes
   mcpsandbox images prune [--cache-size SIZE]   evict cached images, least recently used first
   mcpsandbox clean [--images] [--runs] [RUN...]  remove every container (and image) mcpsandbox made but
