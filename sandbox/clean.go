@@ -20,33 +20,84 @@ import (
 type Reaper interface {
 	ContainerList(ctx context.Context, options container.ListOptions) ([]container.Summary, error)
 	ContainerRemove(ctx context.Context, containerID string, options container.RemoveOptions) error
+	ContainerKill(ctx context.Context, containerID, signal string) error
+}
+
+// Reaped is what a reap did.
+type Reaped struct {
+	// Removed are the containers of dead runs, removed.
+	Removed []string
+	// Stopped are kept containers (label.Keep) still running after their
+	// runner died, stopped and left in place: their changes are the
+	// named run's until applied or cleaned.
+	Stopped []string
 }
 
 // Reap removes the containers of runs whose owning process has died: a
 // runner killed with SIGKILL cannot clean up after itself, so the next one
 // does. Containers of live runs, containers a user asked to keep
 // (label.Keep), and anything not labelled as ours, are left alone. It
-// returns the ids removed.
+// returns the ids removed. See ReapAll for what it does to kept ones.
 func Reap(ctx context.Context, cli Reaper) ([]string, error) {
+	r, err := ReapAll(ctx, cli)
+	return r.Removed, err
+}
+
+// ReapAll is Reap, and it also stops (never removes) a kept container
+// that still runs while its runner is gone: a server that ignores the end
+// of its stdin would otherwise run on, unwatched, for ever. A kept
+// container with no owner label (made before kept ones carried one) is
+// left as it is: whether its runner lives cannot be told.
+func ReapAll(ctx context.Context, cli Reaper) (Reaped, error) {
+	var r Reaped
 	list, err := cli.ContainerList(ctx, container.ListOptions{All: true,
 		Filters: filters.NewArgs(filters.Arg("label", label.ManagedFilter))})
 	if err != nil {
-		return nil, fmt.Errorf("listing mcpsandbox containers: %w", err)
+		return r, fmt.Errorf("listing mcpsandbox containers: %w", err)
 	}
-	var removed []string
 	var errs []error
 	for _, c := range list {
 		owner, ok := c.Labels[label.Owner]
-		if !ok || c.Labels[label.Keep] == "true" || label.OwnerAlive(owner) {
+		if !ok || label.OwnerAlive(owner) {
+			continue
+		}
+		if c.Labels[label.Keep] == "true" {
+			if c.State != containerRunning && c.State != containerPaused {
+				continue
+			}
+			if err := killContainer(ctx, cli, c.ID); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			r.Stopped = append(r.Stopped, c.ID)
 			continue
 		}
 		if err := removeContainer(ctx, cli, c.ID); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		removed = append(removed, c.ID)
+		r.Removed = append(r.Removed, c.ID)
 	}
-	return removed, errors.Join(errs...)
+	return r, errors.Join(errs...)
+}
+
+// The engine's names for a container's states (container.Summary.State)
+// in which its processes still exist.
+const (
+	containerRunning = "running"
+	containerPaused  = "paused"
+)
+
+// killContainer stops a kept container with SIGKILL: its server is the
+// adversary and may ignore SIGTERM, and what it wrote is in the layer
+// already. A container that is already gone or stopped counts as
+// stopped.
+func killContainer(ctx context.Context, cli Reaper, id string) error {
+	err := cli.ContainerKill(ctx, id, "KILL")
+	if err == nil || cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err) { // conflict: "is not running"
+		return nil
+	}
+	return fmt.Errorf("stopping kept container %.12s: %w", id, err)
 }
 
 // removeContainer force-removes a container and its anonymous volumes;
@@ -66,7 +117,8 @@ func removeContainer(ctx context.Context, cli interface {
 
 // Cleaner is the part of the Engine API that Clean uses.
 type Cleaner interface {
-	Reaper
+	ContainerList(ctx context.Context, options container.ListOptions) ([]container.Summary, error)
+	ContainerRemove(ctx context.Context, containerID string, options container.RemoveOptions) error
 	NetworkList(ctx context.Context, options network.ListOptions) ([]network.Summary, error)
 	NetworkRemove(ctx context.Context, networkID string) error
 	VolumeList(ctx context.Context, options volume.ListOptions) (volume.ListResponse, error)

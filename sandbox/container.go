@@ -108,9 +108,10 @@ type ContainerOptions struct {
 	// container sees, in its namespaces. pid is its PID 1 on the host
 	// (ContainerInspect's State.Pid; 0 if it has already ended).
 	AfterStart func(ctx context.Context, id string, pid int) error
-	// keep leaves out the owner label and sets label.Keep, so that neither
-	// the reaper nor cache eviction removes a container kept for debugging,
-	// nor its image (clean removes them).
+	// keep sets label.Keep, so that neither the reaper nor cache eviction
+	// removes a container kept for debugging, nor its image (clean removes
+	// them); the owner label stays, so that the reaper stops it should its
+	// runner die with the server still running.
 	keep bool
 }
 
@@ -188,10 +189,9 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 		StdinOnce:    true,
 		Labels:       label.Set(opts.RunID, map[string]string{label.Kind: "sandbox"}),
 	}
+	cfg.Labels[label.Owner] = label.SelfOwner()
 	if opts.keep {
 		cfg.Labels[label.Keep] = "true"
-	} else {
-		cfg.Labels[label.Owner] = label.SelfOwner()
 	}
 	host := &container.HostConfig{
 		NetworkMode:    container.NetworkMode(dockerNet),

@@ -36,9 +36,10 @@ import (
 //	states/NAME/state.json    what was saved, when
 //
 // A kept run's container is stopped, never left running, and carries
-// label.Keep: neither the orphan reaper nor cache eviction touches it (or
+// label.Keep: neither the orphan reaper nor cache eviction removes it (or
 // the images it uses); `mcpsandbox clean NAME` removes it with its
-// directory. Its workspace changes stay in the container's layer
+// directory. It carries its runner's label.Owner too: should the runner
+// die with the server running, the reaper stops it (ReapAll). Its workspace changes stay in the container's layer
 // directory (the mount's upper dir) until then.
 
 // StateRoot is the user's state directory for mcpsandbox.

@@ -43,9 +43,23 @@ func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			return err
 		}
 		defer cli.Close()
+		// A run whose runner died with its server still running is
+		// stopped first, so that it is listed as it will stay.
+		if r, err := sandbox.ReapAll(ctx, cli); err != nil {
+			fmt.Fprintf(stderr, "mcpsandbox: %v\n", err)
+		} else if len(r.Stopped) > 0 {
+			fmt.Fprintf(stderr, "stopped %d kept container(s) whose runner died\n", len(r.Stopped))
+		}
 		for i := range runs {
+			was := runs[i].State
 			if runs[i], err = st.Refresh(ctx, cli, runs[i]); err != nil {
 				return err
+			}
+			if was == sandbox.RunRunning && runs[i].State != was {
+				// Recorded, so that the store says it without the engine.
+				if err := st.Update(runs[i]); err != nil {
+					return err
+				}
 			}
 		}
 	}
