@@ -111,6 +111,14 @@ func Run(ctx context.Context, cli Engine, opts RunOptions) (RunResult, error) {
 		so.Keep = true
 	}
 	log.record(RunRecord{Type: "start", Message: strings.Join(so.Argv, " ")}, "starting "+report.OneLine(strings.Join(so.Argv, " "))+" in a sandbox")
+	// As a scan does: containers of runners that died are removed, and a
+	// kept one still running is stopped.
+	if reaped, err := ReapAll(ctx, cli); err != nil {
+		log.record(RunRecord{Type: "problem", Reason: "reap", Message: err.Error()}, "reap: "+report.OneLine(err.Error()))
+	} else if n := len(reaped.Removed) + len(reaped.Stopped); n > 0 {
+		msg := fmt.Sprintf("removed %d and stopped %d container(s) left by runs that died", len(reaped.Removed), len(reaped.Stopped))
+		log.record(RunRecord{Type: "reap", Message: msg}, msg)
+	}
 	s, stdio, err := OpenRaw(ctx, cli, so)
 	res := RunResult{Report: s.Report()}
 	if err != nil {

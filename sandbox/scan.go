@@ -297,10 +297,10 @@ func newScanner(ctx context.Context, cli Engine, opts ScanOptions) (*scanner, er
 		}
 		sc.opts.Log = lw
 	}
-	if removed, err := Reap(sc.ctx, cli); err != nil {
+	if reaped, err := ReapAll(sc.ctx, cli); err != nil {
 		sc.reaped = append(sc.reaped, report.Problem{Kind: "reap", Message: err.Error()})
-	} else if len(removed) > 0 {
-		sc.logf("removed %d container(s) left by runs that died", len(removed))
+	} else if len(reaped.Removed)+len(reaped.Stopped) > 0 {
+		sc.logf("removed %d and stopped %d container(s) left by runs that died", len(reaped.Removed), len(reaped.Stopped))
 	}
 	return sc, nil
 }
