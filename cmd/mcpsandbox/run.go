@@ -94,6 +94,7 @@ func runFlags(fs *pflag.FlagSet, stderr io.Writer) (*sandbox.RunOptions, func() 
 	fs.DurationVar(&opts.StaleAfter, "stale-after", sandbox.DefaultStaleAfter, "a call the server has not answered for this long is ended for its effects (its answer, later, still goes to the client); negative: never")
 	fs.DurationVar(&opts.PhaseInterval, "phase-interval", sandbox.DefaultPhaseInterval, "between calls, how often what the server does on its own is collected as a phase; negative: only at the end")
 	bounds := boundFlags(fs)
+	transport := transportFlags(fs)
 	return opts, func() error {
 		var err error
 		if so.Bounds, err = bounds(); err != nil {
@@ -165,6 +166,9 @@ func runFlags(fs *pflag.FlagSet, stderr io.Writer) (*sandbox.RunOptions, func() 
 		}
 		if *noAgent && !fs.Changed("network") {
 			so.Network = sandbox.NetworkNone
+		}
+		if so.Transport, err = transport(so.Network); err != nil {
+			return err
 		}
 		if !*noAgent {
 			a, err := sandbox.FindAgent(*agentPath)

@@ -1,0 +1,84 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestRawHTTPRelaysBothWays: a server over streamable HTTP, handed out as
+// lines (rawHTTP) to a Go SDK client on them: the client lists and calls;
+// the server's request during a call (sampling) reaches the client, whose
+// answer is POSTed back; a notification the server sends outside any
+// request (tools/list_changed) reaches it over the standalone stream; the
+// client's EOF ends the lines once nothing is in flight.
+func TestRawHTTPRelaysBothWays(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 1, Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi?"}}}})
+		if err != nil {
+			return nil, nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{res.Content}}, nil, nil
+	})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer hs.Close()
+
+	ctx := context.Background()
+	s := newSession(nil, SessionOptions{Transport: Transport{Kind: TransportHTTP}})
+	s.rep.Server.Endpoint = hs.URL + DefaultHTTPPath
+	if err := s.rawHTTP(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL + DefaultHTTPPath}); err != nil {
+		t.Fatal(err)
+	}
+	changed := make(chan struct{}, 4)
+	c := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{
+		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "yes"}}, nil
+		},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} },
+	})
+	cs, err := c.Connect(ctx, &mcp.IOTransport{Reader: s.stdio.Reader, Writer: s.stdio.Writer}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) != 1 {
+		t.Fatalf("tools/list: %+v, %v", tools, err)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask"})
+	if err != nil || res.IsError {
+		t.Fatalf("ask: %+v, %v", res, err)
+	}
+	if tc, ok := res.Content[0].(*mcp.TextContent); !ok || tc.Text != "yes" {
+		t.Errorf("ask answered %+v, want the client's sampling answer", res.Content[0])
+	}
+	// Outside any request: only the standalone stream carries it. Added
+	// until it arrives: the stream may not be open yet when the first is
+	// sent (the server drops what it cannot deliver).
+	for i := 0; ; i++ {
+		if i == 600 {
+			t.Fatal("no tools/list_changed over the standalone stream")
+		}
+		srv.AddTool(&mcp.Tool{Name: fmt.Sprintf("late%d", i), InputSchema: &jsonschema.Schema{Type: "object"}}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
+		select {
+		case <-changed:
+		case <-time.After(100 * time.Millisecond):
+			continue
+		}
+		break
+	}
+	if err := cs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.stdio.Close(); err != nil {
+		t.Errorf("closing: %v", err)
+	}
+}
