@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -103,11 +104,27 @@ func (r httpReader) Read(p []byte) (int, error) { return r.h.pr.Read(p) }
 func (r httpReader) Close() error {
 	h := r.h
 	h.cancel()
-	err := h.conn.Close()
+	// The SDK's close asks the server to end the session (a DELETE, for
+	// up to 5s): a server that holds it does not hold the teardown, which
+	// stops the container next and so ends the request.
+	closed := make(chan error, 1)
+	go func() { closed <- h.conn.Close() }()
+	var err error
+	wait := time.NewTimer(httpCloseWait)
+	select {
+	case err = <-closed:
+	case <-wait.C:
+		err = fmt.Errorf("the server did not end the session within %s", httpCloseWait)
+	}
+	wait.Stop()
 	h.end(nil)
 	h.writes.Wait()
 	return err
 }
+
+// httpCloseWait bounds the wait for the server to end the session at
+// teardown.
+const httpCloseWait = time.Second
 
 // readLoop passes each message the connection reads on as a line.
 func (h *httpStdio) readLoop() {

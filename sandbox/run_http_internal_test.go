@@ -2,9 +2,11 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -81,4 +83,72 @@ func TestRawHTTPRelaysBothWays(t *testing.T) {
 	if err := s.stdio.Close(); err != nil {
 		t.Errorf("closing: %v", err)
 	}
+}
+
+// TestRawHTTPHostile: a call the server holds does not hold the others
+// (each request is sent on its own); the client's EOF with that call
+// still unanswered leaves teardown free to end it; a server that refuses
+// every request (401) has each answered with its error, so no client
+// waits on it.
+func TestRawHTTPHostile(t *testing.T) {
+	ctx := context.Background()
+	t.Run("held call", func(t *testing.T) {
+		srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+		release := make(chan struct{})
+		mcp.AddTool(srv, &mcp.Tool{Name: "hang"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			select {
+			case <-ctx.Done():
+			case <-release:
+			}
+			return nil, nil, errors.New("released")
+		})
+		hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+		defer hs.Close()
+		// The in-process server's handler outlives the session: let go
+		// before the server closes.
+		defer close(release)
+		s := newSession(nil, SessionOptions{Transport: Transport{Kind: TransportHTTP}})
+		s.rep.Server.Endpoint = hs.URL
+		if err := s.rawHTTP(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL}); err != nil {
+			t.Fatal(err)
+		}
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, &mcp.IOTransport{Reader: s.stdio.Reader, Writer: s.stdio.Writer}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hung := make(chan error, 1)
+		go func() {
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "hang"})
+			hung <- err
+		}()
+		for range 3 {
+			if _, err := cs.ListTools(ctx, nil); err != nil {
+				t.Fatalf("tools/list while a call is held: %v", err)
+			}
+		}
+		// The client's EOF, then teardown: the held call ends with the
+		// connection, and nothing is left waiting.
+		s.stdio.Writer.Close()
+		if err := s.stdio.Close(); err != nil {
+			t.Logf("closing: %v", err)
+		}
+		cs.Close()
+		<-hung
+	})
+	t.Run("401", func(t *testing.T) {
+		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "no token", http.StatusUnauthorized)
+		}))
+		defer hs.Close()
+		s := newSession(nil, SessionOptions{Transport: Transport{Kind: TransportHTTP}})
+		s.rep.Server.Endpoint = hs.URL
+		if err := s.rawHTTP(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL}); err != nil {
+			t.Fatal(err)
+		}
+		defer s.stdio.Close()
+		_, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, &mcp.IOTransport{Reader: s.stdio.Reader, Writer: s.stdio.Writer}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err == nil || !strings.Contains(err.Error(), "could not be sent to the server over HTTP") || !strings.Contains(err.Error(), "Unauthorized") {
+			t.Fatalf("connecting through a server that refuses everything: %v, want the refusal", err)
+		}
+	})
 }

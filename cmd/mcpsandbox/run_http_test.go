@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,5 +97,26 @@ func TestRunOverHTTP(t *testing.T) {
 				t.Errorf("containers left: %v", ids)
 			}
 		})
+	}
+}
+
+// TestRunTransportUsage: run's --transport, --port and --header are read
+// as scan's are.
+func TestRunTransportUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--transport", "http", "--", "srv"}, "--transport http needs --port PORT or --port auto"},
+		{[]string{"run", "--transport", "sse", "--port", "70000", "--", "srv"}, `--port "70000"`},
+		{[]string{"run", "--port", "3000", "--", "srv"}, "--port is for --transport http or sse"},
+		{[]string{"run", "--transport", "carrier-pigeon", "--", "srv"}, "transport"},
+		{[]string{"run", "--transport", "http", "--port", "3000", "--header", "no colon", "--", "srv"}, "header"},
+	} {
+		var out, errb bytes.Buffer
+		err := run(context.Background(), tc.args, &out, &errb)
+		if code := exitCode(err, &errb); code != 2 || !strings.Contains(out.String()+errb.String(), tc.want) {
+			t.Errorf("mcpsandbox %q: exit %d (want 2), output %q lacks %q", tc.args, code, out.String()+errb.String(), tc.want)
+		}
 	}
 }
