@@ -15,6 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
 )
 
 // `mcpsandbox run --transport http|sse`: the relay speaks JSON-RPC lines
@@ -28,9 +30,10 @@ import (
 // that what the server says outside a request (notifications, requests
 // of its own) reaches the client as over stdio.
 
-// rawHTTP connects to the server's endpoint and hands the connection out
-// as the session's RawStdio.
-func (s *Session) rawHTTP(ctx context.Context, t mcp.Transport) error {
+// rawHTTP connects to the server's endpoint, within startCtx (over SSE
+// the endpoint event is waited for), and hands the connection out as the
+// session's RawStdio, for as long as ctx.
+func (s *Session) rawHTTP(ctx, startCtx context.Context, t mcp.Transport) error {
 	var hc *http.Client
 	var ver *versionHeader
 	if st, ok := t.(*mcp.StreamableClientTransport); ok {
@@ -52,20 +55,41 @@ func (s *Session) rawHTTP(ctx context.Context, t mcp.Transport) error {
 		copied.HTTPClient = hc
 		t = &copied
 	}
-	conn, err := t.Connect(ctx)
+	conn, err := t.Connect(startCtx)
 	if err != nil {
-		s.problem("protocol", 0, "connecting to %s: %s", s.rep.Server.Endpoint, s.clip(err.Error()))
+		if ctx.Err() == nil && startCtx.Err() != nil {
+			s.problem("timeout", 0, "no connection to %s within --start-timeout %s", s.rep.Server.Endpoint, s.opts.StartTimeout)
+		} else {
+			s.problem("protocol", 0, "connecting to %s: %s", s.rep.Server.Endpoint, report.OneLine(s.clip(err.Error())))
+		}
 		return fmt.Errorf("%w: connecting over %s: %w%s", ErrServerStart, s.opts.Transport.Kind, err, s.authHint(err))
 	}
 	h := newHTTPStdio(ctx, conn)
 	if hc != nil {
-		h.stream = func(ctx context.Context, version string) { s.standaloneStream(ctx, hc, conn, version, h.deliver) }
+		h.stream = func(ctx context.Context, version string) { s.standaloneStream(ctx, hc, conn, version, h.receive) }
 		h.version = ver
 	}
 	s.stdio = &RawStdio{Reader: h.reader(), Writer: h}
+	if s.ctr != nil {
+		// Nothing on the connection says the server is gone until a
+		// request fails: its container's end does, as its stdout's end
+		// does over stdio.
+		h.exited = s.ctr.drained
+		go func() {
+			select {
+			case <-h.exited:
+				h.end(errServerExited)
+			case <-h.ctx.Done():
+			}
+		}()
+	}
 	go h.readLoop()
 	return nil
 }
+
+// errServerExited ends what the relay reads when the server over HTTP
+// exits.
+var errServerExited = errors.New("the server exited")
 
 // httpStdio is a client connection seen as JSON-RPC lines.
 type httpStdio struct {
@@ -79,13 +103,17 @@ type httpStdio struct {
 	// none, over SSE the connection's own stream is it).
 	stream  func(ctx context.Context, version string)
 	version *versionHeader
+	// exited is closed when the server's container has ended (nil: not
+	// known).
+	exited <-chan struct{}
 
 	mu       sync.Mutex
 	buf      []byte
 	inflight map[any]string // the client's requests not yet answered: their method
 	closed   bool           // the relay closed its side (the client's EOF)
 	ended    bool
-	writes   sync.WaitGroup
+	sending  int           // requests being sent
+	idle     chan struct{} // closed when sending drops to 0
 }
 
 func newHTTPStdio(ctx context.Context, conn mcp.Connection) *httpStdio {
@@ -118,7 +146,7 @@ func (r httpReader) Close() error {
 	}
 	wait.Stop()
 	h.end(nil)
-	h.writes.Wait()
+	h.settle(httpCloseWait)
 	return err
 }
 
@@ -131,14 +159,33 @@ func (h *httpStdio) readLoop() {
 	for {
 		msg, err := h.conn.Read(h.ctx)
 		if err != nil {
+			// The requests that failed with the connection are answered
+			// with their errors first, so that the client reads why.
+			h.settle(httpCloseWait)
+			if h.exited != nil && h.ctx.Err() == nil {
+				// A connection that fails because the server died says
+				// so less well than its exit, which follows at once.
+				wait := time.NewTimer(httpCloseWait)
+				select {
+				case <-h.exited:
+					err = errServerExited
+				case <-wait.C:
+				}
+				wait.Stop()
+			}
 			h.end(err)
 			return
 		}
-		if resp, ok := msg.(*jsonrpc.Response); ok {
-			h.answered(resp)
-		}
-		h.deliver(msg)
+		h.receive(msg)
 	}
+}
+
+// receive passes on a message from the server, noting the answers.
+func (h *httpStdio) receive(msg jsonrpc.Message) {
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		h.answered(resp)
+	}
+	h.deliver(msg)
 }
 
 // deliver writes msg as one line for the relay.
@@ -161,11 +208,14 @@ func (h *httpStdio) end(err error) {
 	}
 	h.ended = true
 	h.mu.Unlock()
-	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
+	switch {
+	case err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled):
 		h.pw.Close()
-		return
+	case errors.Is(err, errServerExited):
+		h.pw.CloseWithError(err)
+	default:
+		h.pw.CloseWithError(fmt.Errorf("the connection to the server: %w", err))
 	}
-	h.pw.CloseWithError(fmt.Errorf("the connection to the server: %w", err))
 }
 
 // answered notes the answer to a request of the client's: the answer to
@@ -260,12 +310,42 @@ func (h *httpStdio) send(line []byte) {
 			}
 		}
 	}
+	h.mu.Lock()
+	if h.sending == 0 {
+		h.idle = make(chan struct{})
+	}
+	h.sending++
+	h.mu.Unlock()
+	sent := func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.sending--; h.sending == 0 {
+			close(h.idle)
+		}
+	}
 	if req.Method == "initialize" || req.Method == "server/discover" {
+		defer sent()
 		write()
 		return
 	}
-	h.writes.Add(1)
-	go func() { defer h.writes.Done(); write() }()
+	go func() { defer sent(); write() }()
+}
+
+// settle waits, at most d, for the requests being sent.
+func (h *httpStdio) settle(d time.Duration) {
+	h.mu.Lock()
+	if h.sending == 0 {
+		h.mu.Unlock()
+		return
+	}
+	idle := h.idle
+	h.mu.Unlock()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-idle:
+	case <-t.C:
+	}
 }
 
 // refuse answers id (a null id when none) with an error, in the server's

@@ -35,7 +35,7 @@ func TestRawHTTPRelaysBothWays(t *testing.T) {
 	ctx := context.Background()
 	s := newSession(nil, SessionOptions{Transport: Transport{Kind: TransportHTTP}})
 	s.rep.Server.Endpoint = hs.URL + DefaultHTTPPath
-	if err := s.rawHTTP(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL + DefaultHTTPPath}); err != nil {
+	if err := s.rawHTTP(ctx, ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL + DefaultHTTPPath}); err != nil {
 		t.Fatal(err)
 	}
 	changed := make(chan struct{}, 4)
@@ -109,7 +109,7 @@ func TestRawHTTPHostile(t *testing.T) {
 		defer close(release)
 		s := newSession(nil, SessionOptions{Transport: Transport{Kind: TransportHTTP}})
 		s.rep.Server.Endpoint = hs.URL
-		if err := s.rawHTTP(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL}); err != nil {
+		if err := s.rawHTTP(ctx, ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL}); err != nil {
 			t.Fatal(err)
 		}
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, &mcp.IOTransport{Reader: s.stdio.Reader, Writer: s.stdio.Writer}, nil)
@@ -142,7 +142,7 @@ func TestRawHTTPHostile(t *testing.T) {
 		defer hs.Close()
 		s := newSession(nil, SessionOptions{Transport: Transport{Kind: TransportHTTP}})
 		s.rep.Server.Endpoint = hs.URL
-		if err := s.rawHTTP(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL}); err != nil {
+		if err := s.rawHTTP(ctx, ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL}); err != nil {
 			t.Fatal(err)
 		}
 		defer s.stdio.Close()

@@ -311,7 +311,7 @@ func (s *Session) open(ctx context.Context) error {
 			return err
 		}
 		if o.raw {
-			return s.rawHTTP(ctx, inner)
+			return s.rawHTTP(ctx, startCtx, inner)
 		}
 	} else {
 		s.Phase(ctx, "startup", 0)

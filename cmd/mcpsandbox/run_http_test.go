@@ -120,3 +120,34 @@ func TestRunTransportUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestRunOverHTTPServerExits: a server over HTTP that exits mid-call ends
+// run on its own, as over stdio: the call is answered with an error (or
+// the session ends), the log says the server exited, and no container is
+// left.
+func TestRunOverHTTPServerExits(t *testing.T) {
+	cli := sandboxtest.Docker(t)
+	fixture := sandboxtest.Fixture(t)
+	logPath := filepath.Join(t.TempDir(), "run.jsonl")
+	cs, cmd, stderr := runProxy(t, nil, "--log", logPath, "--image", sandboxtest.NodeImage(t, cli), "--mount", fixture.Source+":"+fixture.Target,
+		"--transport", "http", "--port", "3000", "--", sandboxtest.FixtureMount, "crash", "--http=127.0.0.1:3000")
+	ctx := context.Background()
+	if res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "crash", Arguments: map[string]any{}}); err == nil && !res.IsError {
+		t.Errorf("crash answered %+v, want an error", res)
+	}
+	// run ends its stdout once the server is gone, without the client's
+	// EOF.
+	cs.Wait()
+	var why string
+	for _, r := range readLog(t, logPath) {
+		if r.Type == "end" {
+			why = r.Reason
+		}
+	}
+	if !strings.Contains(why, "the server exited") {
+		t.Errorf("run ended with %q, want the server's exit\nstderr:\n%s", why, stderr)
+	}
+	if ids := ownedBy(t, cli, cmd.Process.Pid); len(ids) != 0 {
+		t.Errorf("containers left: %v", ids)
+	}
+}
