@@ -146,6 +146,7 @@ func (r httpReader) Close() error {
 	}
 	wait.Stop()
 	h.end(nil)
+	h.pr.Close()
 	h.settle(httpCloseWait)
 	return err
 }
@@ -182,10 +183,14 @@ func (h *httpStdio) readLoop() {
 
 // receive passes on a message from the server, noting the answers.
 func (h *httpStdio) receive(msg jsonrpc.Message) {
+	last := false
 	if resp, ok := msg.(*jsonrpc.Response); ok {
-		h.answered(resp)
+		last = h.answered(resp)
 	}
 	h.deliver(msg)
+	if last {
+		h.end(nil)
+	}
 }
 
 // deliver writes msg as one line for the relay.
@@ -221,8 +226,9 @@ func (h *httpStdio) end(err error) {
 // answered notes the answer to a request of the client's: the answer to
 // initialize gives the version, and opens the standalone stream; once
 // the client has closed its side and nothing is in flight, the relay's
-// read ends, as a server over stdio ends its stdout.
-func (h *httpStdio) answered(resp *jsonrpc.Response) {
+// read ends (once the answer is passed on: answered says when), as a
+// server over stdio ends its stdout.
+func (h *httpStdio) answered(resp *jsonrpc.Response) (last bool) {
 	h.mu.Lock()
 	method, ok := h.inflight[resp.ID.Raw()]
 	delete(h.inflight, resp.ID.Raw())
@@ -240,9 +246,7 @@ func (h *httpStdio) answered(resp *jsonrpc.Response) {
 			}
 		}
 	}
-	if done {
-		defer h.end(nil)
-	}
+	return done
 }
 
 // noStandaloneStream is the first protocol version without the
@@ -301,12 +305,12 @@ func (h *httpStdio) send(line []byte) {
 			h.mu.Unlock()
 			if pending {
 				var rpcErr *jsonrpc.Error
+				resp := &jsonrpc.Response{ID: req.ID, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError,
+					Message: fmt.Sprintf("mcpsandbox: %s could not be sent to the server over HTTP: %v", req.Method, err)}}
 				if errors.As(err, &rpcErr) {
-					h.refuse(req.ID, rpcErr.Code, rpcErr.Message)
-				} else {
-					h.refuse(req.ID, jsonrpc.CodeInternalError, fmt.Sprintf("mcpsandbox: %s could not be sent to the server over HTTP: %v", req.Method, err))
+					resp.Error = &jsonrpc.Error{Code: rpcErr.Code, Message: rpcErr.Message}
 				}
-				h.answered(&jsonrpc.Response{ID: req.ID})
+				h.receive(resp)
 			}
 		}
 	}

@@ -1,9 +1,11 @@
 package sandbox
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -151,4 +153,47 @@ func TestRawHTTPHostile(t *testing.T) {
 			t.Fatalf("connecting through a server that refuses everything: %v, want the refusal", err)
 		}
 	})
+}
+
+// TestRawHTTPAnswerAfterEOF: the client's EOF with a call in flight: its
+// answer, when it comes, is still read, and then the lines end (as a
+// server over stdio answers what it has, then ends its stdout).
+func TestRawHTTPAnswerAfterEOF(t *testing.T) {
+	ctx := context.Background()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "s", Version: "1"}, nil)
+	release := make(chan struct{})
+	mcp.AddTool(srv, &mcp.Tool{Name: "slow"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		<-release
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+	})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer hs.Close()
+	s := newSession(nil, SessionOptions{Transport: Transport{Kind: TransportHTTP}})
+	s.rep.Server.Endpoint = hs.URL
+	if err := s.rawHTTP(ctx, ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL}); err != nil {
+		t.Fatal(err)
+	}
+	defer s.stdio.Close()
+	lines := bufio.NewScanner(s.stdio.Reader)
+	write := func(line string) {
+		t.Helper()
+		if _, err := io.WriteString(s.stdio.Writer, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+	if !lines.Scan() || !strings.Contains(lines.Text(), `"id":1`) {
+		t.Fatalf("initialize: %q, %v", lines.Text(), lines.Err())
+	}
+	write(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	write(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{}}}`)
+	s.stdio.Writer.Close()
+	close(release)
+	var got []string
+	for lines.Scan() {
+		got = append(got, lines.Text())
+	}
+	if len(got) == 0 || !strings.Contains(got[len(got)-1], `"id":2`) || !strings.Contains(got[len(got)-1], "done") {
+		t.Errorf("after the client's EOF read %q, want the call's answer, then the end", got)
+	}
 }
