@@ -206,13 +206,11 @@ func (r *RawStdio) Close() error {
 // OpenRaw starts the server as Open does, up to the end of the startup
 // phase, and leaves the MCP session to the caller (a proxy relays its
 // client's): no initialize is sent. Like Open it always returns a
-// session, to Close whatever happens. Over HTTP it is not available.
+// session, to Close whatever happens. Over HTTP the connection is handed
+// out as lines all the same (rawHTTP).
 func OpenRaw(ctx context.Context, cli Engine, opts SessionOptions) (*Session, *RawStdio, error) {
 	opts.raw = true
 	s := newSession(cli, opts)
-	if s.opts.Transport.Kind.OverHTTP() {
-		return s, nil, &InfraError{Cause: "--transport " + s.opts.Transport.Kind.String() + " is not available here", Fix: "use a server over stdio"}
-	}
 	err := s.open(ctx)
 	return s, s.stdio, err
 }
@@ -311,6 +309,9 @@ func (s *Session) open(ctx context.Context) error {
 		s.Phase(ctx, "startup", 0)
 		if err != nil {
 			return err
+		}
+		if o.raw {
+			return s.rawHTTP(ctx, startCtx, inner)
 		}
 	} else {
 		s.Phase(ctx, "startup", 0)

@@ -87,6 +87,7 @@ func runFlags(fs *pflag.FlagSet, stderr io.Writer) (*sandbox.RunOptions, func() 
 	agentPath := fs.String("agent", "", "a static build of mcpsandbox to run as the in-container agent (default: this binary)")
 	noAgent := fs.Bool("no-agent", false, "run without the agent: processes and network attempts are not recorded")
 	fs.Var(&so.Network, "network", "sinkhole (default), none, bridge or host (the server can reach other machines)")
+	transport := transportFlags(fs)
 	policyFile := fs.String("policy", "", "policy file (as for scan); its run section says per rule or tool: log, correct or deny")
 	verdictsFile := fs.String("verdicts", "", "a scan's JSON report: its findings correct the liars' hints (or deny them, by policy) before their first call")
 	fs.Var(&opts.Hints, "hints", "what the client is told of the safety hints: verified (corrected toward the safe side once contradicted), strip (none: clients always ask) or pass (as the server sent them)")
@@ -180,6 +181,9 @@ func runFlags(fs *pflag.FlagSet, stderr io.Writer) (*sandbox.RunOptions, func() 
 		}
 		if *noAgent && !fs.Changed("network") {
 			so.Network = sandbox.NetworkNone
+		}
+		if so.Transport, err = transport(so.Network); err != nil {
+			return err
 		}
 		if !*noAgent {
 			a, err := sandbox.FindAgent(*agentPath)
