@@ -120,7 +120,10 @@ func TestRunState(t *testing.T) {
 		cs, _, stderr := runProxy(t, nil, append(append(args, "--image", img, "--mount", fx.Source+":"+fx.Target, "--"), sandboxtest.FixtureMount, "runws")...)
 		return cs, stderr
 	}
-	t.Cleanup(func() { cliIn(t, "clean", "first"); cliIn(t, "clean", "second"); cliIn(t, "clean", "--states") })
+	// By name only: a plain clean (--states is one) removes every
+	// container mcpsandbox made on the engine, other tests' running ones
+	// too. The states are in the test's own XDG_STATE_HOME.
+	t.Cleanup(func() { cliIn(t, "clean", "first"); cliIn(t, "clean", "second") })
 	cs, stderr := start("--name", "first", "--state", "memo")
 	callText(t, cs, stderr, "remember", map[string]any{"text": "the first run's line"})
 	cs.Close()
