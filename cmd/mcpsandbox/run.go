@@ -107,17 +107,10 @@ func runFlags(fs *pflag.FlagSet, stderr io.Writer) (*sandbox.RunOptions, func() 
 			return err
 		}
 		so.Limits = limits
-		if *hashBudget <= 0 || *hashBudget > 1<<40 {
-			return usageError{fmt.Sprintf("--hash-budget %d: want MiB, more than 0", *hashBudget)}
+		if so.FileLimits.HashBudget, err = sessionChecks(*hashBudget, so.DiskInterval, so.User, stderr); err != nil {
+			return err
 		}
-		so.FileLimits.HashBudget = *hashBudget << 20
 		so.Disk = int64(disk)
-		if so.DiskInterval <= 0 {
-			return usageError{fmt.Sprintf("--disk-interval %s: want more than 0", so.DiskInterval)}
-		}
-		if !validUser(so.User) {
-			return usageError{fmt.Sprintf("--user %q: want UID[:GID], numbers", so.User)}
-		}
 		for _, e := range *env {
 			k, _, ok := strings.Cut(e, "=")
 			if k == "" {

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/baseline"
 	"github.com/mcpsandbox/mcpsandbox/ci/contract"
@@ -112,20 +113,10 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if client.Name == "" {
 		return usageError{"--client-name: want a name"}
 	}
-	if *hashBudget <= 0 || *hashBudget > 1<<40 {
-		return usageError{fmt.Sprintf("--hash-budget %d: want MiB, more than 0", *hashBudget)}
+	if opts.FileLimits.HashBudget, err = sessionChecks(*hashBudget, opts.DiskInterval, opts.User, stderr); err != nil {
+		return err
 	}
-	opts.FileLimits.HashBudget = *hashBudget << 20
 	opts.Disk = int64(disk)
-	if opts.DiskInterval <= 0 {
-		return usageError{fmt.Sprintf("--disk-interval %s: want more than 0", opts.DiskInterval)}
-	}
-	if !validUser(opts.User) {
-		return usageError{fmt.Sprintf("--user %q: want UID[:GID], numbers", opts.User)}
-	}
-	if rules.RunsAsRoot(opts.User) {
-		fmt.Fprintf(stderr, "mcpsandbox: warning: --user %s runs the server as root in the sandbox; the report has a %s finding\n", opts.User, rules.ServerRunsAsRoot)
-	}
 	for _, e := range opts.Env {
 		if !strings.Contains(e, "=") || strings.HasPrefix(e, "=") {
 			return usageError{fmt.Sprintf("--env %q: want KEY=VAL", e)}
@@ -297,4 +288,23 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// sessionChecks checks the session flags scan and run share and gives
+// the hash budget in bytes (from MiB); running the server as root is
+// warned of.
+func sessionChecks(hashBudgetMiB int64, diskInterval time.Duration, user string, stderr io.Writer) (int64, error) {
+	if hashBudgetMiB <= 0 || hashBudgetMiB > 1<<40 {
+		return 0, usageError{fmt.Sprintf("--hash-budget %d: want MiB, more than 0", hashBudgetMiB)}
+	}
+	if diskInterval <= 0 {
+		return 0, usageError{fmt.Sprintf("--disk-interval %s: want more than 0", diskInterval)}
+	}
+	if !validUser(user) {
+		return 0, usageError{fmt.Sprintf("--user %q: want UID[:GID], numbers", user)}
+	}
+	if rules.RunsAsRoot(user) {
+		fmt.Fprintf(stderr, "mcpsandbox: warning: --user %s runs the server as root in the sandbox: a %s finding\n", user, rules.ServerRunsAsRoot)
+	}
+	return hashBudgetMiB << 20, nil
 }
