@@ -46,6 +46,9 @@ type procNet struct {
 	// truncated counts the events cut at one of the agent's bounds, by
 	// what was cut.
 	truncated map[string]int
+	// changedExe names the programs written between their exec and the
+	// end of their hash: their sum is unknown.
+	changedExe []string
 	// callProcs are the last call's processes (the slice its effects
 	// hold), and settled the processes a call left running that ended
 	// within --settle: neither is background.
@@ -142,10 +145,18 @@ func (p *procNet) collect(ctx context.Context, eff *report.Effects, call bool) {
 			eff.Processes = append(eff.Processes, pr)
 			p.lastExec[e.PID] = execRef{eff: eff, i: len(eff.Processes) - 1}
 		case agent.KindExe:
+			if e.Truncated == agent.ExeChanged {
+				// Not a bound: the file was written once the program had run.
+				e.Truncated = ""
+				p.changedExe = append(p.changedExe, fmt.Sprintf("%s (process %d)", e.Exe, e.PID))
+			}
 			trunc := p.cut(e)
 			// It follows its exec at once: the entry is the process's latest.
 			if pr := p.entry(e.PID); pr != nil {
 				pr.Exe, pr.ExeSHA256, pr.Anonymous = e.Exe, e.SHA256, e.Anonymous
+				if e.Cwd != "" {
+					pr.Cwd = e.Cwd // a successful exec's directory comes with its program
+				}
 				pr.Truncated = pr.Truncated || trunc
 			}
 		case agent.KindSocket:
@@ -244,7 +255,10 @@ func (p *procNet) retry(e agent.Event) bool {
 	if pr == nil || !slices.Contains(retryable, pr.ExecError) || !slices.Equal(pr.Argv, e.Argv) {
 		return false
 	}
-	pr.ExecError, pr.Cwd = "", e.Cwd
+	pr.ExecError = ""
+	if e.Cwd != "" {
+		pr.Cwd = e.Cwd
+	}
 	pr.Truncated = p.cut(e) || pr.Truncated
 	if p.main == 0 && e.PPID == 1 {
 		p.main = e.PID
@@ -351,6 +365,10 @@ func (p *procNet) stillLive() []int {
 func (p *procNet) fill(rep *report.Report) {
 	if p == nil {
 		return
+	}
+	if len(p.changedExe) > 0 {
+		rep.Problems = append(rep.Problems, report.Problem{Kind: "agent",
+			Message: fmt.Sprintf("programs written on disk right after they ran, before their sha256 could be taken: %s", strings.Join(p.changedExe, ", "))})
 	}
 	if n := p.truncatedTotal(); n > 0 {
 		rep.Sandbox.EventsTruncated = n

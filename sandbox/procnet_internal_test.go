@@ -113,6 +113,36 @@ func TestIdentityTruncationAndRefusals(t *testing.T) {
 	}
 }
 
+// TestProgramEventCarriesTheDirectory: a successful exec's directory comes
+// on its program event (the agent reads /proc once, at the exec event), a
+// failed one's on the exec; a program written before its hash ended has no
+// sum and is a problem of its own, not a bound.
+func TestProgramEventCarriesTheDirectory(t *testing.T) {
+	s := newEventStore(100)
+	pn := newProcNet(s, true)
+	pn.sync = time.Millisecond
+	now := agent.Now()
+	add := func(dt int64, e agent.Event) { e.T = now + dt; s.add(e) }
+	add(1, agent.Event{Kind: agent.KindExec, PID: 10, PPID: 1, Argv: []string{"sh"}, Result: "ENOENT", Cwd: "/workspace"})
+	add(2, agent.Event{Kind: agent.KindExec, PID: 10, PPID: 1, Argv: []string{"sh"}, Result: "ok"})
+	add(3, agent.Event{Kind: agent.KindExe, PID: 10, Exe: "/bin/sh", SHA256: "aa", Cwd: "/workspace/sub"})
+	add(4, agent.Event{Kind: agent.KindExec, PID: 11, PPID: 10, Argv: []string{"/tmp/x"}, Result: "ok"})
+	add(5, agent.Event{Kind: agent.KindExe, PID: 11, Exe: "/tmp/x", Cwd: "/tmp", Truncated: agent.ExeChanged})
+	time.Sleep(time.Millisecond)
+	var rep report.Report
+	call := report.NewEffects()
+	pn.collect(context.Background(), &call, true)
+	rep.Calls = append(rep.Calls, report.Call{Seq: 1, Effects: call})
+	pn.fill(&rep)
+	ps := rep.Calls[0].Effects.Processes
+	if len(ps) != 2 || ps[0].Cwd != "/workspace/sub" || ps[0].ExecError != "" || ps[1].Cwd != "/tmp" || ps[1].ExeSHA256 != "" || ps[1].Truncated {
+		t.Fatalf("processes %+v", ps)
+	}
+	if rep.Sandbox.EventsTruncated != 0 || len(rep.Problems) != 1 || rep.Problems[0].Kind != "agent" || !strings.Contains(rep.Problems[0].Message, "/tmp/x (process 11)") {
+		t.Errorf("eventsTruncated %d, problems %+v", rep.Sandbox.EventsTruncated, rep.Problems)
+	}
+}
+
 // TestSyncEndsAtItsBound: a sync no tick answers ends when its bound
 // elapses or its context ends, however late the waiter gets the lock.
 // (A deadline read apart from the timer once left a waiter asleep after

@@ -32,10 +32,13 @@ type Event struct {
 	PID  int    `json:"pid,omitempty"`
 	PPID int    `json:"ppid,omitempty"`
 
-	Argv     []string `json:"argv,omitempty"`
-	Cwd      string   `json:"cwd,omitempty"`
-	ExitCode *int     `json:"exit,omitempty"`
-	Signal   string   `json:"sig,omitempty"`
+	Argv []string `json:"argv,omitempty"`
+	// Cwd is the directory an exec ran in: on a failed exec's event, and
+	// for one that worked on the KindExe event that follows it (read at
+	// the exec event, where the agent reads /proc/PID once).
+	Cwd      string `json:"cwd,omitempty"`
+	ExitCode *int   `json:"exit,omitempty"`
+	Signal   string `json:"sig,omitempty"`
 
 	Family   string `json:"fam,omitempty"` // inet, inet6, unix
 	Address  string `json:"addr,omitempty"`
@@ -66,9 +69,15 @@ type Event struct {
 	// then refused (Result EACCES), an exec is reported from /proc.
 	Unreadable bool `json:"unread,omitempty"`
 	// Truncated names what hit one of the agent's bounds (argv, payload,
-	// questions, exe, frame): the event is not whole.
+	// questions, exe, frame): the event is not whole. On a KindExe event it
+	// may instead be ExeChanged.
 	Truncated string `json:"trunc,omitempty"`
 }
+
+// ExeChanged marks a program event without a sum because the file was
+// written between the exec and the end of its hash (after the program
+// ended: a running one cannot be written): what ran is not known.
+const ExeChanged = "exe-changed"
 
 // Event kinds.
 const (
@@ -109,7 +118,8 @@ const (
 	// MaxQuestions bounds the DNS questions read from one query.
 	MaxQuestions = 64
 	// MaxExeHash bounds the size of a program the agent hashes (node's is
-	// about 120 MiB): hashing stalls the tracer, once per distinct file.
+	// about 120 MiB), once per distinct file, on its own thread while the
+	// program runs.
 	MaxExeHash = 256 << 20
 )
 

@@ -11,18 +11,39 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
 
-// identify reports the program a process runs after its exec: the file
-// /proc/PID/exe names (the binary, or the interpreter of a script), its
-// sha256, and whether it is anonymous (a memfd, or a file deleted before
-// or after the exec), whatever argv[0] says.
+// identify reports the program a process runs after its exec, while it
+// is stopped at its exec event: the file /proc/PID/exe names (the binary,
+// or the interpreter of a script), its sha256, whether it is anonymous (a
+// memfd, or a file deleted before or after the exec), whatever argv[0]
+// says, and the directory it runs in. /proc/PID is walked once for all
+// three (a new process's entries are built at their first lookup, the
+// largest part of what an exec costs the agent).
+//
+// A program the cache does not know is hashed on another thread while
+// the process runs (node's binary is 100 MB: hashing it at the stop would
+// hold the server for tens of milliseconds at every start); the file
+// stays open, and its inode, size and times, taken at the stop, are taken
+// again after the hash: a file written meanwhile (it cannot be while the
+// program runs: ETXTBSY) has no sum, and its event is marked
+// "exe-changed". Its event then comes after later ones of other processes,
+// but before this process's own next exec and its exit (see settle).
 func (t *tracer) identify(pid int) {
+	t.settle(pid)
 	ev := &Event{Kind: KindExe, PID: pid}
-	exe := fmt.Sprintf("/proc/%d/exe", pid)
-	link, err := os.Readlink(exe)
+	dir, err := unix.Open("/proc/"+strconv.Itoa(pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		ev.Unreadable = true
+		t.out.emit(ev)
+		return
+	}
+	defer unix.Close(dir)
+	ev.Cwd, _ = readlinkat(dir, "cwd")
+	link, err := readlinkat(dir, "exe")
 	if err != nil {
 		// A program its user may not read leaves the process closed to
 		// the agent: its exec (argv) is still reported, its file is not.
@@ -32,11 +53,68 @@ func (t *tracer) identify(pid int) {
 	}
 	ev.Exe = link
 	var st unix.Stat_t
-	if err := unix.Stat(exe, &st); err == nil {
-		ev.Anonymous = strings.HasPrefix(link, "/memfd:") || (strings.HasSuffix(link, " (deleted)") && st.Nlink == 0)
-		ev.SHA256, ev.Truncated = t.exes.sum(exe, st)
+	if err := unix.Fstatat(dir, "exe", &st, 0); err != nil {
+		t.out.emit(ev)
+		return
 	}
-	t.out.emit(ev)
+	ev.Anonymous = strings.HasPrefix(link, "/memfd:") || (strings.HasSuffix(link, " (deleted)") && st.Nlink == 0)
+	if sum, trunc, known := t.exes.lookup(st); known {
+		ev.SHA256, ev.Truncated = sum, trunc
+		t.out.emit(ev)
+		return
+	}
+	// Opened while the process is stopped: the program it runs (a link
+	// that cannot change while it lives), whatever its path names later.
+	fd, err := unix.Openat(dir, "exe", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.out.emit(ev)
+		return
+	}
+	var opened unix.Stat_t
+	if unix.Fstat(fd, &opened) != nil || keyOf(opened) != keyOf(st) {
+		unix.Close(fd)
+		ev.Truncated = ExeChanged
+		t.out.emit(ev)
+		return
+	}
+	done := make(chan struct{})
+	t.hashing[pid] = done
+	go func() {
+		defer close(done)
+		defer unix.Close(fd)
+		ev.SHA256, ev.Truncated = t.exes.hash(fd, st)
+		t.out.emit(ev)
+	}()
+}
+
+// settle waits for the hash of pid's program, if one is running: its
+// event must be sent before the process's next exec, and before its exit,
+// which the runner takes as the end of its entry.
+func (t *tracer) settle(pid int) {
+	if done, ok := t.hashing[pid]; ok {
+		<-done
+		delete(t.hashing, pid)
+	}
+}
+
+// settleAll waits for every hash still running.
+func (t *tracer) settleAll() {
+	for pid := range t.hashing {
+		t.settle(pid)
+	}
+}
+
+func readlinkat(dir int, name string) (string, error) {
+	for n := 256; ; n *= 4 {
+		b := make([]byte, n)
+		m, err := unix.Readlinkat(dir, name, b)
+		if err != nil {
+			return "", err
+		}
+		if m < n {
+			return string(b[:m]), nil
+		}
+	}
 }
 
 // exeKey identifies a file's content without reading it: the same inode,
@@ -47,10 +125,16 @@ type exeKey struct {
 	mtime, ctime unix.Timespec
 }
 
+func keyOf(st unix.Stat_t) exeKey {
+	return exeKey{dev: st.Dev, ino: st.Ino, size: st.Size, mtime: st.Mtim, ctime: st.Ctim}
+}
+
 // exeCache remembers the sha256 of the programs run, so that a thousand
 // execs of one binary hash it once. It holds at most maxExes files and
 // starts afresh past that (a file is then hashed again, never missed).
+// The tracer looks up, the hashing goroutines store: mu guards both.
 type exeCache struct {
+	mu     sync.Mutex
 	sums   map[exeKey]string
 	hashed int // files read, for tests
 }
@@ -59,32 +143,64 @@ const maxExes = 4096
 
 func newExeCache() *exeCache { return &exeCache{sums: map[exeKey]string{}} }
 
-// sum hashes the file at path (a /proc/PID/exe link, which opens even a
-// deleted file or a memfd); trunc is "exe" when it is over MaxExeHash.
-func (c *exeCache) sum(path string, st unix.Stat_t) (sum, trunc string) {
+// lookup returns a file's sum without reading it: known for a file over
+// MaxExeHash (never read: trunc "exe") or one hashed before.
+func (c *exeCache) lookup(st unix.Stat_t) (sum, trunc string, known bool) {
 	if st.Size > MaxExeHash {
-		return "", "exe"
+		return "", "exe", true
 	}
-	k := exeKey{dev: st.Dev, ino: st.Ino, size: st.Size, mtime: st.Mtim, ctime: st.Ctim}
-	if s, ok := c.sums[k]; ok {
-		return s, ""
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return "", ""
-	}
-	defer f.Close()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sum, known = c.sums[keyOf(st)]
+	return sum, "", known
+}
+
+// hash reads the open file fd, whose stat at the exec was st, and
+// remembers its sum; trunc is "exe-changed" (and no sum) when the file is
+// not the one stat'd at the exec any more once read.
+func (c *exeCache) hash(fd int, st unix.Stat_t) (sum, trunc string) {
 	h := sha256.New()
-	if _, err := io.Copy(h, io.LimitReader(f, MaxExeHash)); err != nil {
-		return "", ""
+	_, err := io.Copy(h, io.NewSectionReader(fdReader(fd), 0, MaxExeHash))
+	var after unix.Stat_t
+	if err != nil || unix.Fstat(fd, &after) != nil || keyOf(after) != keyOf(st) {
+		return "", ExeChanged
 	}
-	c.hashed++
 	s := hex.EncodeToString(h.Sum(nil))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.hashed++
 	if len(c.sums) >= maxExes {
 		clear(c.sums)
 	}
-	c.sums[k] = s
+	c.sums[keyOf(st)] = s
 	return s, ""
+}
+
+// fdReader reads a file descriptor the caller owns and closes.
+type fdReader int
+
+func (r fdReader) ReadAt(b []byte, off int64) (int, error) {
+	n, err := unix.Pread(int(r), b, off)
+	if n == 0 && err == nil && len(b) > 0 {
+		return 0, io.EOF
+	}
+	if n < 0 {
+		n = 0
+	}
+	return n, err
+}
+
+// sum hashes the file at path at once (lookup, then hash): for tests.
+func (c *exeCache) sum(path string, st unix.Stat_t) (sum, trunc string) {
+	if s, tr, ok := c.lookup(st); ok {
+		return s, tr
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", ""
+	}
+	defer unix.Close(fd)
+	return c.hash(fd, st)
 }
 
 // cmdline reads a process's argv from /proc (readable even when its memory
