@@ -292,7 +292,8 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 	if opts.Agent {
 		// The first bytes on stdin: the agent reads this frame, then hands
 		// stdin, untouched, to the server.
-		conf := agent.Config{Network: agentMode, MaxEvents: opts.MaxEvents, Tick: agentTick, Dir: opts.WorkingDir}
+		conf := agent.Config{Network: agentMode, MaxEvents: opts.MaxEvents, Tick: agentTick, Dir: opts.WorkingDir,
+			Pin: opts.Limits.CPUs > 0 && opts.Limits.CPUs <= 1}
 		if opts.Home != nil {
 			conf.Home = opts.Home()
 		}

@@ -173,9 +173,33 @@ func TestStartUnderTheAgent(t *testing.T) {
 		t.Fatal("nothing written to stdin")
 	}
 	got, err := agent.ReadConfig(bytes.NewReader(first))
-	want := agent.Config{Network: agent.ModeSinkhole, MaxEvents: 9, Tick: agentTick, Dir: "/workspace"}
+	want := agent.Config{Network: agent.ModeSinkhole, MaxEvents: 9, Tick: agentTick, Dir: "/workspace", Pin: true} // default limits: one CPU
 	if err != nil || got != want {
 		t.Errorf("first stdin bytes %q: config %+v, %v; want %+v", first, got, err, want)
+	}
+}
+
+// TestAgentPinnedAtOneCPU: the agent is asked to keep the server on one
+// CPU when the sandbox has one CPU's time or less (the default), never
+// when it may use more, or has no limit.
+func TestAgentPinnedAtOneCPU(t *testing.T) {
+	for _, tc := range []struct {
+		cpus float64
+		pin  bool
+	}{{0.5, true}, {1, true}, {1.5, false}, {2, false}, {0, false}} {
+		f := &fakeEngine{stdin: make(chan []byte, 16)}
+		c, err := Start(context.Background(), f, ContainerOptions{Image: "img", Argv: []string{"srv"}, RunID: "r",
+			Agent: true, Limits: Limits{Pids: 10, MemoryMB: 64, CPUs: tc.cpus}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := agent.ReadConfig(bytes.NewReader(<-f.stdin))
+		if err != nil || got.Pin != tc.pin {
+			t.Errorf("--cpus %v: config %+v, %v; want pin %v", tc.cpus, got, err, tc.pin)
+		}
+		if err := c.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
 	}
 }
 

@@ -11,13 +11,17 @@ import (
 )
 
 // BenchmarkOverhead runs a syscall-heavy workload (1M rounds of stat,
-// open, read, close; and 1k execs) bare, under the agent, under Debian's
+// open, read, close; and 1k execs) bare, under an allow-all seccomp filter
+// (the baseline: every container has the engine's), under the agent as the
+// runner starts it at the default --cpus 1 (--pin: the server on the
+// agent's CPU), under the agent unpinned (--cpus over 1), under Debian's
 // strace -f, under a seccomp user-notification supervisor that only sees
 // execs (the design the agent did not take), and under ptracefloor, a
 // tracer with the agent's stops that does nothing at them (what ptrace
-// itself costs), side by side. It runs
-// on the host: the tracer works the same there, and container start-up
-// would blur the ratios.
+// itself costs), side by side; and the baseline itself held on one CPU
+// (taskset), to tell what the pinning changes in the workload from what
+// the tracing costs. It runs on the host: the tracer works the same there,
+// and container start-up would blur the ratios.
 func BenchmarkOverhead(b *testing.B) {
 	dir := b.TempDir()
 	root := moduleRoot(b)
@@ -36,6 +40,7 @@ func BenchmarkOverhead(b *testing.B) {
 	notif := build("usernotif", "./sandbox/agent/internal/usernotif")
 	floor := build("ptracefloor", "./sandbox/agent/internal/ptracefloor")
 	strace, _ := exec.LookPath("strace")
+	taskset, _ := exec.LookPath("taskset")
 	truePath, _ := exec.LookPath("true")
 	workloads := map[string][]string{
 		// A million rounds (about 3 s bare): what the agent costs per
@@ -48,18 +53,23 @@ func BenchmarkOverhead(b *testing.B) {
 	for _, name := range []string{"start", "stat-open-read-1m", "exec-1k"} {
 		argv := workloads[name]
 		runners := map[string][]string{
-			"bare":      argv,
-			"seccomp":   append([]string{work, "under-seccomp"}, argv...),
-			"agent":     append([]string{agentBin, "--network", "open", "--"}, argv...),
-			"strace-f":  append([]string{strace, "-f", "-qq", "-o", "/dev/null"}, argv...),
-			"usernotif": append([]string{notif}, argv...),
-			"ptrace":    append([]string{floor}, argv...),
+			"bare":           argv,
+			"seccomp":        append([]string{work, "under-seccomp"}, argv...),
+			"seccomp-1cpu":   append([]string{taskset, "-c", "0", work, "under-seccomp"}, argv...),
+			"agent":          append([]string{agentBin, "--network", "open", "--pin", "--"}, argv...),
+			"agent-unpinned": append([]string{agentBin, "--network", "open", "--"}, argv...),
+			"strace-f":       append([]string{strace, "-f", "-qq", "-o", "/dev/null"}, argv...),
+			"usernotif":      append([]string{notif}, argv...),
+			"ptrace":         append([]string{floor}, argv...),
 		}
-		for _, r := range []string{"bare", "seccomp", "agent", "strace-f", "usernotif", "ptrace"} {
+		for _, r := range []string{"bare", "seccomp", "seccomp-1cpu", "agent", "agent-unpinned", "strace-f", "usernotif", "ptrace"} {
 			cmdline := runners[r]
 			// strace -f takes minutes over a million rounds (it stops every
 			// syscall): the 100k-round figure is in the README.
 			if r == "strace-f" && (strace == "" || name == "stat-open-read-1m") {
+				continue
+			}
+			if r == "seccomp-1cpu" && taskset == "" {
 				continue
 			}
 			b.Run(name+"/"+r, func(b *testing.B) {

@@ -35,6 +35,40 @@ func probe(args []string) int {
 	switch args[0] {
 	case "noop":
 		return 0
+	case "affinity":
+		// The CPUs it may run on, and its child's.
+		fmt.Println("self", cpusAllowed())
+		out, _ := exec.Command(self, probeArg, "affinity-child").Output()
+		fmt.Print(string(out))
+	case "affinity-child":
+		fmt.Println("child", cpusAllowed())
+	case "exec-into":
+		// Becomes the program named, in the same process.
+		fmt.Println(syscall.Exec(args[1], args[1:], os.Environ()))
+		return 1
+	case "fresh-programs":
+		// Runs two new copies of itself (files no one has hashed) in one
+		// process, the first exec'ing the second, which ends at once; and a
+		// program that does not exist.
+		dir, err := os.MkdirTemp("", "agent-fresh-")
+		if err != nil {
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		b, _ := os.ReadFile(self)
+		a, z := filepath.Join(dir, "first"), filepath.Join(dir, "second")
+		for _, p := range []string{a, z} {
+			if err := os.WriteFile(p, b, 0o755); err != nil {
+				return 1
+			}
+		}
+		fmt.Println("first", a)
+		fmt.Println("second", z)
+		if err := exec.Command(a, probeArg, "exec-into", z, probeArg, "noop").Run(); err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		fmt.Println("missing", exec.Command(filepath.Join(dir, "missing")).Run() != nil)
 	case "wait-children":
 		// Each child's end, as its parent learns it from wait, said on
 		// stderr at once.
@@ -119,6 +153,17 @@ func probe(args []string) int {
 		fmt.Printf("stdin %q\n", b)
 	}
 	return 0
+}
+
+// cpusAllowed is the Cpus_allowed_list line of /proc/self/status.
+func cpusAllowed() string {
+	b, _ := os.ReadFile("/proc/self/status")
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
 }
 
 // agentRun is how a test runs the agent.
@@ -439,6 +484,127 @@ func TestProgramIdentity(t *testing.T) {
 	}
 	if !argv0 {
 		t.Errorf("the disguised exec's argv is not as given: %+v", res.of(KindExec))
+	}
+}
+
+// TestPinKeepsTheServerOnOneCPU: with --pin (what the runner asks at
+// --cpus 1 or less) the server and its children may run on one CPU only,
+// the same; without it, wherever the agent may.
+func TestPinKeepsTheServerOnOneCPU(t *testing.T) {
+	parse := func(out string) (self, child string) {
+		for _, l := range strings.Split(out, "\n") {
+			if f := strings.Fields(l); len(f) == 2 {
+				switch f[0] {
+				case "self":
+					self = f[1]
+				case "child":
+					child = f[1]
+				}
+			}
+		}
+		return self, child
+	}
+	self, child := parse(runAgent(t, agentRun{args: []string{"--network", "open", "--pin", "--", "SELF", probeArg, "affinity"}}).stdout)
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	if set.Count() > 1 && (strings.ContainsAny(self, ",-") || self == "" || child != self) {
+		t.Errorf("pinned: the server may run on %q, its child on %q: want one CPU, the same", self, child)
+	}
+	self, child = parse(runAgent(t, agentRun{args: []string{"--network", "open", "--", "SELF", probeArg, "affinity"}}).stdout)
+	if want := cpusAllowed(); self != want || child != want {
+		t.Errorf("unpinned: the server may run on %q, its child on %q: want %q", self, child, want)
+	}
+}
+
+// TestProgramEventsInOrder: a program no one has hashed is hashed while it
+// runs, but its event still comes after its exec and before anything that
+// closes its entry: the same process's next exec, and its exit. Each
+// carries the directory the exec ran in, and so does a failed exec.
+func TestProgramEventsInOrder(t *testing.T) {
+	res := runAgent(t, agentRun{args: []string{"--network", "open", "--", "SELF", probeArg, "fresh-programs"}})
+	paths := map[string]string{}
+	for _, l := range strings.Split(res.stdout, "\n") {
+		if f := strings.Fields(l); len(f) == 2 {
+			paths[f[0]] = f[1]
+		}
+	}
+	if paths["missing"] != "true" {
+		t.Fatalf("stdout %q", res.stdout)
+	}
+	self, _ := os.Executable()
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	want := hex.EncodeToString(sum[:])
+	var pid int
+	for _, e := range res.of(KindExec) {
+		if len(e.Argv) > 0 && e.Argv[0] == paths["first"] {
+			pid = e.PID
+		}
+	}
+	// That process's events, in the order sent.
+	var seq []string
+	for _, e := range res.events {
+		if e.PID != pid {
+			continue
+		}
+		switch e.Kind {
+		case KindExec:
+			seq = append(seq, "exec "+e.Argv[0])
+		case KindExe:
+			if e.SHA256 != want || e.Cwd != os.TempDir() {
+				t.Errorf("program event %+v: want sha256 %s, cwd %s", e, want, os.TempDir())
+			}
+			seq = append(seq, "exe "+e.Exe)
+		case KindExit:
+			seq = append(seq, "exit")
+		}
+	}
+	wantSeq := []string{"exec " + paths["first"], "exe " + paths["first"], "exec " + paths["second"], "exe " + paths["second"], "exit"}
+	if strings.Join(seq, "; ") != strings.Join(wantSeq, "; ") {
+		t.Errorf("events of the process:\n%s\nwant\n%s", strings.Join(seq, "\n"), strings.Join(wantSeq, "\n"))
+	}
+	var failed bool
+	for _, e := range res.of(KindExec) {
+		if len(e.Argv) > 0 && strings.HasSuffix(e.Argv[0], "/missing") {
+			failed = e.Result == "ENOENT" && e.Cwd == os.TempDir()
+		}
+	}
+	if !failed {
+		t.Errorf("no failed exec of missing with its cwd: %+v", res.of(KindExec))
+	}
+}
+
+// TestExeChangedWhileHashed: a file written between the exec's stat and
+// the end of its hash has no sum, and says why.
+func TestExeChangedWhileHashed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "prog")
+	if err := os.WriteFile(path, []byte("#!/bin/true\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond) // a new mtime, whatever the clock's grain
+	if err := os.WriteFile(path, []byte("#!/bin/false\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	c := newExeCache()
+	if sum, trunc := c.hash(fd, st); sum != "" || trunc != ExeChanged {
+		t.Errorf("hash of a changed file: %q, %q; want no sum, exe-changed", sum, trunc)
+	}
+	if _, _, known := c.lookup(st); known {
+		t.Error("the changed file's old stat is cached")
 	}
 }
 
