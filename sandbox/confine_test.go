@@ -271,11 +271,45 @@ func TestAgentLooksLikeDockerInit(t *testing.T) {
 	if len(ref.Listeners) != 0 {
 		t.Errorf("docker-init's container listens on %q", ref.Listeners)
 	}
+	pinnedToOneOf(t, ours.Status["Cpus_allowed_list"], ref.Status["Cpus_allowed_list"])
 	// Everything else the view holds is the same.
 	for k := range ours.Status {
-		if k != "TracerPid" && k != "Seccomp_filters" && ours.Status[k] != ref.Status[k] {
+		if k != "TracerPid" && k != "Seccomp_filters" && k != "Cpus_allowed_list" && ours.Status[k] != ref.Status[k] {
 			t.Errorf("status %s: ours %q, docker-init's %q", k, ours.Status[k], ref.Status[k])
 		}
+	}
+}
+
+// pinnedToOneOf checks the tell of the agent's pinning at the default
+// --cpus 1 (README: the tells that remain): the server may run where
+// docker-init's may, or, while it stops often, on one of those CPUs only.
+func pinnedToOneOf(t *testing.T, ours, ref string) {
+	t.Helper()
+	t.Logf("Cpus_allowed_list (the server pinned to the agent's CPU while it stops often): ours %q, docker-init's %q", ours, ref)
+	if ours == ref {
+		return
+	}
+	cpus := func(list string) []int {
+		var out []int
+		for _, r := range strings.Split(list, ",") {
+			lo, hi, ok := strings.Cut(r, "-")
+			a, err1 := strconv.Atoi(lo)
+			b, err2 := strconv.Atoi(hi)
+			if !ok {
+				b, err2 = a, err1
+			}
+			if err1 != nil || err2 != nil {
+				return nil
+			}
+			for c := a; c <= b; c++ {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	o, r := cpus(ours), cpus(ref)
+	if len(o) != 1 || !slices.Contains(r, o[0]) {
+		t.Errorf("Cpus_allowed_list: ours %q, docker-init's %q: want one CPU of docker-init's", ours, ref)
 	}
 }
 
@@ -376,4 +410,55 @@ func ownerOf(t *testing.T, r io.Reader) string {
 		t.Fatal(err)
 	}
 	return strconv.Itoa(hdr.Uid) + ":" + strconv.Itoa(hdr.Gid)
+}
+
+// TestAgentPinsInTheSandbox: in a container at the default --cpus 1, where
+// the agent runs as the server's user, a burst of execs keeps the server
+// on one CPU, and it gets the container's CPUs back once it stops execing
+// (README: "Processes and network").
+func TestAgentPinsInTheSandbox(t *testing.T) {
+	cli := sandboxtest.Docker(t)
+	img := sandboxtest.NodeImage(t, cli)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	runID := label.NewRunID()
+	sandboxtest.NoLeftovers(t, cli, runID)
+	ref, err := sandbox.AgentImage(ctx, cli, img, sandboxtest.Agent(t), runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := `i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done; ` +
+		`grep Cpus_allowed_list /proc/self/status; sleep 0.3; grep Cpus_allowed_list /proc/self/status`
+	c, err := sandbox.Start(ctx, cli, sandbox.ContainerOptions{Image: ref, Argv: []string{"/bin/sh", "-c", script}, RunID: runID, Agent: true,
+		Limits: sandbox.DefaultLimits()})
+	if c != nil {
+		defer c.Close(ctx)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Stdin().Close()
+	out, err := io.ReadAll(c.Stdout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var lists []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+			lists = append(lists, strings.TrimSpace(v))
+		}
+	}
+	if len(lists) != 2 {
+		t.Fatalf("stdout %q", out)
+	}
+	t.Logf("at the end of the burst and after: %q", lists)
+	if !strings.ContainsAny(lists[1], ",-") {
+		t.Skipf("the container may run on %q only: nothing to pin to", lists[1])
+	}
+	if strings.ContainsAny(lists[0], ",-") {
+		t.Errorf("the server may run on %q at the end of its burst of execs, %q after: want one CPU, then all", lists[0], lists[1])
+	}
 }

@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -104,7 +103,7 @@ func settings(args []string) (Config, []string, error) {
 		fs.StringVar(&cfg.Network, "network", cfg.Network, "none, sinkhole or open")
 		fs.DurationVar(&cfg.Tick, "tick", cfg.Tick, "heartbeat interval")
 		fs.IntVar(&cfg.MaxEvents, "max-events", cfg.MaxEvents, "events sent at most; the rest are counted")
-		fs.BoolVar(&cfg.Pin, "pin", cfg.Pin, "keep the server on the CPU the agent traces it from")
+		fs.BoolVar(&cfg.Pin, "pin", cfg.Pin, "keep the server on the tracer's CPU while it stops often")
 		if err := fs.Parse(args); err != nil {
 			return cfg, nil, err
 		}
@@ -167,9 +166,6 @@ func trace(argv []string, mode string, pin bool, out *writer) int {
 	// Every ptrace request must come from the thread that started the child.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if pin {
-		pinHere(out)
-	}
 
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -215,6 +211,10 @@ func trace(argv []string, mode string, pin bool, out *writer) int {
 		devnull.Close()
 	}
 	t := newTracer(cmd.Process.Pid, mode, out)
+	if pin {
+		t.pin = newPinner()
+		defer t.pin.stop()
+	}
 	code := t.loop()
 	// Anything still running dies with PID 1; close our end so the
 	// forwarder sees EOF once the last holder is gone.
@@ -223,30 +223,6 @@ func trace(argv []string, mode string, pin bool, out *writer) int {
 	case <-time.After(200 * time.Millisecond):
 	}
 	return code
-}
-
-// pinHere keeps the tracing thread, and so the server it starts and all
-// the server's descendants (a new task takes its creator's CPU mask), on
-// the CPU it runs on now: the one the kernel placed the agent on, the
-// least loaded when it started. Each of the five ptrace stops of a
-// fork+exec is then a switch on one CPU rather than a wake-up sent to
-// another, which on a VM is an exit to the hypervisor each way: 1.43x the
-// time of 1,000 execs without the agent becomes 1.2x (README,
-// Benchmarks). The Go runtime makes its new threads from a template
-// thread, not from this locked one, so the agent's other goroutines (the
-// hashing of new programs, the writer) still run on the other CPUs. A
-// failure costs only speed, and is said.
-func pinHere(out *writer) {
-	var cpu uint32
-	if _, _, errno := unix.RawSyscall(unix.SYS_GETCPU, uintptr(unsafe.Pointer(&cpu)), 0, 0); errno != 0 {
-		out.errorf("pinning the server to a CPU: getcpu: %v", errno)
-		return
-	}
-	var set unix.CPUSet
-	set.Set(int(cpu))
-	if err := unix.SchedSetaffinity(0, &set); err != nil {
-		out.errorf("pinning the server to CPU %d: %v", cpu, err)
-	}
 }
 
 // child installs the seccomp filter and execs the server; it runs traced.

@@ -36,11 +36,10 @@ type Config struct {
 	// engine gave (its place in the environment kept): for an image whose
 	// /etc/passwd gives the user no home, where the engine says "/".
 	Home string `json:"home,omitempty"`
-	// Pin keeps the server and all it starts on one CPU, the one the
-	// agent traces from (see pinHere): the runner asks for it when the
-	// sandbox is limited to one CPU's time anyway (the default), where it
-	// costs the server only parallel bursts and saves most of what each
-	// traced exec costs.
+	// Pin keeps the server's tasks on the tracer's CPU while they stop
+	// often (see pinner): the runner asks for it when the sandbox has one
+	// CPU's time or less anyway (the default), where it costs the server
+	// only running two threads at once, and only during those stretches.
 	Pin bool `json:"pin,omitempty"`
 }
 

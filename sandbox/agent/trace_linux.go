@@ -82,6 +82,9 @@ type tracer struct {
 	// identify), with a channel closed once its event is sent.
 	hashing map[int]chan struct{}
 	exes    *exeCache
+	// pin keeps the tasks on the tracer's CPU while they stop often (nil:
+	// never).
+	pin *pinner
 }
 
 // maxSeen bounds the datagram dedup set; past it, it starts afresh (a
@@ -128,6 +131,7 @@ func (t *tracer) loop() int {
 	last := Now()
 	for {
 		if Now()-last > int64(yieldEvery) {
+			t.pin.look(t.tids)
 			runtime.Gosched()
 			last = Now()
 		}
@@ -144,6 +148,7 @@ func (t *tracer) loop() int {
 			t.release()
 			continue
 		}
+		t.pin.stopped()
 		switch {
 		case ws.Exited() || ws.Signaled():
 			delete(t.held, tid)
@@ -186,6 +191,7 @@ func (t *tracer) task(tid int) *task {
 	}
 	t.tasks[tid] = tk
 	t.early[tid] = true
+	t.pin.born(tid)
 	if st[0] == tid {
 		t.forked(tid, st[1])
 	}
@@ -208,6 +214,15 @@ func (t *tracer) forked(pid, ppid int) {
 	}
 }
 
+// tids lists the tasks the tracer knows.
+func (t *tracer) tids() []int {
+	out := make([]int, 0, len(t.tasks))
+	for tid := range t.tasks {
+		out = append(out, tid)
+	}
+	return out
+}
+
 func (t *tracer) proc(tgid int) *process {
 	p, ok := t.procs[tgid]
 	if !ok {
@@ -220,6 +235,7 @@ func (t *tracer) proc(tgid int) *process {
 func (t *tracer) exited(tid int, ws unix.WaitStatus) int {
 	tk := t.tasks[tid]
 	delete(t.tasks, tid)
+	t.pin.gone(tid)
 	code := ws.ExitStatus()
 	sig := ""
 	if ws.Signaled() {
@@ -355,6 +371,7 @@ func (t *tracer) created(tid int, tk *task, ntid, cause int) {
 			flags = unix.CLONE_PARENT
 		}
 	}
+	t.pin.born(ntid)
 	if cause == unix.PTRACE_EVENT_CLONE && flags&unix.CLONE_THREAD != 0 {
 		t.tasks[ntid] = &task{tgid: tk.tgid}
 		t.resumeHeld(ntid)

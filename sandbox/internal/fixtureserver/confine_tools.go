@@ -106,7 +106,7 @@ func look() view {
 	}
 	v.PID1Threads = statusField(readOr("/proc/1/status"), "Threads")
 	self := readOr("/proc/self/status")
-	for _, k := range []string{"TracerPid", "Seccomp", "Seccomp_filters", "NoNewPrivs", "CapEff", "CapBnd"} {
+	for _, k := range []string{"TracerPid", "Seccomp", "Seccomp_filters", "NoNewPrivs", "CapEff", "CapBnd", "Cpus_allowed_list"} {
 		v.Status[k] = statusField(self, k)
 	}
 	v.MountInfo = readOr("/proc/self/mountinfo")
