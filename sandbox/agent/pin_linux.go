@@ -54,6 +54,12 @@ const (
 	unpinAfter = 20 * time.Millisecond
 )
 
+// often says whether n stops in dt nanoseconds come at rate a second or
+// more.
+func often(n, dt, rate int64) bool {
+	return dt > 0 && n*int64(time.Second) >= rate*dt
+}
+
 // newPinner starts the watcher that frees the tasks; stop ends it. It is
 // made on the tracing thread.
 func newPinner() *pinner {
@@ -88,7 +94,7 @@ func (p *pinner) look(tids func() []int) {
 	now, n := Now(), p.stops.Load()
 	dt, dn := now-p.lookedAt, n-p.stopsLooked
 	p.lookedAt, p.stopsLooked = now, n
-	if dt <= 0 || dn*int64(time.Second) < pinRate*dt {
+	if !often(dn, dt, pinRate) {
 		return
 	}
 	p.mu.Lock()
@@ -155,7 +161,7 @@ func (p *pinner) watch() {
 		case <-tick.C:
 		}
 		n := p.stops.Load()
-		if (n-last)*int64(time.Second) < unpinRate*int64(unpinAfter) {
+		if !often(n-last, int64(unpinAfter), unpinRate) {
 			p.free()
 		}
 		last = n
