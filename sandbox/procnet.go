@@ -159,6 +159,8 @@ func (p *procNet) collect(ctx context.Context, eff *report.Effects, call bool) {
 				}
 				pr.Truncated = pr.Truncated || trunc
 			}
+		case agent.KindTamper:
+			eff.Tamper = append(eff.Tamper, report.Tamper{PID: e.PID, Call: e.Data, Result: e.Result})
 		case agent.KindSocket:
 			eff.Network = append(eff.Network, report.NetEvent{Kind: e.Kind, PID: e.PID, Family: e.Family, Protocol: e.Protocol, Result: e.Result})
 		case agent.KindExit:

@@ -143,6 +143,22 @@ func TestProgramEventCarriesTheDirectory(t *testing.T) {
 	}
 }
 
+// TestTamperIsRecorded: a call the agent refused because it was aimed at
+// it lands in the stretch's effects.tamper.
+func TestTamperIsRecorded(t *testing.T) {
+	s := newEventStore(100)
+	pn := newProcNet(s, true)
+	pn.sync = time.Millisecond
+	now := agent.Now()
+	s.add(agent.Event{T: now + 1, Kind: agent.KindTamper, PID: 10, Data: "prlimit64 RLIMIT_CPU of the agent", Result: "EPERM"})
+	time.Sleep(time.Millisecond)
+	call := report.NewEffects()
+	pn.collect(context.Background(), &call, true)
+	if len(call.Tamper) != 1 || call.Tamper[0] != (report.Tamper{PID: 10, Call: "prlimit64 RLIMIT_CPU of the agent", Result: "EPERM"}) {
+		t.Errorf("tamper %+v", call.Tamper)
+	}
+}
+
 // TestSyncEndsAtItsBound: a sync no tick answers ends when its bound
 // elapses or its context ends, however late the waiter gets the lock.
 // (A deadline read apart from the timer once left a waiter asleep after

@@ -99,8 +99,12 @@ func (r *Report) Normalize() {
 		// Sorted before ids are given (ids follow first appearance), and
 		// the pid left out of the key: its kernel value is arbitrary.
 		sort.SliceStable(e.Network, func(i, j int) bool { return netKey(e.Network[i]) < netKey(e.Network[j]) })
+		sort.SliceStable(e.Tamper, func(i, j int) bool { return e.Tamper[i].Call < e.Tamper[j].Call })
 		for i := range e.Network {
 			e.Network[i].PID = id(e.Network[i].PID)
+		}
+		for i := range e.Tamper {
+			e.Tamper[i].PID = id(e.Tamper[i].PID)
 		}
 		sort.SliceStable(e.Files, func(i, j int) bool {
 			if e.Files[i].Path != e.Files[j].Path {

@@ -490,6 +490,19 @@ type Effects struct {
 	FilesUnhashed int        `json:"filesUnhashed,omitempty"`
 	Processes     []Process  `json:"processes"`
 	Network       []NetEvent `json:"network"`
+	// Tamper lists the calls the server aimed at the sandbox's agent (PID
+	// 1): its resource limits, scheduling or CPUs, which the kernel lets a
+	// process of the same user change. Each was refused (EPERM).
+	Tamper []Tamper `json:"tamper,omitempty"`
+}
+
+// Tamper is one refused call aimed at the agent.
+type Tamper struct {
+	PID int `json:"pid"`
+	// Call names the call and its target, as "prlimit64 RLIMIT_CPU of
+	// the agent" or "setpriority of the agent's user".
+	Call   string `json:"call"`
+	Result string `json:"result"` // EPERM
 }
 
 // FileChange is one created, modified or deleted path.

@@ -88,6 +88,7 @@ func All() []Rule {
 		{ID: CaptureTruncated, Severity: report.SeverityError, Rationale: "The agent cut what it captured at one of its bounds (an argv, a call's payload, a query's questions, a program too large to hash): what went past it was not looked at, so no verdict can clear it."},
 		{ID: BaselineStale, Severity: report.SeverityError, Rationale: "A baseline entry no longer occurs: the problem is fixed, so the exception must go."},
 		serverRunsAsRootRule(),
+		agentTamperRule(),
 		hashBudgetRule(),
 		toolListRule(),
 		diskRule(),
@@ -166,6 +167,7 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 			Evidence: []string{fmt.Sprintf("%d events dropped", n)}, EvidencePaths: []string{""}, Isolation: r.Sandbox.Isolation})
 	}
 	e.out = append(e.out, runsAsRoot(r)...)
+	e.out = append(e.out, tamper(r)...)
 	e.out = append(e.out, hashBudget(r)...)
 	e.out = append(e.out, toolList(r)...)
 	e.out = append(e.out, toolListCut(r)...)

@@ -96,6 +96,7 @@ const (
 	KindDropped = "dropped" // events lost to the agent's bound (Data: count)
 	KindSocket  = "socket"  // a socket of a refused family (Family; Result EAFNOSUPPORT)
 	KindExe     = "exe"     // the program a process runs after its exec (Exe, SHA256)
+	KindTamper  = "tamper"  // a call aimed at the agent itself, refused (Data: what; Result EPERM)
 )
 
 // Bounds of what the agent reads from a server and puts in a frame. Each

@@ -13,10 +13,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -48,6 +50,52 @@ func probe(args []string) int {
 		fmt.Println("later", cpusAllowed())
 	case "affinity-child":
 		fmt.Println("child", cpusAllowed())
+	case "tamper":
+		// Aims at the agent (its parent: PID 1 in a sandbox) and at one of
+		// its other threads every call that changes another process's
+		// limits, scheduling or CPUs with only a uid check; then the same at
+		// a child of its own, and at itself, which must work.
+		agentPid := os.Getppid()
+		var thread int
+		if ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", agentPid)); err == nil {
+			for _, e := range ents {
+				if id, _ := strconv.Atoi(e.Name()); id != agentPid && id > 0 {
+					thread = id
+				}
+			}
+		}
+		child := exec.Command(self, probeArg, "sleep")
+		child.Start()
+		one := unix.CPUSet{}
+		one.Set(0)
+		try := func(what string, f func(pid int) error) {
+			for _, target := range []struct {
+				name string
+				pid  int
+			}{{"agent", agentPid}, {"thread", thread}, {"child", child.Process.Pid}, {"self", 0}} {
+				fmt.Println(what, target.name, errName(f(target.pid)))
+			}
+		}
+		try("prlimit-nofile", func(pid int) error {
+			lim := unix.Rlimit{Cur: 16, Max: 16}
+			return unix.Prlimit(pid, unix.RLIMIT_NOFILE, &lim, nil)
+		})
+		try("prlimit-read", func(pid int) error {
+			var old unix.Rlimit
+			return unix.Prlimit(pid, unix.RLIMIT_CPU, nil, &old)
+		})
+		try("setpriority", func(pid int) error { return unix.Setpriority(unix.PRIO_PROCESS, pid, 19) })
+		try("sched_setaffinity", func(pid int) error { return unix.SchedSetaffinity(pid, &one) })
+		try("sched_setscheduler", func(pid int) error {
+			_, _, e := unix.Syscall(unix.SYS_SCHED_SETSCHEDULER, uintptr(pid), 5 /* SCHED_IDLE */, uintptr(unsafe.Pointer(new([4]byte))))
+			return errnoErr(e)
+		})
+		fmt.Println("setpriority-user", errName(unix.Setpriority(unix.PRIO_USER, 0, 19)))
+		fmt.Println("setpriority-pgrp", errName(unix.Setpriority(unix.PRIO_PGRP, 0, 19)))
+		child.Process.Kill()
+		child.Wait()
+	case "sleep":
+		time.Sleep(time.Minute)
 	case "exec-into":
 		// Becomes the program named, in the same process.
 		fmt.Println(syscall.Exec(args[1], args[1:], os.Environ()))
@@ -159,6 +207,23 @@ func probe(args []string) int {
 		fmt.Printf("stdin %q\n", b)
 	}
 	return 0
+}
+
+func errName(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	if e, ok := err.(syscall.Errno); ok {
+		return unix.ErrnoName(e)
+	}
+	return err.Error()
+}
+
+func errnoErr(e syscall.Errno) error {
+	if e == 0 {
+		return nil
+	}
+	return e
 }
 
 // cpusAllowed is the Cpus_allowed_list line of /proc/self/status.
@@ -522,6 +587,55 @@ func TestPinKeepsTheServerOnOneCPU(t *testing.T) {
 	got = parse(runAgent(t, agentRun{args: []string{"--network", "open", "--", "SELF", probeArg, "affinity"}}).stdout)
 	if got["self"] != all || got["child"] != all || got["later"] != all {
 		t.Errorf("unpinned: the server may run on %q, its child on %q, later on %q: want %q", got["self"], got["child"], got["later"], all)
+	}
+}
+
+// TestServerCannotRetuneTheAgent: the server runs as the agent's user, so
+// the kernel would let it lower the agent's resource limits (RLIMIT_CPU
+// kills it, RLIMIT_NOFILE blinds it), renice it, make it SCHED_IDLE or
+// move its CPUs; each such call aimed at the agent, or at any of its
+// threads, or at its process group or user, fails with EPERM and is
+// recorded; aimed at the server's own child or at itself it works.
+func TestServerCannotRetuneTheAgent(t *testing.T) {
+	res := runAgent(t, agentRun{args: []string{"--network", "open", "--", "SELF", probeArg, "tamper"}})
+	got := map[string]string{}
+	for _, l := range strings.Split(res.stdout, "\n") {
+		if f := strings.Fields(l); len(f) == 3 {
+			got[f[0]+" "+f[1]] = f[2]
+		} else if len(f) == 2 {
+			got[f[0]] = f[1]
+		}
+	}
+	for _, call := range []string{"prlimit-nofile", "setpriority", "sched_setaffinity", "sched_setscheduler"} {
+		for _, target := range []string{"agent", "thread"} {
+			if got[call+" "+target] != "EPERM" {
+				t.Errorf("%s aimed at the agent's %s: %q, want EPERM (stdout %q)", call, target, got[call+" "+target], res.stdout)
+			}
+		}
+		if got[call+" child"] != "ok" || got[call+" self"] != "ok" {
+			t.Errorf("%s at the server's child %q, at itself %q: want ok", call, got[call+" child"], got[call+" self"])
+		}
+	}
+	for _, target := range []string{"agent", "thread", "child", "self"} {
+		if got["prlimit-read "+target] != "ok" {
+			t.Errorf("reading the limits of %s: %q, want ok", target, got["prlimit-read "+target])
+		}
+	}
+	if got["setpriority-user"] != "EPERM" || got["setpriority-pgrp"] != "EPERM" {
+		t.Errorf("setpriority of the user %q, of the process group %q: want EPERM (both hold the agent)", got["setpriority-user"], got["setpriority-pgrp"])
+	}
+	var recorded []string
+	for _, e := range res.of(KindTamper) {
+		if e.Result != "EPERM" {
+			t.Errorf("tamper event %+v", e)
+		}
+		recorded = append(recorded, e.Data)
+	}
+	want := []string{"prlimit64 RLIMIT_NOFILE of the agent", "prlimit64 RLIMIT_NOFILE of a thread of the agent",
+		"setpriority of the agent", "setpriority of a thread of the agent", "sched_setaffinity of the agent", "sched_setaffinity of a thread of the agent",
+		"sched_setscheduler of the agent", "sched_setscheduler of a thread of the agent", "setpriority of the agent's user", "setpriority of the agent's process group"}
+	if strings.Join(recorded, "; ") != strings.Join(want, "; ") {
+		t.Errorf("recorded:\n%s\nwant:\n%s", strings.Join(recorded, "\n"), strings.Join(want, "\n"))
 	}
 }
 

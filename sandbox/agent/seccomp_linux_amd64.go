@@ -24,6 +24,13 @@ const (
 	sysIoUringSetup    = 425
 	sysIoUringEnter    = 426
 	sysIoUringRegister = 427
+	sysPrlimit64       = 302
+	sysSetpriority     = 141
+	sysSchedSetparam   = 142
+	sysSchedSetsched   = 144
+	sysSchedSetaffin   = 203
+	sysSchedSetattr    = 314
+	sysIoprioSet       = 251
 	x32Bit             = 0x40000000
 	auditArchX8664     = 0xc000003e
 )
@@ -54,7 +61,23 @@ const (
 	offNr   = 0
 	offArch = 4
 	offArg0 = 16
+	offArg1 = 24
 	offArg2 = 32
+)
+
+// aimed are the syscalls that act on another process given by pid (its
+// resource limits, its scheduling, its CPUs) with no more than a uid check:
+// the server runs as the agent's user, so it could lower PID 1's limits
+// (RLIMIT_CPU kills it; RLIMIT_NOFILE blinds it) or starve it. On the
+// caller itself (pid 0) they run at full speed; aimed elsewhere they stop
+// for the tracer, which refuses those aimed at the agent (see guard).
+var aimed = []uint32{sysPrlimit64, sysSchedSetparam, sysSchedSetsched, sysSchedSetaffin, sysSchedSetattr}
+
+// setpriority and ioprio_set name their target by (which, who): the
+// caller itself is "process, 0".
+const (
+	prioProcess      = 0
+	ioprioWhoProcess = 1
 )
 
 // filter is the program installFilter installs: it stops the traced
@@ -83,12 +106,37 @@ func filter() []unix.SockFilter {
 	for _, nr := range traced {
 		a.jeq(nr, "trace", "")
 	}
+	for _, nr := range aimed {
+		a.jeq(nr, "pid", "")
+	}
+	a.jeq(sysSetpriority, "setpriority", "")
+	a.jeq(sysIoprioSet, "ioprio", "")
 	a.label("allow")
 	a.ret(unix.SECCOMP_RET_ALLOW)
 	a.label("trace")
 	a.ret(unix.SECCOMP_RET_TRACE)
 	a.label("enosys")
 	a.ret(unix.SECCOMP_RET_ERRNO | (uint32(unix.ENOSYS) & unix.SECCOMP_RET_DATA))
+	// The aimed syscalls (jumps go forward only: each block has its own
+	// returns). pid_t and the who of setpriority are ints: the low 32 bits.
+	a.label("pid")
+	a.ld(offArg0)
+	a.jeq(0, "", "trace-aimed")
+	a.ret(unix.SECCOMP_RET_ALLOW)
+	a.label("setpriority")
+	a.ld(offArg0)
+	a.jeq(prioProcess, "", "trace-aimed")
+	a.ld(offArg1)
+	a.jeq(0, "", "trace-aimed")
+	a.ret(unix.SECCOMP_RET_ALLOW)
+	a.label("ioprio")
+	a.ld(offArg0)
+	a.jeq(ioprioWhoProcess, "", "trace-aimed")
+	a.ld(offArg1)
+	a.jeq(0, "", "trace-aimed")
+	a.ret(unix.SECCOMP_RET_ALLOW)
+	a.label("trace-aimed")
+	a.ret(unix.SECCOMP_RET_TRACE)
 	return a.assemble()
 }
 

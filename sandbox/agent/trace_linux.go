@@ -508,6 +508,9 @@ func (t *tracer) seccomp(tid int, tk *task) bool {
 			tk.exit = &pending{ev: ev}
 			return true
 		}
+	case sysPrlimit64, sysSchedSetparam, sysSchedSetsched, sysSchedSetaffin, sysSchedSetattr, sysSetpriority, sysIoprioSet:
+		t.guard(tid, tk, r)
+		return false
 	case sysListen:
 		fd := int(r.args[0])
 		ev := p.binds[fd]
@@ -901,4 +904,99 @@ func reap(tid int) {
 			return
 		}
 	}
+}
+
+// guard refuses, with EPERM, a call that would change the agent's own
+// limits, scheduling or CPUs (the filter stops them only when aimed at
+// another process than the caller), and records it; one aimed at another
+// of the server's processes runs. The agent is PID 1 in the sandbox, but
+// its threads have ids of their own, and a process group or a user can
+// take it in too. The record names the call and what it was aimed at,
+// never a kernel id (the report is the same from run to run).
+func (t *tracer) guard(tid int, tk *task, r regs) {
+	which, who := int(int32(r.args[0])), int(int32(r.args[1]))
+	name, target := "", ""
+	aimedAt := func(id int) string {
+		switch {
+		case id <= 0:
+			return ""
+		case id == os.Getpid():
+			return "the agent"
+		case t.isAgent(id):
+			return "a thread of the agent"
+		}
+		return ""
+	}
+	switch r.nr {
+	case sysSetpriority, sysIoprioSet:
+		name = map[int]string{sysSetpriority: "setpriority", sysIoprioSet: "ioprio_set"}[r.nr]
+		// setpriority: PRIO_PROCESS 0, PRIO_PGRP 1, PRIO_USER 2; ioprio_set:
+		// IOPRIO_WHO_PROCESS 1, _PGRP 2, _USER 3.
+		scope := which
+		if r.nr == sysIoprioSet {
+			scope--
+		}
+		switch scope {
+		case 0:
+			target = aimedAt(who)
+		case 1:
+			pgrp := who
+			if pgrp == 0 {
+				pgrp, _ = unix.Getpgid(tid)
+			}
+			if pgrp == unix.Getpgrp() {
+				target = "the agent's process group"
+			}
+		case 2:
+			uid := who
+			if uid == 0 {
+				uid = statusFields(tid, "Uid:")[0] // the caller's real uid
+			}
+			if uid == os.Getuid() {
+				target = "the agent's user"
+			}
+		}
+	default:
+		name = map[int]string{sysPrlimit64: "prlimit64", sysSchedSetparam: "sched_setparam", sysSchedSetsched: "sched_setscheduler",
+			sysSchedSetaffin: "sched_setaffinity", sysSchedSetattr: "sched_setattr"}[r.nr]
+		target = aimedAt(which)
+		if r.nr == sysPrlimit64 {
+			if r.args[2] == 0 {
+				return // only reading another process's limits: harmless
+			}
+			name += " " + rlimitName(r.args[1])
+		}
+	}
+	if target == "" {
+		return
+	}
+	res := "EPERM"
+	if err := refuse(tid, r, unix.EPERM); err != nil {
+		res = "refusal failed: " + err.Error()
+	}
+	t.out.emit(&Event{Kind: KindTamper, PID: tk.tgid, Data: name + " of " + target, Result: res})
+}
+
+// rlimitName names a resource of prlimit64.
+func rlimitName(res uint64) string {
+	names := []string{"RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_DATA", "RLIMIT_STACK", "RLIMIT_CORE", "RLIMIT_RSS", "RLIMIT_NPROC",
+		"RLIMIT_NOFILE", "RLIMIT_MEMLOCK", "RLIMIT_AS", "RLIMIT_LOCKS", "RLIMIT_SIGPENDING", "RLIMIT_MSGQUEUE", "RLIMIT_NICE",
+		"RLIMIT_RTPRIO", "RLIMIT_RTTIME"}
+	if res < uint64(len(names)) {
+		return names[res]
+	}
+	return "resource " + strconv.FormatUint(res, 10)
+}
+
+// isAgent says whether a thread or process id is the agent's (any of its
+// threads: the agent is one process).
+func (t *tracer) isAgent(id int) bool {
+	if id <= 0 {
+		return false
+	}
+	if id == os.Getpid() {
+		return true
+	}
+	_, err := os.Stat("/proc/self/task/" + strconv.Itoa(id))
+	return err == nil
 }
