@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -46,8 +47,8 @@ type procNet struct {
 	// truncated counts the events cut at one of the agent's bounds, by
 	// what was cut.
 	truncated map[string]int
-	// changedExe names the programs written between their exec and the
-	// end of their hash: their sum is unknown.
+	// changedExe names the programs whose sum could not be taken, and why
+	// (they count as cut events too: the gate cannot pass them).
 	changedExe []string
 	// callProcs are the last call's processes (the slice its effects
 	// hold), and settled the processes a call left running that ended
@@ -145,10 +146,11 @@ func (p *procNet) collect(ctx context.Context, eff *report.Effects, call bool) {
 			eff.Processes = append(eff.Processes, pr)
 			p.lastExec[e.PID] = execRef{eff: eff, i: len(eff.Processes) - 1}
 		case agent.KindExe:
-			if e.Truncated == agent.ExeChanged {
-				// Not a bound: the file was written once the program had run.
-				e.Truncated = ""
-				p.changedExe = append(p.changedExe, fmt.Sprintf("%s (process %d)", e.Exe, e.PID))
+			switch e.Truncated {
+			case agent.ExeChanged:
+				p.changedExe = append(p.changedExe, fmt.Sprintf("%s (process %d): written right after it ran", e.Exe, e.PID))
+			case agent.ExeUnhashed:
+				p.changedExe = append(p.changedExe, fmt.Sprintf("%s (process %d): its file could not be read", cmp.Or(e.Exe, "a program"), e.PID))
 			}
 			trunc := p.cut(e)
 			// It follows its exec at once: the entry is the process's latest.
@@ -370,7 +372,7 @@ func (p *procNet) fill(rep *report.Report) {
 	}
 	if len(p.changedExe) > 0 {
 		rep.Problems = append(rep.Problems, report.Problem{Kind: "agent",
-			Message: fmt.Sprintf("programs written on disk right after they ran, before their sha256 could be taken: %s", strings.Join(p.changedExe, ", "))})
+			Message: fmt.Sprintf("programs whose sha256 could not be taken: %s", strings.Join(p.changedExe, "; "))})
 	}
 	if n := p.truncatedTotal(); n > 0 {
 		rep.Sandbox.EventsTruncated = n

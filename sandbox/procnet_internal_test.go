@@ -116,7 +116,7 @@ func TestIdentityTruncationAndRefusals(t *testing.T) {
 // TestProgramEventCarriesTheDirectory: a successful exec's directory comes
 // on its program event (the agent reads /proc once, at the exec event), a
 // failed one's on the exec; a program written before its hash ended has no
-// sum and is a problem of its own, not a bound.
+// sum, is named in a problem and counts as a cut event.
 func TestProgramEventCarriesTheDirectory(t *testing.T) {
 	s := newEventStore(100)
 	pn := newProcNet(s, true)
@@ -135,10 +135,11 @@ func TestProgramEventCarriesTheDirectory(t *testing.T) {
 	rep.Calls = append(rep.Calls, report.Call{Seq: 1, Effects: call})
 	pn.fill(&rep)
 	ps := rep.Calls[0].Effects.Processes
-	if len(ps) != 2 || ps[0].Cwd != "/workspace/sub" || ps[0].ExecError != "" || ps[1].Cwd != "/tmp" || ps[1].ExeSHA256 != "" || ps[1].Truncated {
+	if len(ps) != 2 || ps[0].Cwd != "/workspace/sub" || ps[0].ExecError != "" || ps[1].Cwd != "/tmp" || ps[1].ExeSHA256 != "" || !ps[1].Truncated {
 		t.Fatalf("processes %+v", ps)
 	}
-	if rep.Sandbox.EventsTruncated != 0 || len(rep.Problems) != 1 || rep.Problems[0].Kind != "agent" || !strings.Contains(rep.Problems[0].Message, "/tmp/x (process 11)") {
+	// Counted as a cut event (the gate's capture-truncated), and named.
+	if rep.Sandbox.EventsTruncated != 1 || len(rep.Problems) != 2 || !strings.Contains(rep.Problems[0].Message, "/tmp/x (process 11): written right after it ran") {
 		t.Errorf("eventsTruncated %d, problems %+v", rep.Sandbox.EventsTruncated, rep.Problems)
 	}
 }

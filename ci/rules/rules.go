@@ -85,7 +85,7 @@ func All() []Rule {
 		{ID: ContractSchemaChanged, Severity: report.SeverityWarning, Rationale: "A tool's inputSchema differs from the contract."},
 		{ID: ContractAnnotationChanged, Severity: report.SeverityError, Rationale: "A tool's annotations differ from the contract; a flipped safety hint changes what clients let it do unasked."},
 		{ID: EventsDropped, Severity: report.SeverityError, Rationale: "The agent dropped events over its bound (a flood): what the server did afterwards is not fully recorded, so no verdict can clear it."},
-		{ID: CaptureTruncated, Severity: report.SeverityError, Rationale: "The agent cut what it captured at one of its bounds (an argv, a call's payload, a query's questions, a program too large to hash): what went past it was not looked at, so no verdict can clear it."},
+		{ID: CaptureTruncated, Severity: report.SeverityError, Rationale: "The agent cut what it captured at one of its bounds (an argv, a call's payload, a query's questions, a program too large to hash, or whose file changed or could not be read before its hash): what went past it was not looked at, so no verdict can clear it."},
 		{ID: BaselineStale, Severity: report.SeverityError, Rationale: "A baseline entry no longer occurs: the problem is fixed, so the exception must go."},
 		serverRunsAsRootRule(),
 		agentTamperRule(),

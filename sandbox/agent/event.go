@@ -74,10 +74,14 @@ type Event struct {
 	Truncated string `json:"trunc,omitempty"`
 }
 
-// ExeChanged marks a program event without a sum because the file was
-// written between the exec and the end of its hash (after the program
-// ended: a running one cannot be written): what ran is not known.
-const ExeChanged = "exe-changed"
+// What a program event without a sum says instead (Truncated): the file
+// was written between the exec and the end of its hash (after the program
+// ended: a running one cannot be written), or it could not be read (made
+// unreadable after the exec; a process closed to the agent).
+const (
+	ExeChanged  = "exe-changed"
+	ExeUnhashed = "exe-unhashed"
+)
 
 // Event kinds.
 const (

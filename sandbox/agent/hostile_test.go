@@ -721,10 +721,10 @@ func TestExeChangedWhileHashed(t *testing.T) {
 	}
 	defer unix.Close(fd)
 	c := newExeCache()
-	if sum, trunc := c.hash(fd, st); sum != "" || trunc != ExeChanged {
+	if sum, trunc := c.hash(fd, st, true); sum != "" || trunc != ExeChanged {
 		t.Errorf("hash of a changed file: %q, %q; want no sum, exe-changed", sum, trunc)
 	}
-	if _, _, known := c.lookup(st); known {
+	if _, _, known := c.lookup(st, true); known {
 		t.Error("the changed file's old stat is cached")
 	}
 }

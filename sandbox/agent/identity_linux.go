@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -37,28 +38,27 @@ func (t *tracer) identify(pid int) {
 	ev := &Event{Kind: KindExe, PID: pid}
 	dir, err := unix.Open("/proc/"+strconv.Itoa(pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		ev.Unreadable = true
+		ev.Unreadable, ev.Truncated = true, ExeUnhashed
 		t.out.emit(ev)
 		return
 	}
 	defer unix.Close(dir)
 	ev.Cwd, _ = readlinkat(dir, "cwd")
-	link, err := readlinkat(dir, "exe")
-	if err != nil {
-		// A program its user may not read leaves the process closed to
-		// the agent: its exec (argv) is still reported, its file is not.
-		ev.Unreadable = true
-		t.out.emit(ev)
-		return
-	}
+	// The link may not read (a path over PATH_MAX) where the file still
+	// opens: the sum is taken all the same.
+	link, lerr := readlinkat(dir, "exe")
 	ev.Exe = link
 	var st unix.Stat_t
 	if err := unix.Fstatat(dir, "exe", &st, 0); err != nil {
+		// A program its user may not read leaves the process closed to
+		// the agent: its exec (argv) is still reported, its file is not.
+		ev.Unreadable, ev.Truncated = lerr != nil, ExeUnhashed
 		t.out.emit(ev)
 		return
 	}
 	ev.Anonymous = strings.HasPrefix(link, "/memfd:") || (strings.HasSuffix(link, " (deleted)") && st.Nlink == 0)
-	if sum, trunc, known := t.exes.lookup(st); known {
+	trusted := t.exes.trusted(dir, st.Dev)
+	if sum, trunc, known := t.exes.lookup(st, trusted); known {
 		ev.SHA256, ev.Truncated = sum, trunc
 		t.out.emit(ev)
 		return
@@ -67,6 +67,7 @@ func (t *tracer) identify(pid int) {
 	// that cannot change while it lives), whatever its path names later.
 	fd, err := unix.Openat(dir, "exe", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
+		ev.Truncated = ExeUnhashed // made unreadable since the exec
 		t.out.emit(ev)
 		return
 	}
@@ -82,7 +83,7 @@ func (t *tracer) identify(pid int) {
 	go func() {
 		defer close(done)
 		defer unix.Close(fd)
-		ev.SHA256, ev.Truncated = t.exes.hash(fd, st)
+		ev.SHA256, ev.Truncated = t.exes.hash(fd, st, trusted)
 		t.out.emit(ev)
 	}()
 }
@@ -137,17 +138,50 @@ type exeCache struct {
 	mu     sync.Mutex
 	sums   map[exeKey]string
 	hashed int // files read, for tests
+	// devs says, per device, whether its file system changes a file's
+	// times when the file is written through a shared mapping. tmpfs and
+	// the memfd's shmem do not: a file there rewritten through a mapping
+	// keeps its stat, so its sum is never cached (the tracer's alone).
+	devs map[uint64]bool
 }
 
 const maxExes = 4096
 
-func newExeCache() *exeCache { return &exeCache{sums: map[exeKey]string{}} }
+func newExeCache() *exeCache { return &exeCache{sums: map[exeKey]string{}, devs: map[uint64]bool{}} }
+
+// untimed are the file systems whose files keep their times when written
+// through a shared mapping.
+var untimed = []int64{unix.TMPFS_MAGIC, unix.HUGETLBFS_MAGIC, unix.RAMFS_MAGIC}
+
+// trusted says whether the stat of dev's files tells their content (see
+// devs), asking the file system of dir/exe the first time dev is seen.
+func (c *exeCache) trusted(dir int, dev uint64) bool {
+	if ok, seen := c.devs[dev]; seen {
+		return ok
+	}
+	var fs unix.Statfs_t
+	fd, err := unix.Openat(dir, "exe", unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false // not remembered: asked again next time
+	}
+	defer unix.Close(fd)
+	if unix.Fstatfs(fd, &fs) != nil {
+		return false
+	}
+	ok := !slices.Contains(untimed, int64(fs.Type))
+	c.devs[dev] = ok
+	return ok
+}
 
 // lookup returns a file's sum without reading it: known for a file over
-// MaxExeHash (never read: trunc "exe") or one hashed before.
-func (c *exeCache) lookup(st unix.Stat_t) (sum, trunc string, known bool) {
+// MaxExeHash (never read: trunc "exe") or, on a trusted device, one hashed
+// before.
+func (c *exeCache) lookup(st unix.Stat_t, trusted bool) (sum, trunc string, known bool) {
 	if st.Size > MaxExeHash {
 		return "", "exe", true
+	}
+	if !trusted {
+		return "", "", false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -158,7 +192,7 @@ func (c *exeCache) lookup(st unix.Stat_t) (sum, trunc string, known bool) {
 // hash reads the open file fd, whose stat at the exec was st, and
 // remembers its sum; trunc is "exe-changed" (and no sum) when the file is
 // not the one stat'd at the exec any more once read.
-func (c *exeCache) hash(fd int, st unix.Stat_t) (sum, trunc string) {
+func (c *exeCache) hash(fd int, st unix.Stat_t, trusted bool) (sum, trunc string) {
 	h := sha256.New()
 	_, err := io.Copy(h, io.NewSectionReader(fdReader(fd), 0, MaxExeHash))
 	var after unix.Stat_t
@@ -169,6 +203,9 @@ func (c *exeCache) hash(fd int, st unix.Stat_t) (sum, trunc string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.hashed++
+	if !trusted {
+		return s, ""
+	}
 	if len(c.sums) >= maxExes {
 		clear(c.sums)
 	}
@@ -192,7 +229,7 @@ func (r fdReader) ReadAt(b []byte, off int64) (int, error) {
 
 // sum hashes the file at path at once (lookup, then hash): for tests.
 func (c *exeCache) sum(path string, st unix.Stat_t) (sum, trunc string) {
-	if s, tr, ok := c.lookup(st); ok {
+	if s, tr, ok := c.lookup(st, true); ok {
 		return s, tr
 	}
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
@@ -200,7 +237,7 @@ func (c *exeCache) sum(path string, st unix.Stat_t) (sum, trunc string) {
 		return "", ""
 	}
 	defer unix.Close(fd)
-	return c.hash(fd, st)
+	return c.hash(fd, st, true)
 }
 
 // cmdline reads a process's argv from /proc (readable even when its memory

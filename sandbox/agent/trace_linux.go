@@ -511,6 +511,13 @@ func (t *tracer) seccomp(tid int, tk *task) bool {
 	case sysPrlimit64, sysSchedSetparam, sysSchedSetsched, sysSchedSetaffin, sysSchedSetattr, sysSetpriority, sysIoprioSet:
 		t.guard(tid, tk, r)
 		return false
+	case sysClone: // stopped only with CLONE_UNTRACED (see filter)
+		res := "EPERM"
+		if err := refuse(tid, r, unix.EPERM); err != nil {
+			res = "refusal failed: " + err.Error()
+		}
+		t.out.emit(&Event{Kind: KindTamper, PID: tk.tgid, Data: "clone with CLONE_UNTRACED (a child the agent could not follow)", Result: res})
+		return false
 	case sysListen:
 		fd := int(r.args[0])
 		ev := p.binds[fd]
