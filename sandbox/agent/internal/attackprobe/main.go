@@ -1,0 +1,135 @@
+//go:build linux && amd64
+
+// Command attackprobe is a hostile server for the agent's attack tests
+// (attack_test.go): each mode tries to make the agent report something
+// other than what ran.
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		os.Exit(2)
+	}
+	os.Exit(run(os.Args[1], os.Args[2:]))
+}
+
+func sum(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+func run(mode string, args []string) int {
+	switch mode {
+	case "memfd-swap":
+		// A memfd stays writable through a shared mapping made before its
+		// exec, and a write there changes neither its size nor its times:
+		// its stat, the agent's cache key, stays the same. It runs
+		// program X (args[0]) once, then its bytes become program Z
+		// (args[1]) and it runs again.
+		x, err := os.ReadFile(args[0])
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		z, err := os.ReadFile(args[1])
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		n := (max(len(x), len(z)) + 4095) &^ 4095
+		fd, err := unix.MemfdCreate("swap", 0)
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		if err := unix.Ftruncate(fd, int64(n)); err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		m, err := unix.Mmap(fd, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		copy(m, x) // every page faulted in, writable, from now on
+		if bytesEqualPadded(x, z) {
+			z = append(append([]byte(nil), z...), make([]byte, n-len(z))...)
+			z[n-1] ^= 1
+		}
+		path := fmt.Sprintf("/proc/%d/fd/%d", os.Getpid(), fd)
+		var before, after unix.Stat_t
+		unix.Fstat(fd, &before)
+		fmt.Println("sum1", sum(m))
+		fmt.Println("code1", code(exec.Command(path).Run()))
+		clear(m)
+		copy(m, z)
+		unix.Fstat(fd, &after)
+		fmt.Println("samestat", before.Size == after.Size && before.Mtim == after.Mtim && before.Ctim == after.Ctim)
+		fmt.Println("sum2", sum(m))
+		fmt.Println("code2", code(exec.Command(path).Run()))
+	case "thread-exec-chain":
+		// The leader runs fresh program args[0] (hashed while it runs),
+		// which at once has a non-leader thread exec args[1]: see
+		// thread-exec.
+		fmt.Println(code(exec.Command(args[0], append([]string{"thread-exec"}, args[1:]...)...).Run()))
+	case "thread-exec":
+		// A non-leader thread becomes args[0] args[1:].
+		runtime.LockOSThread()
+		done := make(chan error)
+		go func() {
+			runtime.LockOSThread()
+			done <- syscall.Exec(args[0], args, os.Environ())
+		}()
+		fmt.Println(<-done)
+		return 1
+	case "kill-mid-hash":
+		// Runs fresh program args[0] (big: its hash takes a while), which
+		// kills itself at once.
+		err := exec.Command(args[0], "self-kill").Run()
+		fmt.Println("killed", err)
+	case "self-kill":
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	case "noop":
+	}
+	return 0
+}
+
+func bytesEqualPadded(a, b []byte) bool {
+	n := max(len(a), len(b))
+	for i := 0; i < n; i++ {
+		var x, y byte
+		if i < len(a) {
+			x = a[i]
+		}
+		if i < len(b) {
+			y = b[i]
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+func code(err error) int {
+	if err == nil {
+		return 0
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	fmt.Println(err)
+	return -1
+}
