@@ -3,6 +3,9 @@
 package agent
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,5 +95,97 @@ func TestMemfdRewrittenThroughAMappingIsNotTheCachedProgram(t *testing.T) {
 	if second := exes[1]; second.SHA256 != out["sum2"] && second.Truncated != ExeChanged {
 		t.Errorf("second run (/bin/false, exit 1): sha256 %s truncated %q; want %s (what ran) or exe-changed; the first run's sum is %s",
 			second.SHA256, second.Truncated, out["sum2"], out["sum1"])
+	}
+}
+
+// freshCopy copies file src to dir/name, padded with pad zero bytes (an
+// ELF runs the same with bytes after it): a file no one has hashed.
+func freshCopy(t *testing.T, src, dir, name string, pad int) (string, string) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = append(b, make([]byte, pad)...)
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := sha256.Sum256(b)
+	return p, hex.EncodeToString(s[:])
+}
+
+// seqOf lists the exec, program and exit events of pid, in the order sent.
+func seqOf(res agentResult, pid int) []string {
+	var seq []string
+	for _, e := range res.events {
+		if e.PID != pid {
+			continue
+		}
+		switch e.Kind {
+		case KindExec:
+			seq = append(seq, "exec "+strings.Join(e.Argv, " ")+" "+e.Result)
+		case KindExe:
+			seq = append(seq, "exe "+e.Exe+" "+e.SHA256+" "+e.Truncated)
+		case KindExit:
+			code := -1
+			if e.ExitCode != nil {
+				code = *e.ExitCode
+			}
+			seq = append(seq, fmt.Sprintf("exit %d %s", code, e.Signal))
+		}
+	}
+	return seq
+}
+
+func pidOfExec(res agentResult, argv0 string) int {
+	for _, e := range res.of(KindExec) {
+		if len(e.Argv) > 0 && e.Argv[0] == argv0 {
+			return e.PID
+		}
+	}
+	return 0
+}
+
+// TestThreadExecWhileHashed: a fresh program whose non-leader thread at
+// once execs another fresh program: the first one's event comes before
+// the second exec, each on the process, then its exit.
+func TestThreadExecWhileHashed(t *testing.T) {
+	probe := buildAttackProbe(t)
+	dir := t.TempDir()
+	first, sum1 := freshCopy(t, probe, dir, "first", 8<<20)
+	second, sum2 := freshCopy(t, probe, dir, "second", 8<<20)
+	res := runAgent(t, agentRun{args: []string{"--network", "open", "--", probe, "thread-exec-chain", first, second, "noop"}})
+	if strings.TrimSpace(res.stdout) != "0" {
+		t.Fatalf("stdout %q", res.stdout)
+	}
+	pid := pidOfExec(res, first)
+	got := seqOf(res, pid)
+	want := []string{
+		"exec " + first + " thread-exec " + second + " noop ok",
+		"exe " + first + " " + sum1 + " ",
+		"exec " + second + " noop ok",
+		"exe " + second + " " + sum2 + " ",
+		"exit 0 ",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events of process %d:\n%s\nwant\n%s", pid, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestKilledWhileHashed: a big fresh program that SIGKILLs itself at
+// once: its event, with the sum, still comes before its exit.
+func TestKilledWhileHashed(t *testing.T) {
+	probe := buildAttackProbe(t)
+	big, sum := freshCopy(t, probe, t.TempDir(), "big", 128<<20)
+	res := runAgent(t, agentRun{args: []string{"--network", "open", "--", probe, "kill-mid-hash", big}})
+	if !strings.Contains(res.stdout, "killed") {
+		t.Fatalf("stdout %q", res.stdout)
+	}
+	pid := pidOfExec(res, big)
+	got := seqOf(res, pid)
+	want := []string{"exec " + big + " self-kill ok", "exe " + big + " " + sum + " ", "exit 137 SIGKILL"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events of process %d:\n%s\nwant\n%s", pid, strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
