@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // Attacks on the agent by a hostile server: the program identity hashed
@@ -187,5 +189,42 @@ func TestKilledWhileHashed(t *testing.T) {
 	want := []string{"exec " + big + " self-kill ok", "exe " + big + " " + sum + " ", "exit 137 SIGKILL"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("events of process %d:\n%s\nwant\n%s", pid, strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestPinLeavesNothingPinned: with --pin, after a burst of execs and a
+// quiet stretch, every thread of the server (one started mid-burst), of
+// a child started mid-burst, and of the agent itself may run on the
+// agent's CPUs again.
+func TestPinLeavesNothingPinned(t *testing.T) {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	if set.Count() < 2 {
+		t.Skip("one CPU: nothing to pin to")
+	}
+	probe := buildAttackProbe(t)
+	all := cpusAllowed()
+	res := runAgent(t, agentRun{args: []string{"--network", "open", "--pin", "--", probe, "pin-after-burst"}})
+	seen := map[string]int{}
+	for _, l := range strings.Split(res.stdout, "\n") {
+		f := strings.Fields(l)
+		if len(f) != 3 {
+			continue
+		}
+		seen[f[0]]++
+		if f[0] == "mid" {
+			if strings.ContainsAny(f[2], ",-") {
+				t.Errorf("mid-burst, thread %s may run on %s: not pinned", f[1], f[2])
+			}
+			continue
+		}
+		if f[2] != all {
+			t.Errorf("%s thread %s may run on %s, want %s", f[0], f[1], f[2], all)
+		}
+	}
+	if seen["server"] < 2 || seen["child"] < 1 || seen["agent"] < 2 {
+		t.Fatalf("stdout %q", res.stdout)
 	}
 }

@@ -9,10 +9,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -101,9 +104,49 @@ func run(mode string, args []string) int {
 	case "self-kill":
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		select {}
+	case "pin-after-burst":
+		// A burst of execs (the tasks pinned), with a thread and a child
+		// started in the middle of it that live on; once the stops have
+		// been rare for a while, the CPUs each task of the server, and
+		// each thread of the agent (its parent), may run on.
+		done := make(chan struct{})
+		for i := range 400 {
+			exec.Command("true").Run()
+			if i == 200 {
+				printTasks("mid", os.Getpid())
+				go func() {
+					runtime.LockOSThread()
+					<-done
+				}()
+				c := exec.Command(os.Args[0], "pin-child")
+				out, _ := c.StdoutPipe()
+				c.Start()
+				defer func() { b, _ := io.ReadAll(out); fmt.Print(string(b)); c.Wait() }()
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+		printTasks("server", os.Getpid())
+		printTasks("agent", os.Getppid())
+		close(done)
+	case "pin-child":
+		time.Sleep(300 * time.Millisecond)
+		printTasks("child", os.Getpid())
 	case "noop":
 	}
 	return 0
+}
+
+// printTasks prints the CPUs each thread of pid may run on.
+func printTasks(who string, pid int) {
+	dirs, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	for _, d := range dirs {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, d.Name()))
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+				fmt.Println(who, d.Name(), strings.TrimSpace(v))
+			}
+		}
+	}
 }
 
 func bytesEqualPadded(a, b []byte) bool {
