@@ -228,3 +228,30 @@ func TestPinLeavesNothingPinned(t *testing.T) {
 		t.Fatalf("stdout %q", res.stdout)
 	}
 }
+
+// TestUntracedChildIsSeen: a server's child made with clone(CLONE_UNTRACED)
+// is not traced (the kernel lets a task refuse PTRACE_O_TRACEFORK's
+// auto-attach): it runs, writes and exits with no fork or exit event. It
+// cannot exec or connect (the seccomp filter's RET_TRACE fails them with
+// ENOSYS without a tracer), but its existence is lost silently.
+func TestUntracedChildIsSeen(t *testing.T) {
+	probe := buildAttackProbe(t)
+	res := runAgent(t, agentRun{args: []string{"--network", "open", "--", probe, "untraced"}})
+	var pid, code int
+	for _, l := range strings.Split(res.stdout, "\n") {
+		if n, _ := fmt.Sscanf(l, "child %d %d", &pid, &code); n == 2 {
+			break
+		}
+	}
+	if pid == 0 || code != 7 || !strings.Contains(res.stdout, "untraced child says hello") {
+		t.Fatalf("stdout %q", res.stdout)
+	}
+	var fork, exit bool
+	for _, e := range res.events {
+		fork = fork || (e.Kind == KindFork && e.PID == pid)
+		exit = exit || (e.Kind == KindExit && e.PID == pid)
+	}
+	if !fork || !exit {
+		t.Errorf("child %d ran (exit %d): fork event %v, exit event %v; want both", pid, code, fork, exit)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -131,6 +132,24 @@ func run(mode string, args []string) int {
 	case "pin-child":
 		time.Sleep(300 * time.Millisecond)
 		printTasks("child", os.Getpid())
+	case "untraced":
+		// A child made with CLONE_UNTRACED: no tracer may follow it. It
+		// says so on stdout and ends with code 7.
+		msg := []byte("untraced child says hello\n")
+		syscall.ForkLock.Lock()
+		pid, _, errno := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.CLONE_UNTRACED|syscall.SIGCHLD), 0, 0, 0, 0, 0)
+		if errno == 0 && pid == 0 {
+			syscall.RawSyscall(syscall.SYS_WRITE, 1, uintptr(unsafe.Pointer(&msg[0])), uintptr(len(msg)))
+			syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 7, 0, 0)
+		}
+		syscall.ForkLock.Unlock()
+		if errno != 0 {
+			fmt.Println("clone", errno)
+			return 1
+		}
+		var ws syscall.WaitStatus
+		syscall.Wait4(int(pid), &ws, 0, nil)
+		fmt.Println("child", pid, ws.ExitStatus())
 	case "noop":
 	}
 	return 0
