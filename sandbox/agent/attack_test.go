@@ -255,3 +255,53 @@ func TestUntracedChildIsSeen(t *testing.T) {
 		t.Errorf("child %d ran (exit %d): fork event %v, exit event %v; want both", pid, code, fork, exit)
 	}
 }
+
+// TestUnhashableProgramIsNotSilent: as in the container (the agent and
+// the server one uid, no capabilities), a program made unreadable just
+// after its exec (chmod 0111: it still runs) cannot be opened by the
+// agent to hash it, while its link and stat still read. Its event must
+// then say so (unreadable, or a truncation), not come with an exe, no
+// sum and nothing else, as a program whose sum is simply missing.
+func TestUnhashableProgramIsNotSilent(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root: runs the agent as another user")
+	}
+	built := buildAttackProbe(t)
+	// Where uid 65534 can run it.
+	dir, err := os.MkdirTemp("", "agent-attack-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o755)
+	probe, _ := freshCopy(t, built, dir, "attackprobe", 0)
+	res := runAgent(t, agentRun{nobody: true, args: []string{"--network", "open", "--", probe, "chmod-race"}})
+	progs := map[string]bool{}
+	for _, l := range strings.Split(res.stdout, "\n") {
+		if p, ok := strings.CutPrefix(l, "prog "); ok {
+			progs[p] = true
+		}
+	}
+	if len(progs) == 0 {
+		t.Fatalf("stdout %q", res.stdout)
+	}
+	silent, unreadable, hashed := 0, 0, 0
+	for _, e := range res.of(KindExe) {
+		if !progs[e.Exe] {
+			continue
+		}
+		switch {
+		case e.SHA256 != "":
+			hashed++
+		case e.Unreadable || e.Truncated != "":
+			unreadable++
+		default:
+			silent++
+			t.Logf("silent: %+v", e)
+		}
+	}
+	t.Logf("%d programs: %d hashed, %d unreadable, %d with no sum and no reason", len(progs), hashed, unreadable, silent)
+	if silent > 0 {
+		t.Errorf("%d of %d programs made unreadable after their exec have an exe, no sum, and no word why", silent, len(progs))
+	}
+}

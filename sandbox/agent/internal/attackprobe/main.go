@@ -150,6 +150,39 @@ func run(mode string, args []string) int {
 		var ws syscall.WaitStatus
 		syscall.Wait4(int(pid), &ws, 0, nil)
 		fmt.Println("child", pid, ws.ExitStatus())
+	case "chmod-race":
+		// Fresh copies of itself, each made unreadable (0111) as soon as
+		// its exec is past the point where the kernel decides the process
+		// stays dumpable: the agent, the same uid without capabilities,
+		// can still read /proc/PID/exe's link and stat it, but not open it
+		// to hash it.
+		self, _ := os.Executable()
+		b, err := os.ReadFile(self)
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		dir, err := os.MkdirTemp("", "attack-chmod-")
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		for i := range 20 {
+			p := fmt.Sprintf("%s/prog%d", dir, i)
+			if err := os.WriteFile(p, b, 0o755); err != nil {
+				fmt.Println(err)
+				return 1
+			}
+			c := exec.Command(p, "noop")
+			if err := c.Start(); err != nil {
+				fmt.Println(err)
+				return 1
+			}
+			os.Chmod(p, 0o111)
+			c.Wait()
+			fmt.Println("prog", p)
+		}
 	case "noop":
 	}
 	return 0
