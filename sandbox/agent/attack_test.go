@@ -305,3 +305,45 @@ func TestUnhashableProgramIsNotSilent(t *testing.T) {
 		t.Errorf("%d of %d programs made unreadable after their exec have an exe, no sum, and no word why", silent, len(progs))
 	}
 }
+
+// TestManyFreshProgramsAtOnce: 24 processes at once, each running a
+// fresh program that becomes another: every process's events in order,
+// each program with its own sum.
+func TestManyFreshProgramsAtOnce(t *testing.T) {
+	probe := buildAttackProbe(t)
+	dir := t.TempDir()
+	sums := map[string]string{}
+	var args []string
+	for i := range 24 {
+		a, sa := freshCopy(t, probe, dir, fmt.Sprintf("a%d", i), (i%4)<<20)
+		b, sb := freshCopy(t, probe, dir, fmt.Sprintf("b%d", i), (i%3)<<20)
+		sums[a], sums[b] = sa, sb
+		args = append(args, a, b)
+	}
+	for _, pin := range []string{"--pin", "--pin=false"} {
+		res := runAgent(t, agentRun{args: append([]string{"--network", "open", pin, "--", probe, "many-fresh"}, args...)})
+		checkManyFresh(t, pin, res, args, sums)
+	}
+}
+
+func checkManyFresh(t *testing.T, pin string, res agentResult, args []string, sums map[string]string) {
+	t.Helper()
+	if !strings.Contains(res.stdout, "failed 0") {
+		t.Fatalf("%s: stdout %q", pin, res.stdout)
+	}
+	for i := 0; i < len(args); i += 2 {
+		a, b := args[i], args[i+1]
+		pid := pidOfExec(res, a)
+		got := seqOf(res, pid)
+		want := []string{
+			"exec " + a + " exec-into " + b + " noop ok",
+			"exe " + a + " " + sums[a] + " ",
+			"exec " + b + " noop ok",
+			"exe " + b + " " + sums[b] + " ",
+			"exit 0 ",
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("%s: events of process %d:\n%s\nwant\n%s", pin, pid, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}

@@ -183,6 +183,25 @@ func run(mode string, args []string) int {
 			c.Wait()
 			fmt.Println("prog", p)
 		}
+	case "exec-into":
+		// Becomes args[0] args[1:], in the same process.
+		fmt.Println(syscall.Exec(args[0], args, os.Environ()))
+		return 1
+	case "many-fresh":
+		// For each pair of programs (args), at once: a child runs the
+		// first, which becomes the second.
+		errs := make(chan error)
+		for i := 0; i+1 < len(args); i += 2 {
+			go func(a, b string) { errs <- exec.Command(a, "exec-into", b, "noop").Run() }(args[i], args[i+1])
+		}
+		bad := 0
+		for i := 0; i+1 < len(args); i += 2 {
+			if err := <-errs; err != nil {
+				fmt.Println(err)
+				bad++
+			}
+		}
+		fmt.Println("failed", bad)
 	case "noop":
 	}
 	return 0
