@@ -347,3 +347,28 @@ func checkManyFresh(t *testing.T, pin string, res agentResult, args []string, su
 		}
 	}
 }
+
+// TestChmodWhileHashedKeepsTheSum: a program that, while it runs, only
+// changes its file's metadata (chmod to the same mode; link(), a
+// setxattr or utimensat would do the same: each moves the ctime) was not
+// written, and cannot be while it runs: its sum is still what ran. The
+// agent, comparing stats, reports it as a program written between its
+// exec and its hash (exe-changed) with no sum: any server can so hide
+// the identity of each program it runs, at the cost of one chmod.
+func TestChmodWhileHashedKeepsTheSum(t *testing.T) {
+	probe := buildAttackProbe(t)
+	big, sum := freshCopy(t, probe, t.TempDir(), "big", 128<<20)
+	res := runAgent(t, agentRun{args: []string{"--network", "open", "--", big, "chmod-self"}})
+	if strings.TrimSpace(res.stdout) != "chmod <nil>" {
+		t.Fatalf("stdout %q", res.stdout)
+	}
+	var exes []Event
+	for _, e := range res.of(KindExe) {
+		if e.Exe == big {
+			exes = append(exes, e)
+		}
+	}
+	if len(exes) != 1 || exes[0].SHA256 != sum {
+		t.Errorf("program events %+v; want one, with sha256 %s", exes, sum)
+	}
+}
