@@ -372,3 +372,42 @@ func TestChmodWhileHashedKeepsTheSum(t *testing.T) {
 		t.Errorf("program events %+v; want one, with sha256 %s", exes, sum)
 	}
 }
+
+// TestAgentOutOfDescriptorsIsNotSilent: the server, the agent's uid,
+// lowers the agent's RLIMIT_NOFILE with prlimit (allowed to the same
+// uid, non-dumpable or not), then runs fresh programs: the agent, unable
+// to open a program to hash it, must say so (unreadable, a truncation or
+// an error), not send an exe with no sum and nothing else.
+func TestAgentOutOfDescriptorsIsNotSilent(t *testing.T) {
+	built := buildAttackProbe(t)
+	dir := t.TempDir()
+	var progs []string
+	for i := range 40 {
+		p, _ := freshCopy(t, built, dir, fmt.Sprintf("p%d", i), 0)
+		progs = append(progs, p)
+	}
+	res := runAgent(t, agentRun{args: append([]string{"--network", "open", "--", built, "prlimit-agent"}, progs...)})
+	if strings.Contains(res.stdout, "prlimit ") {
+		t.Fatalf("stdout %q", res.stdout)
+	}
+	ran := map[string]string{}
+	for _, l := range strings.Split(res.stdout, "\n") {
+		if f := strings.Fields(l); len(f) >= 3 && f[0] == "prog" {
+			ran[f[1]] = f[2]
+		}
+	}
+	silent := 0
+	for _, e := range res.of(KindExe) {
+		lim, ok := ran[e.Exe]
+		if !ok {
+			continue
+		}
+		if e.SHA256 == "" && !e.Unreadable && e.Truncated == "" {
+			silent++
+			t.Logf("silent at RLIMIT_NOFILE %s: %+v", lim, e)
+		}
+	}
+	if silent > 0 {
+		t.Errorf("%d programs run while the agent was short of descriptors have an exe, no sum and no word why; stdout:\n%s", silent, res.stdout)
+	}
+}
