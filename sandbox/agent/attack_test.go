@@ -411,3 +411,34 @@ func TestAgentOutOfDescriptorsIsNotSilent(t *testing.T) {
 		t.Errorf("%d programs run while the agent was short of descriptors have an exe, no sum and no word why; stdout:\n%s", silent, res.stdout)
 	}
 }
+
+// TestDeepProgramKeepsItsSum: a program run from a directory deeper than
+// PATH_MAX. /proc cannot name its file nor its directory (readlink:
+// ENAMETOOLONG), yet the file is as readable as any, through the same
+// /proc/PID/exe: its sum must be reported, and a directory that cannot
+// be named must be said to be so, not left empty.
+func TestDeepProgramKeepsItsSum(t *testing.T) {
+	probe := buildAttackProbe(t)
+	res := runAgent(t, agentRun{args: []string{"--network", "open", "--", probe, "deep"}})
+	out := lines(res.stdout)
+	if out["run"] != "0" || out["sum"] == "" {
+		t.Fatalf("stdout %q", res.stdout)
+	}
+	pid := pidOfExec(res, "./prog")
+	var exes []Event
+	for _, e := range res.of(KindExe) {
+		if e.PID == pid {
+			exes = append(exes, e)
+		}
+	}
+	if len(exes) != 1 {
+		t.Fatalf("program events of %d: %+v", pid, exes)
+	}
+	e := exes[0]
+	if e.SHA256 != out["sum"] {
+		t.Errorf("program event %+v: want sha256 %s (the file is readable; only its name is too long)", e, out["sum"])
+	}
+	if e.Cwd == "" && e.Truncated == "" && !e.Unreadable {
+		t.Errorf("program event %+v: no cwd, and no word why", e)
+	}
+}

@@ -237,6 +237,45 @@ func run(mode string, args []string) int {
 			fmt.Println("prog", p, lim.Cur, err)
 		}
 		unix.Prlimit(agent, unix.RLIMIT_NOFILE, &old, nil)
+	case "deep":
+		// Runs a fresh copy of itself from a directory whose path is
+		// longer than PATH_MAX (made one relative step at a time): the
+		// kernel cannot name the program or the directory in /proc, but
+		// the program is an ordinary readable file.
+		self, _ := os.Executable()
+		b, err := os.ReadFile(self)
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		top, err := os.MkdirTemp("", "attack-deep-")
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		defer os.RemoveAll(top)
+		if err := os.Chdir(top); err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		name := strings.Repeat("d", 250)
+		for range 20 {
+			if err := os.Mkdir(name, 0o755); err != nil {
+				fmt.Println(err)
+				return 1
+			}
+			if err := os.Chdir(name); err != nil {
+				fmt.Println(err)
+				return 1
+			}
+		}
+		if err := os.WriteFile("prog", b, 0o755); err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		fmt.Println("sum", sum(b))
+		fmt.Println("run", code(exec.Command("./prog", "noop").Run()))
+		os.Chdir("/")
 	case "noop":
 	}
 	return 0
