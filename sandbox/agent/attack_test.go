@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -20,37 +19,22 @@ import (
 // while the program runs (identify, settle, the exe cache) and the
 // pinner. The server is sandbox/agent/internal/attackprobe, built here.
 
-var attackProbe struct {
-	once sync.Once
-	path string
-	err  error
-	out  []byte
-}
-
-// buildAttackProbe builds attackprobe once for the tests of this file.
+// buildAttackProbe builds attackprobe into the test's temporary
+// directory (the build cache makes it quick after the first).
 func buildAttackProbe(t *testing.T) string {
 	t.Helper()
-	attackProbe.once.Do(func() {
-		dir, err := os.MkdirTemp("", "agent-attackprobe-")
-		if err != nil {
-			attackProbe.err = err
-			return
-		}
-		gomod, err := exec.Command("go", "env", "GOMOD").Output()
-		if err != nil {
-			attackProbe.err = err
-			return
-		}
-		attackProbe.path = filepath.Join(dir, "attackprobe")
-		cmd := exec.Command("go", "build", "-o", attackProbe.path, "./sandbox/agent/internal/attackprobe")
-		cmd.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		attackProbe.out, attackProbe.err = cmd.CombinedOutput()
-	})
-	if attackProbe.err != nil {
-		t.Skipf("go build attackprobe: %v\n%s", attackProbe.err, attackProbe.out)
+	gomod, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Skipf("go env GOMOD: %v", err)
 	}
-	return attackProbe.path
+	path := filepath.Join(t.TempDir(), "attackprobe")
+	cmd := exec.Command("go", "build", "-o", path, "./sandbox/agent/internal/attackprobe")
+	cmd.Dir = filepath.Dir(strings.TrimSpace(string(gomod)))
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build attackprobe: %v\n%s", err, out)
+	}
+	return path
 }
 
 // lines parses "key value" lines.
