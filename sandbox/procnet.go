@@ -146,11 +146,14 @@ func (p *procNet) collect(ctx context.Context, eff *report.Effects, call bool) {
 			eff.Processes = append(eff.Processes, pr)
 			p.lastExec[e.PID] = execRef{eff: eff, i: len(eff.Processes) - 1}
 		case agent.KindExe:
-			switch e.Truncated {
-			case agent.ExeChanged:
+			cut := strings.Split(e.Truncated, ",")
+			switch {
+			case slices.Contains(cut, agent.ExeChanged):
 				p.changedExe = append(p.changedExe, fmt.Sprintf("%s (process %d): written right after it ran", e.Exe, e.PID))
-			case agent.ExeUnhashed:
+			case slices.Contains(cut, agent.ExeUnhashed):
 				p.changedExe = append(p.changedExe, fmt.Sprintf("%s (process %d): its file could not be read", cmp.Or(e.Exe, "a program"), e.PID))
+			case slices.Contains(cut, agent.ExeWritable):
+				p.changedExe = append(p.changedExe, fmt.Sprintf("%s (process %d): a memfd open to writes, whose sum need not be what ran", e.Exe, e.PID))
 			}
 			trunc := p.cut(e)
 			// It follows its exec at once: the entry is the process's latest.

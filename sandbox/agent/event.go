@@ -81,6 +81,9 @@ type Event struct {
 const (
 	ExeChanged  = "exe-changed"
 	ExeUnhashed = "exe-unhashed"
+	// ExeWritable marks a sum taken of a memfd not sealed against writes:
+	// it may have been rewritten through a mapping since it ran.
+	ExeWritable = "exe-writable"
 )
 
 // Event kinds.

@@ -721,7 +721,7 @@ func TestExeChangedWhileHashed(t *testing.T) {
 	}
 	defer unix.Close(fd)
 	c := newExeCache()
-	if sum, trunc := c.hash(fd, st, true); sum != "" || trunc != ExeChanged {
+	if sum, trunc := c.hash(fd, st, true, 0); sum != "" || trunc != ExeChanged {
 		t.Errorf("hash of a changed file: %q, %q; want no sum, exe-changed", sum, trunc)
 	}
 	if _, _, known := c.lookup(st, true); known {

@@ -43,11 +43,15 @@ func (t *tracer) identify(pid int) {
 		return
 	}
 	defer unix.Close(dir)
-	ev.Cwd, _ = readlinkat(dir, "cwd")
-	// The link may not read (a path over PATH_MAX) where the file still
-	// opens: the sum is taken all the same.
+	// A link may not read (a path over PATH_MAX) where the file still
+	// opens: the sum is taken all the same, and the missing name said.
+	cwd, cerr := readlinkat(dir, "cwd")
+	ev.Cwd = cwd
 	link, lerr := readlinkat(dir, "exe")
 	ev.Exe = link
+	if cerr != nil && lerr == nil {
+		ev.Truncated = addTrunc(ev.Truncated, "cwd")
+	}
 	var st unix.Stat_t
 	if err := unix.Fstatat(dir, "exe", &st, 0); err != nil {
 		// A program its user may not read leaves the process closed to
@@ -56,10 +60,16 @@ func (t *tracer) identify(pid int) {
 		t.out.emit(ev)
 		return
 	}
+	if lerr != nil {
+		ev.Truncated = addTrunc(ev.Truncated, "exe-path")
+	}
 	ev.Anonymous = strings.HasPrefix(link, "/memfd:") || (strings.HasSuffix(link, " (deleted)") && st.Nlink == 0)
 	trusted := t.exes.trusted(dir, st.Dev)
 	if sum, trunc, known := t.exes.lookup(st, trusted); known {
-		ev.SHA256, ev.Truncated = sum, trunc
+		ev.SHA256 = sum
+		if trunc != "" {
+			ev.Truncated = addTrunc(ev.Truncated, trunc)
+		}
 		t.out.emit(ev)
 		return
 	}
@@ -67,23 +77,41 @@ func (t *tracer) identify(pid int) {
 	// that cannot change while it lives), whatever its path names later.
 	fd, err := unix.Openat(dir, "exe", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		ev.Truncated = ExeUnhashed // made unreadable since the exec
+		ev.Truncated = addTrunc(ev.Truncated, ExeUnhashed) // made unreadable since the exec
 		t.out.emit(ev)
 		return
 	}
 	var opened unix.Stat_t
 	if unix.Fstat(fd, &opened) != nil || keyOf(opened) != keyOf(st) {
 		unix.Close(fd)
-		ev.Truncated = ExeChanged
+		ev.Truncated = addTrunc(ev.Truncated, ExeChanged)
 		t.out.emit(ev)
 		return
 	}
+	if ev.Anonymous {
+		// A memfd runs even with a writable mapping of it alive, and a
+		// write through that mapping leaves its stat as it was: unless
+		// sealed against writes, what it holds by the end of the hash need
+		// not be what ran.
+		if seals, err := unix.FcntlInt(uintptr(fd), unix.F_GET_SEALS, 0); err == nil && seals&unix.F_SEAL_WRITE == 0 {
+			ev.Truncated = addTrunc(ev.Truncated, ExeWritable)
+		}
+	}
+	// Its exit waits for the hash: the program's file cannot be written
+	// while a process runs it (ETXTBSY), and the exit stop comes before
+	// the process lets go of it. (A process killed by SIGKILL skips that
+	// stop: then the stat taken after the hash tells.)
+	unix.PtraceSetOptions(pid, ptraceOptions|unix.PTRACE_O_TRACEEXIT)
 	done := make(chan struct{})
 	t.hashing[pid] = done
 	go func() {
 		defer close(done)
 		defer unix.Close(fd)
-		ev.SHA256, ev.Truncated = t.exes.hash(fd, st, trusted)
+		sum, trunc := t.exes.hash(fd, st, trusted, pid)
+		ev.SHA256 = sum
+		if trunc != "" {
+			ev.Truncated = addTrunc(ev.Truncated, trunc)
+		}
 		t.out.emit(ev)
 	}()
 }
@@ -192,11 +220,11 @@ func (c *exeCache) lookup(st unix.Stat_t, trusted bool) (sum, trunc string, know
 // hash reads the open file fd, whose stat at the exec was st, and
 // remembers its sum; trunc is "exe-changed" (and no sum) when the file is
 // not the one stat'd at the exec any more once read.
-func (c *exeCache) hash(fd int, st unix.Stat_t, trusted bool) (sum, trunc string) {
+func (c *exeCache) hash(fd int, st unix.Stat_t, trusted bool, pid int) (sum, trunc string) {
 	h := sha256.New()
 	_, err := io.Copy(h, io.NewSectionReader(fdReader(fd), 0, MaxExeHash))
 	var after unix.Stat_t
-	if err != nil || unix.Fstat(fd, &after) != nil || keyOf(after) != keyOf(st) {
+	if err != nil || unix.Fstat(fd, &after) != nil || !sameContent(st, after, pid) {
 		return "", ExeChanged
 	}
 	s := hex.EncodeToString(h.Sum(nil))
@@ -211,6 +239,24 @@ func (c *exeCache) hash(fd int, st unix.Stat_t, trusted bool) (sum, trunc string
 	}
 	c.sums[keyOf(st)] = s
 	return s, ""
+}
+
+// sameContent says whether a program's file, stat'd at the exec (st) and
+// after its hash (after), held the same bytes all along. A new inode, size
+// or mtime says no. A ctime alone (chmod, link, an xattr) says no only if
+// the process no longer runs the file: while it does (pid's program is
+// still this inode), the kernel refuses every write to it.
+func sameContent(st, after unix.Stat_t, pid int) bool {
+	k, a := keyOf(st), keyOf(after)
+	if k == a {
+		return true
+	}
+	a.ctime = k.ctime
+	if k != a || pid <= 0 {
+		return false
+	}
+	var now unix.Stat_t
+	return unix.Stat("/proc/"+strconv.Itoa(pid)+"/exe", &now) == nil && now.Dev == st.Dev && now.Ino == st.Ino
 }
 
 // fdReader reads a file descriptor the caller owns and closes.
@@ -237,7 +283,7 @@ func (c *exeCache) sum(path string, st unix.Stat_t) (sum, trunc string) {
 		return "", ""
 	}
 	defer unix.Close(fd)
-	return c.hash(fd, st, true)
+	return c.hash(fd, st, true, 0)
 }
 
 // cmdline reads a process's argv from /proc (readable even when its memory

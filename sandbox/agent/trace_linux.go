@@ -310,6 +310,11 @@ func (t *tracer) event(tid int, tk *task, cause int) {
 			unix.PtraceSyscall(tid, 0)
 			return
 		}
+	case unix.PTRACE_EVENT_EXIT:
+		// Asked for only while its program is hashed (see identify): the
+		// task's memory, and with it the program's protection from
+		// writes, lasts until the hash is done.
+		t.settle(tk.tgid)
 	case unix.PTRACE_EVENT_FORK, unix.PTRACE_EVENT_VFORK, unix.PTRACE_EVENT_CLONE:
 		if msg, err := unix.PtraceGetEventMsg(tid); err == nil {
 			t.created(tid, tk, int(msg), cause)
@@ -328,6 +333,7 @@ func (t *tracer) event(tid int, tk *task, cause int) {
 		if ft, ok := t.tasks[int(former)]; ok && int(former) != tid {
 			tk.exit = ft.exit
 			delete(t.tasks, int(former))
+			t.pin.gone(int(former))
 		}
 		tk.tgid = tid
 		p := t.proc(tid)
