@@ -101,7 +101,11 @@ func (t *tracer) identify(pid int) {
 	// while a process runs it (ETXTBSY), and the exit stop comes before
 	// the process lets go of it. (A process killed by SIGKILL skips that
 	// stop: then the stat taken after the hash tells.)
-	unix.PtraceSetOptions(pid, ptraceOptions|unix.PTRACE_O_TRACEEXIT)
+	if unix.PtraceSetOptions(pid, ptraceOptions|unix.PTRACE_O_TRACEEXIT) == nil {
+		if tk := t.tasks[pid]; tk != nil {
+			tk.exitStop = true
+		}
+	}
 	done := make(chan struct{})
 	t.hashing[pid] = done
 	go func() {

@@ -27,6 +27,12 @@ type task struct {
 	// there.
 	exit    *pending
 	started bool // its initial SIGSTOP was consumed
+	// exitStop is set while the task has PTRACE_O_TRACEEXIT, asked for
+	// while its process's program is hashed (see identify) and taken over
+	// by the tasks it makes meanwhile (the kernel copies the options): it
+	// is taken off at the task's first stop once no hash waits, or every
+	// exec of a server whose own program was new would stop once more.
+	exitStop bool
 }
 
 // pending is an event finished at the syscall's exit.
@@ -287,6 +293,14 @@ func (t *tracer) stopped(tid int, ws unix.WaitStatus) {
 		t.held[tid] = ws
 		return
 	}
+	if tk.exitStop {
+		if _, hashing := t.hashing[tk.tgid]; !hashing {
+			// Off while stopped; the mark stays for this stop, whose
+			// fork event (if it is one) made a child with the option.
+			unix.PtraceSetOptions(tid, ptraceOptions)
+			defer func() { tk.exitStop = false }()
+		}
+	}
 	switch {
 	case sig == unix.SIGTRAP|0x80:
 		t.syscallExit(tid, tk)
@@ -360,7 +374,10 @@ func (t *tracer) event(tid int, tk *task, cause int) {
 func (t *tracer) created(tid int, tk *task, ntid, cause int) {
 	if t.early[ntid] {
 		delete(t.early, ntid)
-		if _, ok := t.tasks[ntid]; ok || gone(ntid) {
+		if nt, ok := t.tasks[ntid]; ok || gone(ntid) {
+			if ok && tk.exitStop {
+				nt.exitStop = true
+			}
 			return // told and, if a process, reported at its first stop
 		}
 		// A mark left by an earlier task of the same tid whose creator never
@@ -379,11 +396,11 @@ func (t *tracer) created(tid int, tk *task, ntid, cause int) {
 	}
 	t.pin.born(ntid)
 	if cause == unix.PTRACE_EVENT_CLONE && flags&unix.CLONE_THREAD != 0 {
-		t.tasks[ntid] = &task{tgid: tk.tgid}
+		t.tasks[ntid] = &task{tgid: tk.tgid, exitStop: tk.exitStop}
 		t.resumeHeld(ntid)
 		return
 	}
-	t.tasks[ntid] = &task{tgid: ntid}
+	t.tasks[ntid] = &task{tgid: ntid, exitStop: tk.exitStop}
 	// Its real parent, as its own first stop would read it: the creator's
 	// process, or under CLONE_PARENT the creator's parent.
 	ppid := tk.tgid
