@@ -88,7 +88,7 @@ func Main(args []string) int {
 			}
 		}
 	}()
-	code := trace(argv, cfg.Network, cfg.Pin, out)
+	code := trace(argv, cfg.Network, cfg.Pin, sinks.queries, out)
 	out.tick()
 	return code
 }
@@ -162,7 +162,7 @@ func setName(name string) {
 // trace starts the server under ptrace and follows it and every
 // descendant until the server's own process ends. It returns the server's
 // exit code (128+signal when killed).
-func trace(argv []string, mode string, pin bool, out *writer) int {
+func trace(argv []string, mode string, pin bool, queries *loopQueries, out *writer) int {
 	// Every ptrace request must come from the thread that started the child.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -211,6 +211,7 @@ func trace(argv []string, mode string, pin bool, out *writer) int {
 		devnull.Close()
 	}
 	t := newTracer(cmd.Process.Pid, mode, out)
+	t.loopQueries = queries
 	if pin {
 		t.pin = newPinner()
 		defer t.pin.stop()

@@ -96,6 +96,13 @@ func probe(args []string) int {
 		child.Wait()
 	case "sleep":
 		time.Sleep(time.Minute)
+	case "loop-dns":
+		// A query to the agent's own resolver, sent without waiting for
+		// its answer; then the process ends at once.
+		if err := agenttest.DNSSecondQuestion([4]byte{127, 0, 0, 1}, testSecret); err != nil {
+			fmt.Println(err)
+			return 1
+		}
 	case "exec-into":
 		// Becomes the program named, in the same process.
 		fmt.Println(syscall.Exec(args[1], args[1:], os.Environ()))
@@ -636,6 +643,33 @@ func TestServerCannotRetuneTheAgent(t *testing.T) {
 		"sched_setscheduler of the agent", "sched_setscheduler of a thread of the agent", "setpriority of the agent's user", "setpriority of the agent's process group"}
 	if strings.Join(recorded, "; ") != strings.Join(want, "; ") {
 		t.Errorf("recorded:\n%s\nwant:\n%s", strings.Join(recorded, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestLoopbackDNSReportedAtTheSend: a query to the agent's own resolver
+// is reported by the tracer at the send (with its process, its result and
+// the query), so it lands in the stretch of the call that sent it even
+// when the sender does not wait for the answer; the resolver, which gets
+// it a moment later on another thread, does not report it again.
+func TestLoopbackDNSReportedAtTheSend(t *testing.T) {
+	res := runAgent(t, agentRun{netns: true, args: []string{"--network", "sinkhole", "--", "SELF", probeArg, "loop-dns"}})
+	if res.code != 0 {
+		t.Fatalf("exit %d, stdout %q", res.code, res.stdout)
+	}
+	var secret, exit int
+	for _, e := range res.events {
+		switch {
+		case e.Kind == KindDNS && strings.HasPrefix(e.Host, strings.ToLower(testSecret)):
+			secret++
+			if e.PID == 0 || e.Address != "127.0.0.1" || e.Result != "sinkholed" || exit != 0 {
+				t.Errorf("the query %+v: want it from the process, sinkholed, before its exit", e)
+			}
+		case e.Kind == KindExit && e.PPID == 1:
+			exit++
+		}
+	}
+	if secret != 1 {
+		t.Errorf("the query's second question reported %d times, want once: %+v", secret, res.of(KindDNS))
 	}
 }
 

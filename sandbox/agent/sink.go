@@ -11,11 +11,65 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
 type sinks struct {
 	closers []interface{ Close() error }
+	// queries are the loopback resolver's queries the tracer has
+	// reported already (see loopQueries).
+	queries *loopQueries
+}
+
+// loopQueries holds the DNS queries to the loopback resolver that the
+// tracer reported at the send's stop, before the kernel delivered them:
+// the sink, which gets them a moment later, on another thread, does not
+// report them again. Reported at the stop, a query lands in the stretch of
+// the call that sent it; reported by the sink alone it could land after
+// the call had answered (a query sent without waiting for the answer).
+// The sink still reports what the tracer did not see (a write() on a
+// connected socket).
+type loopQueries struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+// maxLoopQueries bounds the queries held; past it the set starts afresh
+// (a query is then reported twice, never missed).
+const maxLoopQueries = 4096
+
+func newLoopQueries() *loopQueries { return &loopQueries{m: map[string]int{}} }
+
+func (l *loopQueries) add(q []byte) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.m) >= maxLoopQueries {
+		clear(l.m)
+	}
+	l.m[string(q)]++
+}
+
+// taken says whether q was reported by the tracer, and forgets it once.
+func (l *loopQueries) taken(q []byte) bool {
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := l.m[string(q)]
+	if n == 0 {
+		return false
+	}
+	if n == 1 {
+		delete(l.m, string(q))
+	} else {
+		l.m[string(q)] = n - 1
+	}
+	return true
 }
 
 func (s *sinks) close() {
@@ -29,16 +83,16 @@ func (s *sinks) close() {
 // SNI and HTTP requests. Binding low ports needs the runner's
 // net.ipv4.ip_unprivileged_port_start=0; a failure is reported, not fatal.
 func startSinks(mode string, out *writer) *sinks {
-	s := &sinks{}
+	s := &sinks{queries: newLoopQueries()}
 	if mode == ModeOpen {
 		return s
 	}
-	pc, err := net.ListenPacket("udp4", "127.0.0.1:53")
+	pc, err := net.ListenPacket("udp4", sinkDNSAddr+":53")
 	if err != nil {
 		out.errorf("DNS sink: %v", err)
 	} else {
 		s.closers = append(s.closers, pc)
-		go serveDNS(pc, mode, out)
+		go serveDNS(pc, mode, out, s.queries)
 	}
 	if mode != ModeSinkhole {
 		return s
@@ -63,7 +117,7 @@ func startSinks(mode string, out *writer) *sinks {
 	return s
 }
 
-func serveDNS(pc net.PacketConn, mode string, out *writer) {
+func serveDNS(pc net.PacketConn, mode string, out *writer, reported *loopQueries) {
 	// A datagram can be 64 KiB: all of it is read, every question reported.
 	buf := make([]byte, 64<<10)
 	for {
@@ -76,16 +130,16 @@ func serveDNS(pc net.PacketConn, mode string, out *writer) {
 		if len(names) == 0 {
 			continue
 		}
-		res := "nxdomain"
-		if mode == ModeSinkhole {
-			res = "sinkholed"
+		res := sinkResult(mode)
+		if reported.taken(q) {
+			names = nil // the tracer reported it at the send
 		}
 		trunc := ""
 		if more {
 			trunc = "questions"
 		}
 		for i, name := range names {
-			ev := &Event{Kind: KindDNS, Host: name, Address: "127.0.0.1", Port: 53, Protocol: "udp", Result: res, Truncated: trunc}
+			ev := &Event{Kind: KindDNS, Host: name, Address: sinkDNSAddr, Port: 53, Protocol: "udp", Result: res, Truncated: trunc}
 			if i == 0 {
 				// The whole query once: a secret may ride in any of its parts.
 				ev.Payload = append([]byte(nil), q...)
@@ -96,6 +150,18 @@ func serveDNS(pc net.PacketConn, mode string, out *writer) {
 			pc.WriteTo(resp, from)
 		}
 	}
+}
+
+// sinkDNSAddr is where the agent's resolver listens (port 53, UDP): the
+// container's /etc/resolv.conf names it in none and sinkhole modes.
+const sinkDNSAddr = "127.0.0.1"
+
+// sinkResult is what the loopback resolver does with a query.
+func sinkResult(mode string) string {
+	if mode == ModeSinkhole {
+		return "sinkholed"
+	}
+	return "nxdomain"
 }
 
 // dnsAnswer answers a query: NXDOMAIN, or for sinkhole one AAAA record of

@@ -91,6 +91,9 @@ type tracer struct {
 	// pin keeps the tasks on the tracer's CPU while they stop often (nil:
 	// never).
 	pin *pinner
+	// loopQueries tells the loopback DNS sink which queries were reported
+	// here (nil in open mode: no sink).
+	loopQueries *loopQueries
 }
 
 // maxSeen bounds the datagram dedup set; past it, it starts afresh (a
@@ -630,8 +633,7 @@ func (t *tracer) send(tid int, r regs, tgid int, p *process, fd int, msgs []mess
 			return
 		}
 		cut = cut || c
-		if dst.Port == 53 && !(t.mode != ModeOpen && isLoopback(dst.Address)) {
-			// The agent's own DNS sink reports queries to the loopback resolver.
+		if dst.Port == 53 {
 			t.dnsQueries(tgid, dst, data, c)
 		}
 		if m.name == 0 && p.socks[fd] != "udp" {
@@ -686,8 +688,21 @@ func (t *tracer) dnsQueries(tgid int, dst *Event, payload []byte, cut bool) {
 	if more {
 		trunc = addTrunc(trunc, "questions")
 	}
-	for _, name := range names {
-		t.out.emit(&Event{Kind: KindDNS, PID: tgid, Host: name, Address: dst.Address, Port: 53, Protocol: "udp", Truncated: trunc})
+	// To the agent's own resolver: reported now, as the sink would (its
+	// result, the query once), and the sink told so.
+	sink := t.mode != ModeOpen && dst.Address == sinkDNSAddr && t.loopQueries != nil
+	for i, name := range names {
+		ev := &Event{Kind: KindDNS, PID: tgid, Host: name, Address: dst.Address, Port: 53, Protocol: "udp", Truncated: trunc}
+		if sink {
+			ev.Result = sinkResult(t.mode)
+			if i == 0 {
+				ev.Payload = append([]byte(nil), payload...)
+			}
+		}
+		t.out.emit(ev)
+	}
+	if sink && len(names) > 0 && !cut {
+		t.loopQueries.add(payload)
 	}
 }
 
