@@ -116,15 +116,23 @@ const sysvKey = 0x5eed
 // shmMap is a /dev/shm file mapped shared at start, for shm_poke.
 var shmMap []byte
 
-// mapShm maps /dev/shm/mapped, made at start: the baseline holds it.
+// mapShm maps /dev/shm/mapped, made at start: the baseline holds it. The
+// file appears whole, at its size, in one step (an unnamed file given its
+// name once sized): made by name and then sized, a snapshot between the two
+// (a loaded machine) saw it created at startup and modified at
+// initialize.
 func mapShm() {
-	f, err := os.OpenFile("/dev/shm/mapped", os.O_RDWR|os.O_CREATE, 0o600)
+	fd, err := unix.Open("/dev/shm", unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return
 	}
+	f := os.NewFile(uintptr(fd), "mapped")
 	defer f.Close()
 	if f.Truncate(4096) != nil {
 		return
 	}
-	shmMap, _ = unix.Mmap(int(f.Fd()), 0, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), unix.AT_FDCWD, "/dev/shm/mapped", unix.AT_SYMLINK_FOLLOW) != nil {
+		return
+	}
+	shmMap, _ = unix.Mmap(fd, 0, 4096, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 }
