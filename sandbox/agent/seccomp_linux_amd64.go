@@ -130,18 +130,18 @@ func filter() []unix.SockFilter {
 	a.ld(offArg0)
 	a.jeq(0, "", "trace-aimed")
 	a.ret(unix.SECCOMP_RET_ALLOW)
-	a.label("setpriority")
-	a.ld(offArg0)
-	a.jeq(prioProcess, "", "trace-aimed")
-	a.ld(offArg1)
-	a.jeq(0, "", "trace-aimed")
-	a.ret(unix.SECCOMP_RET_ALLOW)
-	a.label("ioprio")
-	a.ld(offArg0)
-	a.jeq(ioprioWhoProcess, "", "trace-aimed")
-	a.ld(offArg1)
-	a.jeq(0, "", "trace-aimed")
-	a.ret(unix.SECCOMP_RET_ALLOW)
+	// (which, who): the caller itself is (process, 0).
+	for _, b := range []struct {
+		label   string
+		process uint32
+	}{{"setpriority", prioProcess}, {"ioprio", ioprioWhoProcess}} {
+		a.label(b.label)
+		a.ld(offArg0)
+		a.jeq(b.process, "", "trace-aimed")
+		a.ld(offArg1)
+		a.jeq(0, "", "trace-aimed")
+		a.ret(unix.SECCOMP_RET_ALLOW)
+	}
 	a.label("clone")
 	a.ld(offArg0)
 	a.jset(unix.CLONE_UNTRACED, "trace-aimed", "")
