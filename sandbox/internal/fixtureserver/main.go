@@ -3,6 +3,7 @@
 // way mcpsandbox must catch. Arguments choose the tool sets:
 //
 //	fixtureserver [honest] [liar] [bad] [hostile] [wary] [stateful] [held] [ipc] [flaky] [env] [leaky] [owner] [boundary] [secrets] [surfaces] [readcrash] [asks] [coverage] [garbage] [hang] [crash] ... [--banner] [--protocol=V]
+//	fixtureserver ambiguous ATTACK [honest=N] (see ambiguous.go: one message, two readings)
 //	fixtureserver flood [pages=N] [page-bytes=B] ... (see flood.go: a server that floods its client)
 //
 // (default: honest liar); each misbehaving tool may be named alone.
@@ -42,6 +43,9 @@ func main() {
 	}
 	if len(os.Args) > 2 && os.Args[1] == "execvp" {
 		os.Exit(execvp(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "ambiguous" {
+		os.Exit(ambiguous(os.Args[2:]))
 	}
 	if len(os.Args) > 1 && os.Args[1] == "flood" {
 		os.Exit(flood(os.Args[2:]))
