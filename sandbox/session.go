@@ -83,6 +83,10 @@ type SessionOptions struct {
 	// Bounds limit what is read and kept of what the server sends (zero
 	// fields: DefaultBounds).
 	Bounds Bounds
+	// Ambiguity, if set, is told each ambiguity recorded in the report
+	// (Server.Ambiguities) as the stdout filter meets it, on the filter's
+	// goroutine: run logs them.
+	Ambiguity func(report.Ambiguity)
 	// Disk bounds the space the server's writes may hold (default
 	// DefaultDisk), measured every DiskInterval (default
 	// DefaultDiskInterval); past it the server is stopped.

@@ -188,12 +188,47 @@ type Server struct {
 	// inputSchema was replaced over the schema bound: some tools were
 	// neither called nor judged (the tool-list-truncated finding).
 	ToolListTruncated bool `json:"toolListTruncated,omitempty"`
+	// Ambiguities are the places in the server's messages where two
+	// mainstream JSON readers part (JSON.parse, Go's encoding/json,
+	// Python's json: see docs/readers.md), in the order met, the first
+	// MaxAmbiguities; AmbiguitiesOmitted counts the rest. Each raises
+	// ambiguous-message.
+	Ambiguities        []Ambiguity `json:"ambiguities,omitempty"`
+	AmbiguitiesOmitted int         `json:"ambiguitiesOmitted,omitempty"`
 	// Transport is how the server was reached, http (streamable HTTP) or
 	// sse (HTTP+SSE); absent for stdio. Endpoint is the URL asked for,
 	// as a client on the container's loopback would ask for it.
 	Transport string `json:"transport,omitempty"`
 	Endpoint  string `json:"endpoint,omitempty"`
 }
+
+// Ambiguity is one place in a server's message that two mainstream
+// readers read otherwise: the judge read it one way, a client may act on
+// another.
+type Ambiguity struct {
+	// Kind is how the readings part: duplicate-key, case-variant-key,
+	// proto-key, non-finite-number, number-overflow, imprecise-integer,
+	// lone-surrogate, invalid-utf8, byte-order-mark, trailing-data,
+	// id-form, not-boolean.
+	Kind string `json:"kind"`
+	// Method is the request the message answers (tools/list), or the
+	// server's own request or notification; "" when neither is known.
+	Method string `json:"method,omitempty"`
+	// Tool is the tool whose definition holds it, in a tool list.
+	Tool string `json:"tool,omitempty"`
+	// Path is where in the message ("result.tools[0].annotations"); Key
+	// the key concerned, for the key kinds.
+	Path   string `json:"path,omitempty"`
+	Key    string `json:"key,omitempty"`
+	Detail string `json:"detail"`
+	// Refused: the line had no reading every strict reader takes (NaN,
+	// trailing data, a byte-order mark), so the client was not given it.
+	Refused bool `json:"refused,omitempty"`
+}
+
+// MaxAmbiguities bounds the ambiguities a report lists; the rest are
+// counted (Server.AmbiguitiesOmitted).
+const MaxAmbiguities = 256
 
 // Sandbox records how the server was confined.
 type Sandbox struct {
