@@ -396,6 +396,17 @@ func (p *parser) object(out []byte, depth int, kind pathKind) ([]byte, error) {
 				m.from = -1
 			}
 		}
+		// A hint that is no boolean: dropped, the safe default every
+		// reader then agrees on.
+		if n := len(p.path); n > 0 && p.path[n-1] == "annotations" {
+			for i := range ms {
+				m := &ms[i]
+				if v := string(buf[max(m.from, 0):m.to]); m.from >= 0 && hintNames[m.key] && v != "true" && v != "false" {
+					p.note(Ambiguity{Kind: NotBoolean, Key: m.key, Detail: fmt.Sprintf("%.40s is no boolean: no claim to the judge, a refused list to the TypeScript SDK, true to a reader that coerces (pydantic)", v)})
+					m.from = -1
+				}
+			}
+		}
 	} else if i, ok := seen["__proto__"]; ok && ms[i].from >= 0 {
 		p.note(Ambiguity{Kind: ProtoKey, Key: "__proto__", Detail: "an own property to JSON.parse, the object's prototype to a copy made by assignment"})
 		ms[i].from = -1
@@ -416,6 +427,9 @@ func (p *parser) object(out []byte, depth int, kind pathKind) ([]byte, error) {
 	}
 	return append(out, '}'), nil
 }
+
+// hintNames are the safety hints, which are booleans or nothing.
+var hintNames = map[string]bool{"readOnlyHint": true, "destructiveHint": true, "idempotentHint": true, "openWorldHint": true}
 
 func pathKey(k string) string {
 	if len(k) > maxKey {

@@ -49,6 +49,9 @@ func TestRead(t *testing.T) {
 		{"bom", "\xef\xbb\xbf{\"id\":1}", []string{"byte-order-mark@/"}, ""},
 		{"trailing", `{"id":1} {"id":2}`, []string{"trailing-data@/"}, ""},
 		{"escaped key", `{"n\u0061me":"a","name":"b"}`, []string{"duplicate-key@/name"}, `{"name":"b"}`},
+		{"string hint", `{"tools":[{"name":"a","annotations":{"readOnlyHint":"true","destructiveHint":1,"idempotentHint":null,"openWorldHint":false}}]}`,
+			[]string{"not-boolean@tools[0].annotations/readOnlyHint", "not-boolean@tools[0].annotations/destructiveHint", "not-boolean@tools[0].annotations/idempotentHint"},
+			`{"tools":[{"name":"a","annotations":{"openWorldHint":false}}]}`},
 		{"line separator", "{\"a\":\"x\u2028y\"}", nil, `{"a":"x\u2028y"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
