@@ -9,6 +9,8 @@ import (
 	"hash"
 	"strconv"
 	"sync"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
 )
 
 // frameScan reads one line of the server's stdout a chunk at a time,
@@ -311,6 +313,12 @@ type frameGate struct {
 	lastSent map[string]string  // method -> id of the last request sent
 	waiting  map[string]bool    // the ids of lastSent
 	lost     error              // why the client closed the session, if it did
+	// amb are the ambiguities met (see judge), the first
+	// report.MaxAmbiguities; ambOmitted counts the rest. onAmbiguity, if
+	// set, is told each as it is kept.
+	amb         []report.Ambiguity
+	ambOmitted  int
+	onAmbiguity func(report.Ambiguity)
 }
 
 // maxRefusalsKept bounds the refusals kept for the report; the rest are

@@ -55,11 +55,14 @@ func (h *httpGate) admit(scan *frameScan, msg []byte, over bool) []byte {
 			scan.n = int64(len(clean))
 			return h.gate.refuse(scan, BoundMessageSize)
 		}
+		out := h.gate.judge(scan, trimmed, clean)
 		h.gate.passed(scan)
-		if !bytes.Equal(clean, trimmed) && h.raw != nil {
+		if !bytes.Equal(out, trimmed) && h.raw != nil {
 			h.raw(trimmed)
 		}
-		return clean
+		return out
+	case framed:
+		h.gate.judgeRefused(scan, trimmed)
 	}
 	// Not JSON: passed on (cut at the bound) for the SDK to refuse, which
 	// ends the session with an error that says so.

@@ -185,6 +185,17 @@ func mergeCall(rep, sub *report.Report, first int) {
 		}
 		rep.Problems = append(rep.Problems, p)
 	}
+	// Every session reads the same listing: each place is said once.
+	for _, a := range sub.Server.Ambiguities {
+		switch {
+		case slices.Contains(rep.Server.Ambiguities, a):
+		case len(rep.Server.Ambiguities) >= report.MaxAmbiguities:
+			rep.Server.AmbiguitiesOmitted++
+		default:
+			rep.Server.Ambiguities = append(rep.Server.Ambiguities, a)
+		}
+	}
+	rep.Server.AmbiguitiesOmitted += sub.Server.AmbiguitiesOmitted
 	rep.NotCalled = append(rep.NotCalled, sub.NotCalled...)
 	// A bound hit in any session fails the whole report's gate.
 	rep.Sandbox.EventsDropped += sub.Sandbox.EventsDropped

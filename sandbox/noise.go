@@ -90,15 +90,17 @@ func (n *noiseFilter) filter(r io.Reader, w *io.PipeWriter, gate *frameGate) {
 				}
 				break
 			}
+			// What the client reads is clean (every string it takes is
+			// valid UTF-8, \xNN for other bytes) and read once: the
+			// judge's reading where readers part. The transcript keeps the
+			// line as it was.
+			out := gate.judge(&scan, trimmed, clean)
 			gate.passed(&scan)
-			if !bytes.Equal(clean, trimmed) {
-				// What the client reads is clean (every string it takes is
-				// valid UTF-8, \xNN for other bytes); the transcript keeps
-				// the line as it was.
+			if !bytes.Equal(out, trimmed) {
 				if n.raw != nil {
 					n.raw(trimmed)
 				}
-				trimmed = clean
+				trimmed = out
 			}
 			if !send(append(trimmed, '\n')) {
 				return
@@ -106,6 +108,9 @@ func (n *noiseFilter) filter(r io.Reader, w *io.PipeWriter, gate *frameGate) {
 		case over:
 			n.note(append(trimmed, "…"...))
 		default:
+			if framed || bytes.HasPrefix(trimmed, utf8BOM) {
+				gate.judgeRefused(&scan, trimmed)
+			}
 			n.note(trimmed)
 		}
 		if cap(line) > 1<<20 {
@@ -120,6 +125,9 @@ func (n *noiseFilter) filter(r io.Reader, w *io.PipeWriter, gate *frameGate) {
 		}
 	}
 }
+
+// utf8BOM starts a line some readers take for a message.
+var utf8BOM = []byte("\xef\xbb\xbf")
 
 // maxNoiseSample is what is kept of a line too long to pass, for the noise
 // sample.

@@ -21,6 +21,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/overlay"
 	"github.com/mcpsandbox/mcpsandbox/probes"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/wire"
 )
 
 // ScanOptions configures a scan.
@@ -656,7 +657,7 @@ func decodeTool(raw json.RawMessage) (report.Tool, error) {
 		InputSchema  json.RawMessage `json:"inputSchema"`
 		OutputSchema json.RawMessage `json:"outputSchema"`
 	}
-	if err := json.Unmarshal(raw, &t); err != nil {
+	if err := wire.Unmarshal(raw, &t); err != nil {
 		return report.Tool{}, fmt.Errorf("a listed tool does not decode: %v", err)
 	}
 	if t.Name == "" {
@@ -666,14 +667,14 @@ func decodeTool(raw json.RawMessage) (report.Tool, error) {
 		Annotations: nullIfEmpty(t.Annotations), InputSchema: nullIfEmpty(t.InputSchema), OutputSchema: t.OutputSchema}
 	if len(t.Annotations) > 0 && string(t.Annotations) != "null" {
 		var h map[string]json.RawMessage
-		if err := json.Unmarshal(t.Annotations, &h); err != nil {
+		if err := wire.Unmarshal(t.Annotations, &h); err != nil {
 			return tool, fmt.Errorf("tool %q: annotations are not an object: %v", t.Name, err)
 		}
 		tool.Hints = report.Hints{ReadOnly: boolHint(h["readOnlyHint"]), Destructive: boolHint(h["destructiveHint"]),
 			Idempotent: boolHint(h["idempotentHint"]), OpenWorld: boolHint(h["openWorldHint"])}
 		if tool.Title == "" {
 			var title string
-			if json.Unmarshal(h["title"], &title) == nil {
+			if wire.Unmarshal(h["title"], &title) == nil {
 				tool.Title = title
 			}
 		}
@@ -692,7 +693,7 @@ func nullIfEmpty(r json.RawMessage) json.RawMessage {
 // (a non-boolean hint is no claim).
 func boolHint(raw json.RawMessage) *bool {
 	var b bool
-	if len(raw) == 0 || json.Unmarshal(raw, &b) != nil {
+	if len(raw) == 0 || wire.Unmarshal(raw, &b) != nil {
 		return nil
 	}
 	return &b

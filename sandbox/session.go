@@ -21,6 +21,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/images"
 	"github.com/mcpsandbox/mcpsandbox/overlay"
 	"github.com/mcpsandbox/mcpsandbox/probes"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/wire"
 )
 
 // SessionOptions configures one server in one sandbox.
@@ -260,8 +261,10 @@ func newSession(cli Engine, opts SessionOptions) *Session {
 		Isolation: IsolationSession.String(), PidsLimit: opts.Limits.Pids, MemoryMB: opts.Limits.MemoryMB,
 		CPUs: opts.Limits.CPUs, Workspace: "empty", HashBudget: opts.FileLimits.HashBudget, DiskLimit: opts.Disk}
 	transcript := NewTranscript(opts.Bounds.MaxTranscript)
+	gate := newFrameGate(opts.Bounds)
+	gate.onAmbiguity = opts.Ambiguity
 	return &Session{opts: opts, cli: cli, rep: rep, transcript: transcript, noise: &noiseFilter{maxKeep: 5, raw: transcript.recordRaw},
-		gate: newFrameGate(opts.Bounds), image: opts.Image}
+		gate: gate, image: opts.Image}
 }
 
 func (s *Session) logf(format string, args ...any) {
@@ -792,7 +795,7 @@ func (s *Session) ListTools(ctx context.Context) ([]report.Tool, error) {
 		var page struct {
 			Tools []json.RawMessage `json:"tools"`
 		}
-		if err := json.Unmarshal(raw, &page); err != nil {
+		if err := wire.Unmarshal(raw, &page); err != nil {
 			return nil, fmt.Errorf("decoding tools/list result: %w", err)
 		}
 		for i, rt := range page.Tools {
@@ -1211,6 +1214,7 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 		s.rep.Server.StderrDisclosed = roles(found)
 	}
 	s.rep.Server.StdoutNoise, s.rep.Server.StdoutNoiseSample = s.noise.snapshot()
+	s.rep.Server.Ambiguities, s.rep.Server.AmbiguitiesOmitted = s.gate.ambiguities()
 	s.refusedElsewhere()
 	if s.rep.Server.StdoutNoise > 0 {
 		s.problem("stdout-noise", 0, "the server wrote %d line(s) to stdout that are not JSON-RPC; they were dropped (first: %s)", s.rep.Server.StdoutNoise, s.rep.Server.StdoutNoiseSample[0])

@@ -89,6 +89,7 @@ func All() []Rule {
 		{ID: BaselineStale, Severity: report.SeverityError, Rationale: "A baseline entry no longer occurs: the problem is fixed, so the exception must go."},
 		serverRunsAsRootRule(),
 		agentTamperRule(),
+		ambiguousMessageRule(),
 		hashBudgetRule(),
 		toolListRule(),
 		diskRule(),
@@ -168,6 +169,7 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 	}
 	e.out = append(e.out, runsAsRoot(r)...)
 	e.out = append(e.out, tamper(r)...)
+	e.out = append(e.out, ambiguous(r)...)
 	e.out = append(e.out, hashBudget(r)...)
 	e.out = append(e.out, toolList(r)...)
 	e.out = append(e.out, toolListCut(r)...)

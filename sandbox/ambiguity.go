@@ -1,0 +1,181 @@
+package sandbox
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/wire"
+)
+
+// One reading of the server's words. Every message the transports pass
+// (stdout lines, HTTP bodies and events) is read once by wire.Read as
+// the server sent it: where two mainstream readers part, each place is
+// recorded (report.Server.Ambiguities, rule ambiguous-message) and the
+// client is given the judge's own reading re-encoded, so that what the
+// SDK acts on is what was judged. A response whose id is in another form
+// than the request's (1.0 or "1" for 1) is matched as the TypeScript SDK
+// matches it and given the request's id.
+
+// judge returns what the client reads of a message that passed the
+// bounds: raw as received, clean as report.CleanJSON made it.
+func (g *frameGate) judge(s *frameScan, raw, clean []byte) []byte {
+	r, err := wire.Read(raw)
+	out := clean
+	if r.Ambiguous() {
+		if err == nil {
+			if c, cerr := wire.Read(clean); cerr == nil {
+				out = c.Canonical
+			}
+		}
+		g.ambiguous(s, r, out, err != nil)
+	}
+	return g.matchID(s, out)
+}
+
+// judgeRefused records the ambiguities of a line no strict reader takes
+// whole but some reader does (NaN, trailing data, a byte-order mark): it
+// is dropped as noise, and a client of another reader acts on it.
+func (g *frameGate) judgeRefused(s *frameScan, raw []byte) {
+	if r, err := wire.Read(raw); err != nil && r.Ambiguous() {
+		g.ambiguous(s, r, nil, true)
+	}
+}
+
+// matchID gives a response in another id form than the request's the
+// request's id, when it answers one request as the TypeScript SDK
+// matches (Number(id)); the form is an ambiguity.
+func (g *frameGate) matchID(s *frameScan, msg []byte) []byte {
+	if s.hasMethod || !(s.hasResult || s.hasError) || s.overflow || len(s.id) == 0 || bytes.Equal(s.id, []byte("null")) {
+		return msg
+	}
+	if k := wire.IDKey(s.id); k != "" {
+		// The exact form: an answer to a request of ours or to none.
+		return msg
+	}
+	n, ok := wire.JSNumber(s.id)
+	g.mu.Lock()
+	match, method := "", ""
+	if ok {
+		for m, k := range g.lastSent {
+			if v, err := strconv.ParseFloat(k, 64); err == nil && !strings.HasPrefix(k, `"`) && v == n && g.waiting[k] {
+				if match != "" {
+					match = "-" // two requests: no match
+					break
+				}
+				match, method = k, m
+			}
+		}
+	}
+	g.mu.Unlock()
+	a := report.Ambiguity{Kind: wire.IDForm.String(), Path: "id",
+		Detail: fmt.Sprintf("the id %.40s is no request's exact form", s.id)}
+	if match == "" || match == "-" {
+		a.Detail += ": the TypeScript SDK matches it as Number(id), the go-sdk and Python as written; it answers none of the client's requests"
+		g.record(a)
+		return msg
+	}
+	a.Method = publicMethod(method)
+	a.Detail += fmt.Sprintf(": the TypeScript SDK matches it to request %s (Number(id)), the go-sdk and Python to none; the client was given %s", match, match)
+	g.record(a)
+	out, err := replaceMember(msg, "id", []byte(match))
+	if err != nil {
+		return msg
+	}
+	s.id = append(s.id[:0], match...)
+	return bytes.TrimSuffix(out, []byte("\n"))
+}
+
+// ambiguous records the ambiguities of one message; canonical (nil when
+// refused) names the tools of a tool list.
+func (g *frameGate) ambiguous(s *frameScan, r wire.Reading, canonical []byte, refused bool) {
+	method := ""
+	if s.hasMethod && !s.overflow {
+		var m string
+		if wire.Unmarshal(s.method, &m) == nil {
+			method = m
+		}
+	} else if k := s.idKey(); k != "" {
+		g.mu.Lock()
+		for m, id := range g.lastSent {
+			if id == k {
+				method = publicMethod(m)
+			}
+		}
+		g.mu.Unlock()
+	}
+	var tools []string
+	if canonical != nil && bytes.Contains(canonical, []byte(`"tools"`)) {
+		var m struct {
+			Result struct {
+				Tools []struct {
+					Name string `json:"name"`
+				} `json:"tools"`
+			} `json:"result"`
+		}
+		if wire.Unmarshal(canonical, &m) == nil {
+			for _, t := range m.Result.Tools {
+				tools = append(tools, t.Name)
+			}
+		}
+	}
+	for _, a := range r.Found {
+		ra := report.Ambiguity{Kind: a.Kind.String(), Method: method, Path: a.Path, Key: a.Key, Detail: a.Detail, Refused: refused}
+		if i, ok := toolIndex(a.Path); ok && i < len(tools) {
+			ra.Tool = tools[i]
+		}
+		g.record(ra)
+	}
+	g.mu.Lock()
+	g.ambOmitted += r.All - len(r.Found)
+	g.mu.Unlock()
+}
+
+// publicMethod is a gate key's method (run keys each request by its id).
+func publicMethod(key string) string {
+	if strings.HasPrefix(key, runMethod) {
+		return ""
+	}
+	return key
+}
+
+// toolIndex reads i from a path under result.tools[i].
+func toolIndex(path string) (int, bool) {
+	rest, ok := strings.CutPrefix(path, "result.tools[")
+	if !ok {
+		return 0, false
+	}
+	n, _, ok := strings.Cut(rest, "]")
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.Atoi(n)
+	return i, err == nil
+}
+
+// record keeps one ambiguity (the first report.MaxAmbiguities; the rest
+// counted) and tells the session's hook.
+func (g *frameGate) record(a report.Ambiguity) {
+	a.Key = report.EscapeInvalid(a.Key)
+	a.Path = report.EscapeInvalid(a.Path)
+	g.mu.Lock()
+	if len(g.amb) < report.MaxAmbiguities {
+		g.amb = append(g.amb, a)
+	} else {
+		g.ambOmitted++
+	}
+	hook := g.onAmbiguity
+	g.mu.Unlock()
+	if hook != nil {
+		hook(a)
+	}
+}
+
+// ambiguities are those recorded, and how many more were not kept.
+func (g *frameGate) ambiguities() ([]report.Ambiguity, int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]report.Ambiguity(nil), g.amb...), g.ambOmitted
+}
