@@ -51,12 +51,13 @@ func (g *frameGate) matchID(s *frameScan, msg []byte) []byte {
 	if s.hasMethod || !(s.hasResult || s.hasError) || s.overflow || len(s.id) == 0 || bytes.Equal(s.id, []byte("null")) {
 		return msg
 	}
-	if k := wire.IDKey(s.id); k != "" {
-		// The exact form: an answer to a request of ours or to none.
-		return msg
-	}
 	n, ok := wire.JSNumber(s.id)
 	g.mu.Lock()
+	if k := wire.IDKey(s.id); k != "" && g.waiting[k] {
+		// The exact form of a request's id.
+		g.mu.Unlock()
+		return msg
+	}
 	match, method := "", ""
 	if ok {
 		for m, k := range g.lastSent {
@@ -70,13 +71,15 @@ func (g *frameGate) matchID(s *frameScan, msg []byte) []byte {
 		}
 	}
 	g.mu.Unlock()
-	a := report.Ambiguity{Kind: wire.IDForm.String(), Path: "id",
-		Detail: fmt.Sprintf("the id %.40s is no request's exact form", s.id)}
 	if match == "" || match == "-" {
-		a.Detail += ": the TypeScript SDK matches it as Number(id), the go-sdk and Python as written; it answers none of the client's requests"
-		g.record(a)
+		if wire.IDKey(s.id) == "" {
+			g.record(report.Ambiguity{Kind: wire.IDForm.String(), Path: "id",
+				Detail: fmt.Sprintf("the id %.40s is in no form a request's id has: the TypeScript SDK matches it as Number(id), the go-sdk and Python as written; it answers none of the client's requests", s.id)})
+		}
 		return msg
 	}
+	a := report.Ambiguity{Kind: wire.IDForm.String(), Path: "id",
+		Detail: fmt.Sprintf("the id %.40s is no request's exact form", s.id)}
 	a.Method = publicMethod(method)
 	a.Detail += fmt.Sprintf(": the TypeScript SDK matches it to request %s (Number(id)), the go-sdk and Python to none; the client was given %s", match, match)
 	g.record(a)
@@ -160,9 +163,18 @@ func toolIndex(path string) (int, bool) {
 func (g *frameGate) record(a report.Ambiguity) {
 	a.Key = report.EscapeInvalid(a.Key)
 	a.Path = report.EscapeInvalid(a.Path)
+	// A session lists its tools again and again: each place is said
+	// once, whatever its detail (an id's value) says.
+	key := a
+	key.Detail = ""
 	g.mu.Lock()
+	if g.ambSeen[key] {
+		g.mu.Unlock()
+		return
+	}
 	if len(g.amb) < report.MaxAmbiguities {
 		g.amb = append(g.amb, a)
+		g.ambSeen[key] = true
 	} else {
 		g.ambOmitted++
 	}

@@ -317,6 +317,7 @@ type frameGate struct {
 	// report.MaxAmbiguities; ambOmitted counts the rest. onAmbiguity, if
 	// set, is told each as it is kept.
 	amb         []report.Ambiguity
+	ambSeen     map[report.Ambiguity]bool // amb, their details blank
 	ambOmitted  int
 	onAmbiguity func(report.Ambiguity)
 }
@@ -327,7 +328,7 @@ type frameGate struct {
 const maxRefusalsKept = 64
 
 func newFrameGate(b Bounds) *frameGate {
-	return &frameGate{bounds: b.withDefaults(), byID: map[string]refusal{}, digests: map[string]digest{}, lastSent: map[string]string{}, waiting: map[string]bool{}}
+	return &frameGate{bounds: b.withDefaults(), byID: map[string]refusal{}, digests: map[string]digest{}, lastSent: map[string]string{}, waiting: map[string]bool{}, ambSeen: map[report.Ambiguity]bool{}}
 }
 
 // passed notes a response to a request of ours that went through, for

@@ -28,7 +28,11 @@ import (
 //   - id-float, id-string: tools/list answered with the id 1.0 or "1" for
 //     the request's 1;
 //   - many: honest=N read-only tools that write nothing (default 10050)
-//     listed before peek, which claims readOnlyHint true.
+//     listed before peek, which claims readOnlyHint true;
+//   - refused: before answering tools/list, three lines only some
+//     readers take: a notification with NaN, one after a byte-order mark,
+//     and one followed on its line by a second message (a tools/list
+//     answer with a decoy, which a streaming decoder would read).
 //
 // Every other method gets an empty result.
 func ambiguous(args []string) int {
@@ -65,7 +69,7 @@ func ambiguous(args []string) int {
 		peek = `{"name":"peek","description":"reads a note",` + schema + `,"annotations":{"__proto__":{"readOnlyHint":true}}}`
 	case "string-hint":
 		peek = `{"name":"peek","description":"reads a note",` + schema + `,"annotations":{"readOnlyHint":"true"}}`
-	case "id-float", "id-string", "many":
+	case "id-float", "id-string", "many", "refused":
 	default:
 		fmt.Fprintf(os.Stderr, "ambiguous: no attack %q\n", attack)
 		return 2
@@ -107,6 +111,12 @@ func ambiguous(args []string) int {
 				b.WriteString(`,{"name":"peek_decoy","description":"a decoy",` + schema + `,"annotations":{"readOnlyHint":true}}`)
 			}
 			b.WriteString(`]}`)
+			if attack == "refused" {
+				const note = `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":%s}}`
+				fmt.Fprintf(out, note+"\n", "NaN")
+				fmt.Fprintf(out, "\xef\xbb\xbf"+note+"\n", `"bom"`)
+				fmt.Fprintf(out, note+` {"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"decoy",%s}]}}`+"\n", `"trailing"`, id, schema)
+			}
 			send(id, b.String())
 		case "tools/call":
 			text := "nothing"
