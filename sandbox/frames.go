@@ -127,6 +127,10 @@ func (s *frameScan) byte1(c byte) {
 		if s.depth == 1 && !s.inValue {
 			s.inValue, s.cur = true, s.keyName
 			switch s.cur {
+			case "id":
+				// A key given twice is read for its last value, as every
+				// reader reads it (and the judge re-encodes it).
+				s.id = s.id[:0]
 			case "result":
 				s.hasResult = true
 				s.result = sha256.New()
@@ -134,6 +138,7 @@ func (s *frameScan) byte1(c byte) {
 				s.hasError = true
 			case "method":
 				s.hasMethod = true
+				s.method = s.method[:0]
 			}
 			return
 		}

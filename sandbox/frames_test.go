@@ -153,3 +153,16 @@ func TestBoundTool(t *testing.T) {
 		t.Errorf("inputSchema %s (%v)", big.InputSchema, err)
 	}
 }
+
+// TestFrameScanKeepsTheLastID: an id given twice is the last, as every
+// reader (and the judge's re-encoding) reads it, not the two run together.
+func TestFrameScanKeepsTheLastID(t *testing.T) {
+	var s frameScan
+	s.write([]byte(`{"jsonrpc":"2.0","id":1,"method":"a","method":"b","id":23,"result":{}}`))
+	if got := s.idKey(); got != "23" {
+		t.Errorf("id %q, want 23", got)
+	}
+	if string(s.method) != `"b"` {
+		t.Errorf("method %s, want \"b\"", s.method)
+	}
+}

@@ -288,6 +288,9 @@ func (p *parser) value(out []byte, depth int, kind pathKind) ([]byte, error) {
 	case c == '[':
 		return p.array(out, depth, kind)
 	case c == '"':
+		if raw, ok := p.plainString(); ok {
+			return append(out, raw...), nil
+		}
 		s, err := p.str()
 		if err != nil {
 			return nil, err
@@ -331,7 +334,19 @@ func (p *parser) object(out []byte, depth int, kind pathKind) ([]byte, error) {
 	p.pos++ // {
 	var buf []byte
 	var ms []member
-	seen := map[string]int{} // key -> index of its last member
+	var seen map[string]int // key -> index of its last member, past a few
+	lookup := func(key string) (int, bool) {
+		if seen != nil {
+			i, ok := seen[key]
+			return i, ok
+		}
+		for i := len(ms) - 1; i >= 0; i-- {
+			if ms[i].from >= 0 && ms[i].key == key {
+				return i, true
+			}
+		}
+		return 0, false
+	}
 	p.ws()
 	if p.pos < len(p.src) && p.src[p.pos] == '}' {
 		p.pos++
@@ -359,12 +374,21 @@ func (p *parser) object(out []byte, depth int, kind pathKind) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if i, dup := seen[key]; dup {
+		if i, dup := lookup(key); dup {
 			p.note(Ambiguity{Kind: DuplicateKey, Key: key, Detail: "the key twice in one object: the last is read by JSON.parse, Go and Python, the first by a first-wins reader"})
-			ms[i].key = "" // dropped: the last is kept
-			ms[i].from = -1
+			ms[i].from = -1 // dropped: the last is kept
 		}
-		seen[key] = len(ms)
+		if seen == nil && len(ms) >= 8 {
+			seen = make(map[string]int, 16)
+			for i, m := range ms {
+				if m.from >= 0 {
+					seen[m.key] = i
+				}
+			}
+		}
+		if seen != nil {
+			seen[key] = len(ms)
+		}
 		ms = append(ms, member{key: key, from: from, to: len(buf)})
 		p.ws()
 		if p.pos >= len(p.src) {
@@ -407,7 +431,7 @@ func (p *parser) object(out []byte, depth int, kind pathKind) ([]byte, error) {
 				}
 			}
 		}
-	} else if i, ok := seen["__proto__"]; ok && ms[i].from >= 0 {
+	} else if i, ok := lookup("__proto__"); ok {
 		p.note(Ambiguity{Kind: ProtoKey, Key: "__proto__", Detail: "an own property to JSON.parse, the object's prototype to a copy made by assignment"})
 		ms[i].from = -1
 	}
@@ -549,10 +573,39 @@ func exactInteger(lit []byte) (float64, bool) {
 	return f, strconv.FormatFloat(f, 'f', -1, 64) == strings.TrimPrefix(string(lit), "+")
 }
 
+// plainString consumes a string literal at p.pos that needs no writing
+// again (printable ASCII, no escape) and returns it with its quotes.
+func (p *parser) plainString() ([]byte, bool) {
+	for i := p.pos + 1; i < len(p.src); i++ {
+		c := p.src[i]
+		if c == '"' {
+			out := p.src[p.pos : i+1]
+			p.pos = i + 1
+			return out, true
+		}
+		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
 // str reads a string literal at p.pos and returns its value, noting lone
 // surrogates and invalid UTF-8 (both U+FFFD in the value).
 func (p *parser) str() (string, error) {
 	p.pos++ // "
+	// Most strings are plain ASCII: taken whole.
+	for i := p.pos; i < len(p.src); i++ {
+		c := p.src[i]
+		if c == '"' {
+			out := string(p.src[p.pos:i])
+			p.pos = i + 1
+			return out, nil
+		}
+		if c == '\\' || c < 0x20 || c >= utf8.RuneSelf {
+			break
+		}
+	}
 	var b strings.Builder
 	loneNoted, invalidNoted := false, false
 	for {
@@ -652,6 +705,14 @@ func (p *parser) hex4() (rune, bool) {
 // with the escapes every reader decodes alike.
 func appendString(out []byte, s string) []byte {
 	out = append(out, '"')
+	plain := true
+	for i := 0; i < len(s) && plain; i++ {
+		c := s[i]
+		plain = c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf
+	}
+	if plain {
+		return append(append(out, s...), '"')
+	}
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
