@@ -36,13 +36,34 @@ func (g *frameGate) judge(s *frameScan, raw, clean []byte) []byte {
 }
 
 // judgeRefused records the ambiguities of a line no strict reader takes
-// whole but some reader does (NaN, trailing data, a byte-order mark): it
-// is dropped as noise, and a client of another reader acts on it.
-func (g *frameGate) judgeRefused(s *frameScan, raw []byte) {
-	if r, err := wire.Read(raw); err != nil && r.Ambiguous() {
-		g.ambiguous(s, r, nil, true)
+// whole but some reader does (NaN, trailing data, a byte-order mark): the
+// client is not given it, and a client of another reader would act on
+// it. ambiguous says so; out, when the line answers a request of the
+// client's, is the error that answers it in its place (the call ends now,
+// not at its timeout).
+func (g *frameGate) judgeRefused(s *frameScan, raw []byte) (out []byte, ambiguous bool) {
+	r, err := wire.Read(raw)
+	if err == nil || !r.Ambiguous() {
+		return nil, false
 	}
+	g.ambiguous(s, r, nil, true)
+	id := s.idKey()
+	if id == "" || s.hasMethod || !(s.hasResult || s.hasError) {
+		return nil, true
+	}
+	g.mu.Lock()
+	waiting := g.waiting[id]
+	g.mu.Unlock()
+	if !waiting {
+		return nil, true
+	}
+	msg := fmt.Sprintf("mcpsandbox: the server's answer reads differently to different JSON readers (%s) and was not given to the client", r.Found[0].Kind)
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s}}`, id, ambiguousErrorCode, strconv.Quote(msg)), true
 }
+
+// ambiguousErrorCode is the JSON-RPC error the client puts in place of an
+// answer no strict reader takes whole.
+const ambiguousErrorCode = -32098
 
 // matchID gives a response in another id form than the request's the
 // request's id, when it answers one request as the TypeScript SDK

@@ -62,7 +62,11 @@ func (h *httpGate) admit(scan *frameScan, msg []byte, over bool) []byte {
 		}
 		return out
 	case framed:
-		h.gate.judgeRefused(scan, trimmed)
+		// A message only some readers take whole is not given to the
+		// SDK, which might take it.
+		if out, ambiguous := h.gate.judgeRefused(scan, trimmed); ambiguous {
+			return out
+		}
 	}
 	// Not JSON: passed on (cut at the bound) for the SDK to refuse, which
 	// ends the session with an error that says so.

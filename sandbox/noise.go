@@ -109,7 +109,9 @@ func (n *noiseFilter) filter(r io.Reader, w *io.PipeWriter, gate *frameGate) {
 			n.note(append(trimmed, "…"...))
 		default:
 			if framed || bytes.HasPrefix(trimmed, utf8BOM) {
-				gate.judgeRefused(&scan, trimmed)
+				if out, _ := gate.judgeRefused(&scan, trimmed); out != nil && !send(append(out, '\n')) {
+					return
+				}
 			}
 			n.note(trimmed)
 		}

@@ -88,6 +88,25 @@ func TestAmbiguousToolListsFailTheGate(t *testing.T) {
 	}
 }
 
+// TestAmbiguousAnswerEndsTheCall: an answer only Python reads (NaN) is not
+// given to the client: an error answers the call in its place at once,
+// not at its timeout, and the place is recorded.
+func TestAmbiguousAnswerEndsTheCall(t *testing.T) {
+	code, b, _ := scanFixture(t, []string{"--settle", "200ms", "--call-timeout", "60s"}, "ambiguous", "nan-call")
+	r := decode(t, b)
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	if len(r.Server.Ambiguities) != 1 || r.Server.Ambiguities[0].Kind != "non-finite-number" || r.Server.Ambiguities[0].Method != "tools/call" || !r.Server.Ambiguities[0].Refused {
+		t.Errorf("ambiguities %+v", r.Server.Ambiguities)
+	}
+	for _, c := range r.Calls {
+		if c.Tool == "peek" && (c.ErrorKind == "timeout" || !strings.Contains(c.Error, "reads differently")) {
+			t.Errorf("peek's call: kind %q, error %q", c.ErrorKind, c.Error)
+		}
+	}
+}
+
 // TestLiarPastTheToolBound: a liar listed after more honest tools than
 // --max-tools is cut, said, and fails the gate.
 func TestLiarPastTheToolBound(t *testing.T) {
