@@ -17,7 +17,8 @@
 // "probes":[path...]}]}. Output on stdout: {"versions":{...},"results":
 // {key:{reader:{probe:cell,"_detail":text}}}}. A cell is a JSON value
 // written with ASCII escapes, "absent", "error: STAGE", "unmatched", or
-// for the probes "matched" and "messages" yes/no and a count.
+// for the probes "matched" and "messages" yes/no (n/a to a reader that
+// matches no request) and a count.
 //
 // It runs in mcpsandbox/node with the SDK mounted at
 // /opt/tsclient/node_modules and this file at /opt/tsclient/read.mjs.
@@ -92,7 +93,7 @@ function readJSONParse(line, probes) {
   }
   for (const p of probes) {
     if (p === 'messages') out[p] = '1';
-    else if (p === 'matched') out[p] = 'absent';
+    else if (p === 'matched') out[p] = 'n/a';
     else out[p] = render(walk(msg, parsePath(p)));
   }
   return out;
@@ -104,6 +105,7 @@ async function readTSSDK(line, probes, requestId) {
   const out = {};
   const events = [];
   let readMessages = 0;
+  let readError; // the stage at which the line failed to read
   let delivered;
   let wake;
   const woken = new Promise(r => { wake = r; });
@@ -135,6 +137,7 @@ async function readTSSDK(line, probes, requestId) {
           try {
             m = rb.readMessage();
           } catch (e) {
+            readError ??= e instanceof SyntaxError ? 'parse' : 'envelope';
             events.push('read: ' + short(e));
             continue;
           }
@@ -143,7 +146,7 @@ async function readTSSDK(line, probes, requestId) {
           if (delivered === undefined) delivered = m;
           this.onmessage?.(m);
         }
-        setImmediate(wake);
+        wake();
       });
     },
   };
@@ -155,15 +158,19 @@ async function readTSSDK(line, probes, requestId) {
     r => { settled = { ok: r }; },
     e => { settled = { err: e }; });
   await woken;
-  if (settled === undefined) {
+  // A line that did not read, or that answers no request, leaves the
+  // request waiting: closing ends it. One that answers it has been
+  // handed to the request's handler already (Protocol._onresponse runs
+  // it in onmessage), which settles it.
+  const unmatched = events.some(e => e.includes('unknown message ID'));
+  if (delivered === undefined || unmatched) {
     await client.close();
   }
   await listing;
-  const unmatched = events.some(e => e.includes('unknown message ID'));
   const matched = delivered !== undefined && !unmatched && !(settled.err && /Connection closed/.test(short(settled.err)));
   for (const p of probes) {
     if (p === 'messages') { out[p] = String(readMessages); continue; }
-    if (delivered === undefined) { out[p] = 'error: ' + (events.some(e => e.includes('JSON')) ? 'parse' : 'envelope'); continue; }
+    if (delivered === undefined) { out[p] = 'error: ' + (readError ?? 'unread'); continue; }
     if (p === 'matched') { out[p] = matched ? 'yes' : 'no'; continue; }
     const path = parsePath(p);
     if (path[0] === 'id') { out[p] = render(walk(delivered, path)); continue; }
