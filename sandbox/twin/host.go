@@ -119,7 +119,7 @@ func (h *Host) listen(ctx context.Context) error {
 	}
 	httpSrv := clientServer(h.ledger, ConnHTTP)
 	mux := http.NewServeMux()
-	mux.Handle(MCPPath, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return httpSrv }, nil))
+	mux.Handle(MCPPath, readingHandler(h.ledger, maxBody, mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return httpSrv }, nil)))
 	servers := []*http.Server{{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, {Handler: h.model, ReadHeaderTimeout: 10 * time.Second}}
 	go servers[0].Serve(mcpL)
 	go servers[1].Serve(modelL)
@@ -130,15 +130,7 @@ func (h *Host) listen(ctx context.Context) error {
 			if err != nil {
 				return
 			}
-			go func() {
-				ss, err := stdioSrv.Connect(ctx, &mcp.IOTransport{Reader: c, Writer: c}, nil)
-				if err != nil {
-					c.Close()
-					return
-				}
-				ss.Wait()
-				c.Close()
-			}()
+			go serveStdio(ctx, stdioSrv, h.ledger, c, maxLine)
 		}
 	}()
 	go func() {
@@ -149,6 +141,17 @@ func (h *Host) listen(ctx context.Context) error {
 		sockL.Close()
 	}()
 	return nil
+}
+
+// serveStdio serves srv on the relay's connection c until it ends, each
+// line read by the ledger first (see read.go).
+func serveStdio(ctx context.Context, srv *mcp.Server, l *ledger, c net.Conn, max int) {
+	defer c.Close()
+	ss, err := srv.Connect(ctx, &mcp.IOTransport{Reader: newLineReader(l, c, max), Writer: c}, nil)
+	if err != nil {
+		return
+	}
+	ss.Wait()
 }
 
 // control is the runner's server: the control tools. Their results are

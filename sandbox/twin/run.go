@@ -214,6 +214,7 @@ func (h *Host) ledgerOut() LedgerOut {
 	out.Entries, out.Dropped = h.ledger.snapshot()
 	out.Turns, out.TurnsDropped = h.model.Turns()
 	out.TurnsRefused = h.model.Refused()
+	out.Ambiguities, out.AmbiguitiesOmitted, out.Unread = h.ledger.reading()
 	if out.Entries == nil {
 		out.Entries = []Entry{}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"sync"
@@ -42,10 +43,17 @@ type ledger struct {
 	lists    map[any]int // tools/list replies sent per session
 	// dir is where markers go (MarkerDir; a test's own elsewhere).
 	dir string
+	// ambiguities are the first MaxAmbiguities places where readers
+	// parted on a message received; ambOmitted counts the rest and
+	// unreadN the messages not read, per phase (see read.go).
+	ambiguities []Ambiguity
+	ambOmitted  map[Phase]int
+	unreadN     map[Phase]int
 }
 
 func newLedger(dir string) *ledger {
-	return &ledger{sessions: map[any]int{}, next: map[Conn]int{}, lists: map[any]int{}, phase: PhaseSelfTest, dir: dir}
+	return &ledger{sessions: map[any]int{}, next: map[Conn]int{}, lists: map[any]int{}, phase: PhaseSelfTest, dir: dir,
+		ambOmitted: map[Phase]int{}, unreadN: map[Phase]int{}}
 }
 
 // marker is the marker path of call seq.
@@ -66,13 +74,22 @@ func (l *ledger) snapshot() ([]Entry, int) {
 	return append([]Entry(nil), l.entries...), l.dropped
 }
 
+// reading is what the ledger holds of the readings of messages: the
+// ambiguities kept, those counted per phase, the messages not read.
+func (l *ledger) reading() ([]Ambiguity, map[Phase]int, map[Phase]int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Ambiguity(nil), l.ambiguities...), maps.Clone(l.ambOmitted), maps.Clone(l.unreadN)
+}
+
 // add records e (numbered, in the current phase) unless the ledger is
-// full; it returns e's number, the nonce and the faults in force.
+// full; it returns e's number, the nonce and the faults in force. A nil
+// session is none known (a message not read): session 0.
 func (l *ledger) add(e Entry, session any) (Entry, string, Faults) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n, ok := l.sessions[session]
-	if !ok {
+	if !ok && session != nil {
 		l.next[e.Conn]++
 		n = l.next[e.Conn]
 		l.sessions[session] = n

@@ -5,7 +5,10 @@
 // streamable HTTP on the container's loopback and, through a relay the
 // client starts (`/sbin/docker-init mcpsandbox-twin-stdio`), over stdio;
 // it runs the scripted model endpoint, launches the client, and keeps a
-// ledger of every request. The ledger and the control tools are reached
+// ledger of every request. Every message a client sends is read once by
+// sandbox/wire before the SDK is given it (see read.go): where mainstream
+// JSON readers part on it is kept in the ledger, so that "the client
+// called alpha" is known to be one reading or known not to be. The ledger and the control tools are reached
 // only over the host's own stdio, which is the runner's attach stream:
 // no process in the container can read or speak on it.
 package twin
@@ -100,7 +103,7 @@ type Entry struct {
 	Seq     int    `json:"seq"`
 	Phase   Phase  `json:"phase"`
 	Conn    Conn   `json:"conn"`
-	Session int    `json:"session"` // the connection's number, per Conn
+	Session int    `json:"session"` // the connection's number, per Conn; 0 on a message not read
 	Method  string `json:"method"`
 	// Tool and Marker are set on a tools/call: the tool asked for and the
 	// marker file the call wrote ("" when the tool is not one of the twin's).
@@ -108,7 +111,9 @@ type Entry struct {
 	Marker string `json:"marker,omitempty"`
 	// Listing is a tools/list reply's tools, as sent.
 	Listing json.RawMessage `json:"listing,omitempty"`
-	Error   string          `json:"error,omitempty"`
+	// Error is set when the request failed, and on a message the twin
+	// did not read (Method "": see LedgerOut.Unread), why.
+	Error string `json:"error,omitempty"`
 }
 
 // Faults break the twin on purpose, for the harness's own tests: the
@@ -205,6 +210,17 @@ type LedgerOut struct {
 	TurnsDropped int                `json:"turnsDropped,omitempty"`
 	// TurnsRefused counts the model requests refused for their size.
 	TurnsRefused int `json:"turnsRefused,omitempty"`
+	// Ambiguities are the places where two mainstream JSON readers part
+	// on a message the twin received (a client's, or the self-test's),
+	// the first MaxAmbiguities; AmbiguitiesOmitted counts the rest, per
+	// phase. The method and tool are the twin's reading, which is the
+	// one it acted on.
+	Ambiguities        []Ambiguity   `json:"ambiguities,omitempty"`
+	AmbiguitiesOmitted map[Phase]int `json:"ambiguitiesOmitted,omitempty"`
+	// Unread counts, per phase, the messages the twin did not read (no
+	// reading every strict reader takes, or over the SDK's bound); each
+	// is also an entry, with its Error.
+	Unread map[Phase]int `json:"unread,omitempty"`
 }
 
 // MaxEntries bounds the ledger; maxListing a listing kept in an entry.
