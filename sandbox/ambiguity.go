@@ -20,7 +20,8 @@ import (
 // matches it and given the request's id.
 
 // judge returns what the client reads of a message that passed the
-// bounds: raw as received, clean as report.CleanJSON made it.
+// bounds: raw as received, clean as report.CleanJSON made it; nil for
+// nothing (a response in no id form of a request's, answering none).
 func (g *frameGate) judge(s *frameScan, raw, clean []byte) []byte {
 	r, err := wire.Read(raw)
 	out := clean
@@ -94,15 +95,18 @@ func (g *frameGate) matchID(s *frameScan, msg []byte) []byte {
 	g.mu.Unlock()
 	if match == "" || match == "-" {
 		if wire.IDKey(s.id) == "" {
-			g.record(report.Ambiguity{Kind: wire.IDForm.String(), Path: "id",
-				Detail: fmt.Sprintf("the id %.40s is in no form a request's id has: the TypeScript SDK matches it as Number(id), the go-sdk and Python as written; it answers none of the client's requests", s.id)})
+			// Not given to the client: the go-sdk would take 1.5 for 1.
+			g.record(report.Ambiguity{Kind: wire.IDForm.String(), Path: "id", Refused: true,
+				Detail: fmt.Sprintf("the id %.40s is in no form a request's id has and answers none of the client's requests as the TypeScript SDK matches (Number(id)); the go-sdk truncates a number to an integer", s.id)})
+			return nil
 		}
 		return msg
 	}
 	a := report.Ambiguity{Kind: wire.IDForm.String(), Path: "id",
 		Detail: fmt.Sprintf("the id %.40s is no request's exact form", s.id)}
+	// The go-sdk matches a number (1.0), never a string ("1").
 	a.Method = publicMethod(method)
-	a.Detail += fmt.Sprintf(": the TypeScript SDK matches it to request %s (Number(id)), the go-sdk and Python to none; the client was given %s", match, match)
+	a.Detail += fmt.Sprintf(": the TypeScript SDK matches it to request %s (Number(id)), the go-sdk only if it is a number, Python not at all; the client was given %s", match, match)
 	g.record(a)
 	out, err := replaceMember(msg, "id", []byte(match))
 	if err != nil {

@@ -56,6 +56,9 @@ func (h *httpGate) admit(scan *frameScan, msg []byte, over bool) []byte {
 			return h.gate.refuse(scan, BoundMessageSize)
 		}
 		out := h.gate.judge(scan, trimmed, clean)
+		if out == nil {
+			return nil
+		}
 		h.gate.passed(scan)
 		if !bytes.Equal(out, trimmed) && h.raw != nil {
 			h.raw(trimmed)

@@ -95,6 +95,9 @@ func (n *noiseFilter) filter(r io.Reader, w *io.PipeWriter, gate *frameGate) {
 			// judge's reading where readers part. The transcript keeps the
 			// line as it was.
 			out := gate.judge(&scan, trimmed, clean)
+			if out == nil {
+				break
+			}
 			gate.passed(&scan)
 			if !bytes.Equal(out, trimmed) {
 				if n.raw != nil {

@@ -69,18 +69,22 @@ const (
 	TrailingData
 	// IDForm: a response's id in another form than the request's (1.0,
 	// "1" for 1): the TypeScript SDK matches it (Number(id)), the go-sdk
-	// and Python do not.
+	// matches numbers only (1.5 truncated to 1), Python as written.
 	IDForm
 	// NotBoolean: a hint that is not a boolean ("true", 1): no claim to
 	// the judge and the TypeScript SDK (which refuses the list), true to a
 	// reader that coerces (pydantic).
 	NotBoolean
+	// ExtraEnvelopeKey: a member of a message beside jsonrpc, id, method,
+	// params, result and error: the TypeScript SDK's strict envelope
+	// drops the whole message, the others read it.
+	ExtraEnvelopeKey
 )
 
 var kindNames = []string{DuplicateKey: "duplicate-key", CaseVariantKey: "case-variant-key", ProtoKey: "proto-key",
 	NonFinite: "non-finite-number", NumberOverflow: "number-overflow", ImpreciseInteger: "imprecise-integer",
 	LoneSurrogate: "lone-surrogate", InvalidUTF8: "invalid-utf8", ByteOrderMark: "byte-order-mark",
-	TrailingData: "trailing-data", IDForm: "id-form", NotBoolean: "not-boolean"}
+	TrailingData: "trailing-data", IDForm: "id-form", NotBoolean: "not-boolean", ExtraEnvelopeKey: "extra-envelope-key"}
 
 func (k Kind) String() string {
 	if k > 0 && int(k) < len(kindNames) {
@@ -406,12 +410,17 @@ func (p *parser) object(out []byte, depth int, kind pathKind) ([]byte, error) {
 	}
 	// Keys a struct decoder would take for a field they are not.
 	if kind == pathRoot {
+		_, message := lookup("jsonrpc")
+		message = message && depth == 0
 		for i := range ms {
 			m := &ms[i]
 			if m.from < 0 {
 				continue
 			}
 			switch field, variant := caseVariant(m.key); {
+			case message && !envelopeKeys[m.key] && !variant && m.key != "__proto__":
+				p.note(Ambiguity{Kind: ExtraEnvelopeKey, Key: m.key, Detail: "a member the TypeScript SDK's envelope does not allow: it drops the whole message, the others read it"})
+				m.from = -1
 			case m.key == "__proto__":
 				p.note(Ambiguity{Kind: ProtoKey, Key: m.key, Detail: "an own property to JSON.parse, the object's prototype to a copy made by assignment"})
 				m.from = -1
@@ -451,6 +460,9 @@ func (p *parser) object(out []byte, depth int, kind pathKind) ([]byte, error) {
 	}
 	return append(out, '}'), nil
 }
+
+// envelopeKeys are a JSON-RPC message's members.
+var envelopeKeys = map[string]bool{"jsonrpc": true, "id": true, "method": true, "params": true, "result": true, "error": true}
 
 // hintNames are the safety hints, which are booleans or nothing.
 var hintNames = map[string]bool{"readOnlyHint": true, "destructiveHint": true, "idempotentHint": true, "openWorldHint": true}

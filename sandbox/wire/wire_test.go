@@ -52,6 +52,7 @@ func TestRead(t *testing.T) {
 		{"string hint", `{"tools":[{"name":"a","annotations":{"readOnlyHint":"true","destructiveHint":1,"idempotentHint":null,"openWorldHint":false}}]}`,
 			[]string{"not-boolean@tools[0].annotations/readOnlyHint", "not-boolean@tools[0].annotations/destructiveHint", "not-boolean@tools[0].annotations/idempotentHint"},
 			`{"tools":[{"name":"a","annotations":{"openWorldHint":false}}]}`},
+		{"extra envelope key", `{"jsonrpc":"2.0","id":1,"result":{},"note":"x"}`, []string{"extra-envelope-key@/note"}, `{"jsonrpc":"2.0","id":1,"result":{}}`},
 		{"line separator", "{\"a\":\"x\u2028y\"}", nil, `{"a":"x\u2028y"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

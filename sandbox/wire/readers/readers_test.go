@@ -228,7 +228,8 @@ func TestReaders(t *testing.T) {
 // where readers part, and id-form when the id is not the request's exact
 // form; and the bytes it forwards: wire.Canonical's, with the request's
 // id in place of one that Number(id) matches to it (as the TypeScript SDK
-// matches). err is why nothing is forwarded (wire refuses the line).
+// matches). err is why nothing is forwarded (wire refuses the line, or it
+// answers no request of the client's: the relay drops it).
 type judgement struct {
 	found       []wire.Ambiguity
 	idForm      bool
@@ -262,7 +263,10 @@ func judge(line []byte) judgement {
 		j.forwarded = replaceID(j.forwarded, []byte(want))
 		return j
 	}
+	// A response that answers none of the client's requests is not given
+	// to it (the go-sdk would take 1.5 for 1).
 	j.idForm = wire.IDKey(m.ID) == ""
+	j.forwarded, j.err = nil, fmt.Errorf("the id %s answers none of the client's requests", m.ID)
 	return j
 }
 
