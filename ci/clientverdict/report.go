@@ -5,9 +5,11 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/ci/rules"
 )
 
 // Schema names the client report's layout.
@@ -22,7 +24,11 @@ type Report struct {
 	SelfTest  SelfTest   `json:"selfTest"`
 	HeldFixed HeldFixed  `json:"heldFixed"`
 	Legs      []LegRun   `json:"legs"`
-	Timing    Timing     `json:"timing"`
+	// Findings are what the runs found beside the verdict: an
+	// ambiguous-message finding per leg whose client sent a message that
+	// reads two ways (see Findings).
+	Findings []report.Finding `json:"findings,omitempty"`
+	Timing   Timing           `json:"timing"`
 }
 
 // Timing is the run's wall time, the one part that differs between runs.
@@ -82,6 +88,76 @@ type LegRun struct {
 	Markers  []string          `json:"markers"`
 	Effects  report.Effects    `json:"effects"` // the client's run
 	Problems []report.Problem  `json:"problems,omitempty"`
+	// Ambiguities are the places where two mainstream JSON readers part
+	// on a message the client sent the twin (the method and tool as the
+	// twin read them; refused: the twin did not read it), the twin's
+	// first 64; AmbiguitiesOmitted counts the rest. Unread counts the
+	// client's messages the twin did not read (no reading every strict
+	// reader takes, no JSON value on the line, over the bound).
+	Ambiguities        []report.Ambiguity `json:"ambiguities,omitempty"`
+	AmbiguitiesOmitted int                `json:"ambiguitiesOmitted,omitempty"`
+	Unread             int                `json:"unread,omitempty"`
+}
+
+// AmbiguousMessage is the finding's rule: rules.AmbiguousMessage, the
+// scan's rule for a server's message, here for a client's.
+const AmbiguousMessage = rules.AmbiguousMessage
+
+// Findings are the ambiguous-message findings of legs: one per leg whose
+// client sent a message that reads two ways (or that the twin did not
+// read), its evidence naming each place (method, tool, field) and what
+// was counted, not kept. The finding's tool is the leg's.
+func Findings(legs []LegRun) []report.Finding {
+	rl, _ := rules.ByID(AmbiguousMessage)
+	var out []report.Finding
+	for _, l := range legs {
+		if len(l.Ambiguities) == 0 && l.AmbiguitiesOmitted == 0 && l.Unread == 0 {
+			continue
+		}
+		ev := []string{}
+		for _, a := range l.Ambiguities {
+			ev = append(ev, ambiguityLine(a))
+		}
+		if l.AmbiguitiesOmitted > 0 {
+			ev = append(ev, fmt.Sprintf("%d more not listed (the ledger's bound)", l.AmbiguitiesOmitted))
+		}
+		if l.Unread > 0 {
+			ev = append(ev, fmt.Sprintf("%d message(s) the twin did not read (no reading every strict JSON reader takes, or over the bound)", l.Unread))
+		}
+		f := report.Finding{Rule: AmbiguousMessage, Severity: rl.Severity, Tool: l.Tool,
+			Message: fmt.Sprintf("in the %s leg the client sent the twin messages that mainstream JSON readers read differently (%d place(s)): what the ledger says it called is one reading among several, so the leg is not certified",
+				l.Name, len(l.Ambiguities)+l.AmbiguitiesOmitted+l.Unread),
+			Evidence: ev, EvidencePaths: make([]string, len(ev))}
+		f.Fingerprint = report.Fingerprint(f)
+		out = append(out, f)
+	}
+	return out
+}
+
+// ambiguityLine is one place, as the scan's rule words it.
+func ambiguityLine(a report.Ambiguity) string {
+	where := a.Path
+	if a.Key != "" {
+		if where != "" {
+			where += "."
+		}
+		where += strconv.Quote(a.Key)
+	}
+	if where == "" {
+		where = "the message"
+	}
+	head := a.Method
+	if a.Tool != "" {
+		head += " (tool " + strconv.Quote(a.Tool) + ")"
+	}
+	if head != "" {
+		where = head + ": " + where
+	}
+	line := fmt.Sprintf("%s at %s: %s", a.Kind, where, a.Detail)
+	if a.Refused {
+		line += " (not read by the twin)"
+	}
+	return line
 }
 
 // ClientExit is how a client run ended, with its output's tails.
@@ -125,14 +201,24 @@ func (r *Report) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "held fixed: %s\n", okText(r.HeldFixed.Check))
 	for _, l := range r.Legs {
 		o := l.Observed
-		fmt.Fprintf(&b, "leg %s (%s, trusted %t): contacted %t, listed %t, model offered %t, asked %t, called %t, marker %t, exit %d%s\n",
-			l.Name, l.Tool, l.Trusted, o.Contacted, o.Listed, o.Offered, o.Asked, o.Called, o.Marker, l.Exit.Code, timedOut(l.Exit.TimedOut))
+		fmt.Fprintf(&b, "leg %s (%s, trusted %t): contacted %t, listed %t, model offered %t, asked %t, called %t, marker %t, exit %d%s%s\n",
+			l.Name, l.Tool, l.Trusted, o.Contacted, o.Listed, o.Offered, o.Asked, o.Called, o.Marker, l.Exit.Code, timedOut(l.Exit.TimedOut), ambiguous(o.Ambiguous))
 		fmt.Fprintf(&b, "  effects: %d file(s), %d process(es), %d network event(s)\n", len(l.Effects.Files), len(l.Effects.Processes), len(l.Effects.Network))
 		if l.Exit.Error != "" {
 			fmt.Fprintf(&b, "  error: %s\n", report.Printable(report.OneLine(l.Exit.Error)))
 		}
 		if tail := lastLines(l.Exit.Stderr, 3); tail != "" {
 			fmt.Fprintf(&b, "  stderr (last lines): %s\n", report.Printable(tail))
+		}
+	}
+	for _, f := range r.Findings {
+		fmt.Fprintf(&b, "finding: %s (%s): %s\n", f.Rule, f.Severity, report.Printable(report.OneLine(f.Message)))
+		for i, e := range f.Evidence {
+			if i == maxTextEvidence {
+				fmt.Fprintf(&b, "  ... %d more in the JSON report\n", len(f.Evidence)-i)
+				break
+			}
+			fmt.Fprintf(&b, "  %s\n", report.Printable(report.OneLine(e)))
 		}
 	}
 	for _, l := range r.Legs {
@@ -143,6 +229,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// maxTextEvidence bounds the evidence lines the text shows a finding.
+const maxTextEvidence = 8
 
 func okText(c Check) string {
 	switch {
@@ -157,6 +246,13 @@ func okText(c Check) string {
 func timedOut(t bool) string {
 	if t {
 		return " (timed out)"
+	}
+	return ""
+}
+
+func ambiguous(a bool) string {
+	if a {
+		return " (messages that read two ways: " + AmbiguousMessage + ")"
 	}
 	return ""
 }

@@ -2,6 +2,17 @@
 // untrusted server's readOnlyHint decides that a client asks no human.
 // It is pure logic over what the runs observed (see sandbox/client), so
 // that every path is tested without an engine.
+//
+// The twin reads each message a client sends once, as the judge
+// (sandbox/wire), and the ledger keeps every place where mainstream JSON
+// readers part on one (a duplicate "name", a "NAME" beside it, NaN...).
+// A leg whose client sent such a message (Leg.Ambiguous) is not
+// certified either way: the verdict is ERRORED, with an ambiguous-message
+// finding naming each place. That holds whatever the message's method:
+// the method is itself a field readers can part on ("METHOD"), and a
+// message the twin did not read may be a call to another reader, so "the
+// ledger holds the call of alpha" (or holds none) is one reading among
+// several, and neither CONFIRMED nor a clean REFUTED may rest on it.
 package clientverdict
 
 import (
@@ -19,8 +30,9 @@ const (
 	Refuted
 	// Skipped: a named precondition was missing.
 	Skipped
-	// Errored: the harness could not trust its own witness, or the
-	// differential moved more than one variable.
+	// Errored: the harness could not trust its own witness, the
+	// differential moved more than one variable, or a leg's client sent
+	// a message that reads two ways.
 	Errored
 )
 
@@ -92,6 +104,11 @@ type Leg struct {
 	// nonce.
 	Called bool `json:"called"`
 	Marker bool `json:"marker"`
+	// Ambiguous: a message the client sent the twin reads differently to
+	// different mainstream JSON readers, or was not read (no reading
+	// every strict reader takes, over the bound): what the ledger says
+	// was called is not one reading.
+	Ambiguous bool `json:"ambiguous,omitempty"`
 }
 
 // Ran says the leg's tool ran: the ledger and the disk agree.
@@ -162,6 +179,12 @@ func Decide(in Inputs) Decision {
 		name string
 		leg  *Leg
 	}{{"alpha", &in.Alpha}, {"beta", &in.Beta}, {"control", in.Control}}
+	// A call that reads two ways decides nothing, nor does its absence.
+	for _, l := range legs {
+		if l.leg != nil && l.leg.Ambiguous {
+			return errored("the %s leg: the client sent the twin a message that mainstream JSON readers read differently, or one the twin could not read (%s): what the ledger says it called is one reading among several, so no verdict is certified", l.name, AmbiguousMessage)
+		}
+	}
 	// A ledger and a disk that disagree are a broken witness, whatever the
 	// client did.
 	for _, l := range legs {

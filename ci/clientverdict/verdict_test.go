@@ -5,6 +5,8 @@ import (
 	"encoding/xml"
 	"strings"
 	"testing"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
 )
 
 var (
@@ -110,5 +112,86 @@ func TestReportFormats(t *testing.T) {
 	var js bytes.Buffer
 	if err := r.WriteJSON(&js); err != nil || !strings.Contains(js.String(), `"verdict": "REFUTED"`) {
 		t.Errorf("JSON (%v):\n%s", err, js.String())
+	}
+}
+
+// A leg whose client sent a message that reads two ways is certified
+// neither way, whatever the rest shows: ERRORED, naming ambiguous-message,
+// before the witness's own checks (an ambiguous call may leave the ledger
+// and the disk disagreeing; the ambiguity is why).
+func TestDecideAmbiguousLeg(t *testing.T) {
+	amb := func(l Leg) Leg { l.Ambiguous = true; return l }
+	noMarker := ran
+	noMarker.Marker = false
+	for name, in := range map[string]Inputs{
+		"would confirm":             inputs(amb(ran), gated),
+		"would refute":              inputs(gated, amb(gated)),
+		"beta ambiguous, alpha ok":  inputs(ran, amb(withheld)),
+		"control ambiguous":         {SelfTest: ok, HeldFixed: ok, Alpha: gated, Beta: gated, Control: func() *Leg { l := amb(ran); return &l }()},
+		"and the witness disagrees": inputs(amb(noMarker), gated),
+		"would skip, never listed":  inputs(amb(Leg{Contacted: true}), gated),
+	} {
+		d := Decide(in)
+		if d.Verdict != Errored || d.ExitCode() != 2 || !strings.Contains(d.Reason, AmbiguousMessage) || d.Backed {
+			t.Errorf("%s: %+v", name, d)
+		}
+	}
+	// The self-test still comes first: a blind witness says so.
+	in := inputs(amb(ran), gated)
+	in.SelfTest = Check{Reason: "blind"}
+	if d := Decide(in); !strings.Contains(d.Reason, "self-test") {
+		t.Errorf("self-test first: %+v", d)
+	}
+}
+
+func TestAmbiguityFindings(t *testing.T) {
+	legs := []LegRun{
+		{Name: "alpha", Tool: "alpha", Ambiguities: []report.Ambiguity{
+			{Kind: "case-variant-key", Method: "tools/call", Tool: "alpha", Path: "params", Key: "NAME", Detail: "the field \"name\" to Go's encoding/json"},
+			{Kind: "trailing-data", Detail: "12 bytes after the message's value", Refused: true},
+		}, AmbiguitiesOmitted: 3, Unread: 1},
+		{Name: "beta", Tool: "beta"},
+	}
+	fs := Findings(legs)
+	if len(fs) != 1 {
+		t.Fatalf("findings %+v", fs)
+	}
+	f := fs[0]
+	if f.Rule != "ambiguous-message" || f.Severity != report.SeverityError || f.Tool != "alpha" || f.Fingerprint == "" || !strings.Contains(f.Message, "alpha leg") {
+		t.Errorf("finding %+v", f)
+	}
+	want := []string{
+		`case-variant-key at tools/call (tool "alpha"): params."NAME": the field "name" to Go's encoding/json`,
+		`trailing-data at the message: 12 bytes after the message's value (not read by the twin)`,
+		"3 more not listed",
+		"1 message(s) the twin did not read",
+	}
+	if len(f.Evidence) != len(want) {
+		t.Fatalf("evidence %q", f.Evidence)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(f.Evidence[i], w) {
+			t.Errorf("evidence %d: %q, want %q", i, f.Evidence[i], w)
+		}
+	}
+	r := &Report{Schema: Schema, Decision: Decide(inputs(Leg{Contacted: true, Ambiguous: true}, gated)), Legs: legs, Findings: fs}
+	var text, js bytes.Buffer
+	r.WriteText(&text)
+	r.WriteJSON(&js)
+	if !strings.Contains(text.String(), "finding: ambiguous-message (error)") || !strings.Contains(text.String(), `params."NAME"`) || !strings.HasPrefix(text.String(), "mcpsandbox client: ERRORED") {
+		t.Errorf("text:\n%s", text.String())
+	}
+	for _, w := range []string{`"findings": [`, `"ambiguities": [`, `"ambiguitiesOmitted": 3`, `"unread": 1`, `"rule": "ambiguous-message"`} {
+		if !strings.Contains(js.String(), w) {
+			t.Errorf("JSON lacks %s:\n%s", w, js.String())
+		}
+	}
+	// An honest run adds nothing to the JSON.
+	var clean bytes.Buffer
+	(&Report{Schema: Schema, Legs: []LegRun{{Name: "alpha"}}}).WriteJSON(&clean)
+	for _, w := range []string{"findings", "ambiguities", "unread", "ambiguous"} {
+		if strings.Contains(clean.String(), w) {
+			t.Errorf("a clean report holds %s:\n%s", w, clean.String())
+		}
 	}
 }
