@@ -97,6 +97,7 @@ npm:echo-mcp -- crash
 npm:no-such-fixture
 pypi:mcp-server-fetch
 npm:echo-mcp
+npm:echo-mcp -- ambiguous
 `
 	specs, bad := ParseList("list.txt", strings.NewReader(list))
 	sj := `{"name": "io.example/db", "packages": [{"registryType": "npm", "identifier": "echo-mcp", "version": "1.0.0", "transport": {"type": "stdio"},
@@ -111,7 +112,7 @@ npm:echo-mcp
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Status{StatusOK, StatusFindings, StatusFindings, StatusFailedStart, StatusFailedFetch, StatusNotScannedHere, StatusNeedsConfig}
+	want := []Status{StatusOK, StatusFindings, StatusFindings, StatusFailedStart, StatusFailedFetch, StatusNotScannedHere, StatusFindings, StatusNeedsConfig}
 	if len(res) != len(want) {
 		t.Fatalf("%d results, want %d", len(res), len(want))
 	}
@@ -130,6 +131,9 @@ npm:echo-mcp
 	}
 	if liar := res[1]; len(liar.ToolRows) != 1 || len(liar.ToolRows[0].Contradicted) == 0 || liar.ToolRows[0].Contradicted[0] != "readOnlyHint" {
 		t.Errorf("liar: by rule %v, tools %+v", liar.ByRule, liar.ToolRows)
+	}
+	if amb := res[6]; amb.ByRule["ambiguous-message"] == 0 || amb.ByRule["readonly-writes"] == 0 {
+		t.Errorf("ambiguous: by rule %v: want ambiguous-message, and readonly-writes as JSON.parse reads the hint", amb.ByRule)
 	}
 	if exfil := res[2]; exfil.ByRule["secret-exfiltration"] == 0 {
 		t.Errorf("exfil: by rule %v: the honeytoken in API_KEY was not caught leaving", exfil.ByRule)
