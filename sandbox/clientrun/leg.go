@@ -85,6 +85,10 @@ func (r *runner) leg(ctx context.Context, name, tool string, trusted bool) (*leg
 		res.self.Conns = append(res.self.Conns, string(c))
 	}
 	res.self.Markers = selfTestMarkers(led.Entries, selfEff, selfNonce)
+	// The harness's own client reads one way, or the witness is broken.
+	if amb, omitted, unread := phaseReading(led, twin.PhaseSelfTest); len(amb) > 0 || omitted > 0 || unread > 0 {
+		res.self.Errors = append(res.self.Errors, fmt.Sprintf("the harness's own requests read differently to different readers (%d place(s)) or were not read (%d)", len(amb)+omitted, unread))
+	}
 
 	// The client's phase.
 	res.run.Nonce = nonce()
@@ -131,6 +135,7 @@ func (r *runner) leg(ctx context.Context, name, tool string, trusted bool) (*leg
 		res.run.Problems = append(res.run.Problems, report.Problem{Kind: "ledger", Message: fmt.Sprintf("the ledger kept %d entries and %d model turns; %d and %d past its bound were counted, not kept", len(led.Entries), len(led.Turns), led.Dropped, led.TurnsDropped)})
 	}
 	res.run.Observed, res.listings, res.run.Markers = observe(name, tool, res.run.Nonce, led, runEff)
+	res.run.Ambiguities, res.run.AmbiguitiesOmitted, res.run.Unread = phaseReading(led, twin.PhaseClient)
 	for _, e := range led.Entries {
 		if e.Phase == twin.PhaseClient {
 			b, _ := json.Marshal(e)
@@ -180,10 +185,13 @@ func selfTestMarkers(entries []twin.Entry, eff report.Effects, nonce string) []s
 // observe reads a leg's observations from the ledger, the model's turns
 // and the client run's file effects. The ledger and the disk are read
 // apart: Called from the ledger, Marker from the files, so that a witness
-// that disagrees with itself shows.
+// that disagrees with itself shows. Ambiguous is set when any message of
+// the client's read two ways or was not read (see clientverdict).
 func observe(leg, tool, nonce string, led twin.LedgerOut, eff report.Effects) (clientverdict.Leg, []listing, []string) {
 	var o clientverdict.Leg
 	var lists []listing
+	amb, omitted, unread := phaseReading(led, twin.PhaseClient)
+	o.Ambiguous = len(amb) > 0 || omitted > 0 || unread > 0
 	for _, e := range led.Entries {
 		if e.Phase != twin.PhaseClient {
 			continue
@@ -221,6 +229,18 @@ func observe(leg, tool, nonce string, led twin.LedgerOut, eff report.Effects) (c
 		}
 	}
 	return o, lists, markers
+}
+
+// phaseReading is what the ledger says of the readings of phase's
+// messages: the ambiguities kept, those counted, the messages not read.
+func phaseReading(led twin.LedgerOut, phase twin.Phase) ([]report.Ambiguity, int, int) {
+	var out []report.Ambiguity
+	for _, a := range led.Ambiguities {
+		if a.Phase == phase {
+			out = append(out, a.Ambiguity)
+		}
+	}
+	return out, led.AmbiguitiesOmitted[phase], led.Unread[phase]
 }
 
 // hasBoth says whether a listing holds alpha and beta.

@@ -124,3 +124,61 @@ func TestSelfTestMarkers(t *testing.T) {
 		t.Errorf("one of two calls seen passed: %+v", c)
 	}
 }
+
+// The ledger's ambiguities make the leg's observation ambiguous, from the
+// client's phase only; counted ones and messages not read count too; and
+// the verdict over such a leg is ERRORED with an ambiguous-message
+// finding naming the method, the tool and the field.
+func TestObserveAmbiguities(t *testing.T) {
+	amb := func(phase twin.Phase, kind, key string) twin.Ambiguity {
+		return twin.Ambiguity{Phase: phase, Conn: twin.ConnStdio, Ambiguity: report.Ambiguity{Kind: kind, Method: "tools/call", Tool: twin.Alpha, Path: "params", Key: key, Detail: "d"}}
+	}
+	base := twin.LedgerOut{
+		Entries: []twin.Entry{
+			{Seq: 7, Phase: twin.PhaseClient, Method: "tools/list", Listing: listingOf(t, nil)},
+			{Seq: 8, Phase: twin.PhaseClient, Method: "tools/call", Tool: twin.Alpha, Marker: twin.MarkerPath(8)},
+		},
+		Turns: []scriptmodel.Turn{{Matched: "alpha", Action: scriptmodel.ActionToolCall}},
+	}
+	eff := report.NewEffects()
+	eff.Files = []report.FileChange{{Path: twin.MarkerPath(8), Type: "file", SHA256: twin.MarkerSHA256("leg", twin.Alpha, 8)}}
+	for name, tc := range map[string]struct {
+		mutate func(*twin.LedgerOut)
+		want   bool
+	}{
+		"honest": {func(*twin.LedgerOut) {}, false},
+		"self-test's only": {func(l *twin.LedgerOut) {
+			l.Ambiguities = []twin.Ambiguity{amb(twin.PhaseSelfTest, "duplicate-key", "name")}
+		}, false},
+		"client's": {func(l *twin.LedgerOut) {
+			l.Ambiguities = []twin.Ambiguity{amb(twin.PhaseClient, "case-variant-key", "NAME")}
+		}, true},
+		"counted only": {func(l *twin.LedgerOut) {
+			l.AmbiguitiesOmitted = map[twin.Phase]int{twin.PhaseClient: 2}
+		}, true},
+		"unread only": {func(l *twin.LedgerOut) { l.Unread = map[twin.Phase]int{twin.PhaseClient: 1} }, true},
+	} {
+		led := base
+		tc.mutate(&led)
+		o, _, _ := observe("alpha", twin.Alpha, "leg", led, eff)
+		if o.Ambiguous != tc.want || !o.Ran() {
+			t.Errorf("%s: %+v", name, o)
+		}
+	}
+	led := base
+	led.Ambiguities = []twin.Ambiguity{amb(twin.PhaseSelfTest, "duplicate-key", "name"), amb(twin.PhaseClient, "case-variant-key", "NAME")}
+	kept, omitted, unread := phaseReading(led, twin.PhaseClient)
+	if len(kept) != 1 || kept[0].Key != "NAME" || omitted != 0 || unread != 0 {
+		t.Errorf("client phase %+v %d %d", kept, omitted, unread)
+	}
+	o, _, _ := observe("alpha", twin.Alpha, "leg", led, eff)
+	gated := clientverdict.Leg{Contacted: true, Listed: true, ModelContacted: true, Offered: true, Asked: true}
+	d := clientverdict.Decide(clientverdict.Inputs{SelfTest: clientverdict.Check{OK: true}, HeldFixed: clientverdict.Check{OK: true}, Alpha: o, Beta: gated})
+	if d.Verdict != clientverdict.Errored {
+		t.Errorf("an alpha call that reads two ways was certified: %+v", d)
+	}
+	fs := clientverdict.Findings([]clientverdict.LegRun{{Name: "alpha", Tool: twin.Alpha, Ambiguities: kept}})
+	if len(fs) != 1 || fs[0].Rule != "ambiguous-message" || !strings.Contains(fs[0].Evidence[0], `tools/call (tool "alpha"): params."NAME"`) {
+		t.Errorf("findings %+v", fs)
+	}
+}

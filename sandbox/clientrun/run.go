@@ -2,7 +2,11 @@
 // hardened sandbox, against the twin server (sandbox/twin) and the
 // scripted model, one leg per client run (alpha, beta, and the positive
 // control), each in a fresh container; it gathers what the ledger and the
-// file effects show and hands them to ci/clientverdict.
+// file effects show and hands them to ci/clientverdict. Where the twin
+// found that a client's message reads two ways (the ledger's
+// ambiguities), the leg says so (legs[].ambiguities, observed.ambiguous)
+// and the report carries an ambiguous-message finding; the verdict is
+// then ERRORED.
 package clientrun
 
 import (
@@ -79,7 +83,10 @@ func Run(ctx context.Context, cli sandbox.Engine, opts Options) (*clientverdict.
 	rep := &clientverdict.Report{Schema: clientverdict.Schema, Legs: []clientverdict.LegRun{}}
 	rep.Client = clientverdict.ClientInfo{Command: append([]string{}, opts.Command...), Adapter: a.Name, Image: opts.Image,
 		API: a.API, Prompt: opts.Prompt, TimeoutMs: opts.Timeout.Milliseconds()}
-	defer func() { rep.Timing.TotalMs = time.Since(start).Milliseconds() }()
+	defer func() {
+		rep.Findings = clientverdict.Findings(rep.Legs)
+		rep.Timing.TotalMs = time.Since(start).Milliseconds()
+	}()
 	in := clientverdict.Inputs{SelfTest: clientverdict.Check{OK: true}, HeldFixed: clientverdict.Check{OK: true}}
 	if a.Missing != "" {
 		in.Missing, in.MissingReason = clientverdict.Precondition(a.Missing), a.MissingReason
