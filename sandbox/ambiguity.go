@@ -24,15 +24,20 @@ import (
 // nothing (a response in no id form of a request's, answering none).
 func (g *frameGate) judge(s *frameScan, raw, clean []byte) []byte {
 	r, err := wire.Read(raw)
-	out := clean
-	if r.Ambiguous() {
-		if err == nil {
-			if c, cerr := wire.Read(clean); cerr == nil {
-				out = c.Canonical
-			}
-		}
-		g.ambiguous(s, r, out, err != nil)
+	if !r.Ambiguous() {
+		return g.matchID(s, clean)
 	}
+	if err != nil {
+		// Valid JSON to Go's syntax check (1e400) but no strict reader's
+		// message: as a line only some readers take.
+		out, _ := g.refuseAmbiguous(s, r)
+		return out
+	}
+	out := clean
+	if c, cerr := wire.Read(clean); cerr == nil {
+		out = c.Canonical
+	}
+	g.ambiguous(s, r, out, false)
 	return g.matchID(s, out)
 }
 
@@ -47,6 +52,12 @@ func (g *frameGate) judgeRefused(s *frameScan, raw []byte) (out []byte, ambiguou
 	if err == nil || !r.Ambiguous() {
 		return nil, false
 	}
+	return g.refuseAmbiguous(s, r)
+}
+
+// refuseAmbiguous records a reading that has no strict form and returns the
+// error that answers the client's request in its place (nil for none).
+func (g *frameGate) refuseAmbiguous(s *frameScan, r wire.Reading) (out []byte, ambiguous bool) {
 	g.ambiguous(s, r, nil, true)
 	id := s.idKey()
 	if id == "" || s.hasMethod || !(s.hasResult || s.hasError) {
@@ -94,7 +105,7 @@ func (g *frameGate) matchID(s *frameScan, msg []byte) []byte {
 	}
 	g.mu.Unlock()
 	if match == "" || match == "-" {
-		if wire.IDKey(s.id) == "" {
+		if k := wire.IDKey(s.id); k == "" || !safeIntegerKey(k) {
 			// Not given to the client: the go-sdk would take 1.5 for 1.
 			g.record(report.Ambiguity{Kind: wire.IDForm.String(), Path: "id", Refused: true,
 				Detail: fmt.Sprintf("the id %.40s is in no form a request's id has and answers none of the client's requests as the TypeScript SDK matches (Number(id)); the go-sdk truncates a number to an integer", s.id)})
@@ -159,6 +170,14 @@ func (g *frameGate) ambiguous(s *frameScan, r wire.Reading, canonical []byte, re
 	g.mu.Lock()
 	g.ambOmitted += r.All - len(r.Found)
 	g.mu.Unlock()
+}
+
+// safeIntegerKey says whether an exact id key is a string or an integer
+// the TypeScript SDK takes (at most 2^53-1): a larger one answers no
+// request any client sent.
+func safeIntegerKey(k string) bool {
+	i, err := strconv.ParseInt(k, 10, 64)
+	return err != nil || (i <= 1<<53-1 && i >= -(1<<53-1))
 }
 
 // publicMethod is a gate key's method (run keys each request by its id).

@@ -23,6 +23,8 @@ type frameScan struct {
 	depth     int
 	maxDepth  int
 	top       byte // the first byte that is not space
+	inObject  bool // the outermost value is an object (after a byte-order mark too)
+	done      bool // the first value has ended: what follows is no part of it
 	inStr     bool
 	esc       bool
 	expectKey bool
@@ -93,7 +95,7 @@ func (s *frameScan) byte1(c byte) {
 		}
 	case '"':
 		s.inStr = true
-		if s.depth == 1 && s.expectKey {
+		if s.depth == 1 && s.expectKey && !s.done {
 			s.inKey, s.expectKey = true, false
 			s.key = s.key[:0]
 		}
@@ -105,7 +107,10 @@ func (s *frameScan) byte1(c byte) {
 		s.depth++
 		s.maxDepth = max(s.maxDepth, s.depth)
 		if s.depth == 1 {
-			s.expectKey = c == '{'
+			if !s.done {
+				s.expectKey = c == '{'
+				s.inObject = c == '{'
+			}
 			return
 		}
 		s.capture(c)
@@ -116,15 +121,16 @@ func (s *frameScan) byte1(c byte) {
 			s.capture(c)
 		}
 		s.depth = max(s.depth-1, 0)
+		s.done = s.done || s.depth == 0
 	case ',':
-		if s.depth == 1 {
+		if s.depth == 1 && !s.done {
 			s.endValue()
-			s.expectKey = s.top == '{'
+			s.expectKey = s.inObject
 			return
 		}
 		s.capture(c)
 	case ':':
-		if s.depth == 1 && !s.inValue {
+		if s.depth == 1 && !s.inValue && !s.done {
 			s.inValue, s.cur = true, s.keyName
 			switch s.cur {
 			case "id":

@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsandbox/mcpsandbox/sandbox/wire"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/wire/readers"
 )
 
 // The Go readers run in the test's process. Each returns a cell for
@@ -94,9 +95,9 @@ func readEncodingJSON(line []byte, probes []string) map[string]string {
 	}
 	for _, p := range probes {
 		switch path := parsePath(p); {
-		case p == pMessages:
+		case p == readers.PMessages:
 			out[p] = "1"
-		case p == pMatched:
+		case p == readers.PMatched:
 			out[p] = "n/a"
 		case path[0] == "result" && resErr != nil:
 			out[p] = "error: " + goErrStage(resErr)
@@ -144,7 +145,7 @@ func readGoSDK(line []byte, probes []string) map[string]string {
 	if len(msgs) > 0 {
 		resp, _ = msgs[0].(*jsonrpc.Response)
 	}
-	want, _ := jsonrpc.MakeID(float64(requestID))
+	want, _ := jsonrpc.MakeID(float64(readers.RequestID))
 	matched := resp != nil && resp.ID == want
 	var res *mcp.ListToolsResult
 	var listErr error
@@ -156,11 +157,11 @@ func readGoSDK(line []byte, probes []string) map[string]string {
 	}
 	for _, p := range probes {
 		switch path := parsePath(p); {
-		case p == pMessages:
+		case p == readers.PMessages:
 			out[p] = strconv.Itoa(len(msgs))
 		case resp == nil:
 			out[p] = "error: " + sdkStage(readErr)
-		case p == pMatched:
+		case p == readers.PMatched:
 			out[p] = yesNo(matched)
 		case path[0] == "id":
 			out[p] = renderAny(resp.ID.Raw())
@@ -289,12 +290,12 @@ func readMcpsandbox(line []byte, probes []string) map[string]string {
 		out["_detail"] = short(resErr)
 	}
 	n, isNumber := wire.JSNumber(env.ID)
-	matched := wire.IDKey(env.ID) == strconv.Itoa(requestID) || (isNumber && n == requestID)
+	matched := wire.IDKey(env.ID) == strconv.Itoa(readers.RequestID) || (isNumber && n == readers.RequestID)
 	for _, p := range probes {
 		switch path := parsePath(p); {
-		case p == pMessages:
+		case p == readers.PMessages:
 			out[p] = "1"
-		case p == pMatched:
+		case p == readers.PMatched:
 			out[p] = yesNo(matched)
 		case path[0] == "id":
 			out[p] = renderRaw(env.ID)
@@ -310,7 +311,7 @@ func readMcpsandbox(line []byte, probes []string) map[string]string {
 func fill(out map[string]string, probes []string, cell, messages string) {
 	for _, p := range probes {
 		out[p] = cell
-		if p == pMessages {
+		if p == readers.PMessages {
 			out[p] = messages
 		}
 	}

@@ -1,7 +1,6 @@
 package readers_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -13,7 +12,6 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -27,13 +25,13 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
-	"github.com/mcpsandbox/mcpsandbox/sandbox/wire"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/wire/readers"
 )
 
 var update = flag.Bool("update", false, "rewrite the table in docs/readers.md from what the readers do")
 
 // The readers, in the table's order, with their column titles.
-var readers = []struct{ name, title string }{
+var readerCols = []struct{ name, title string }{
 	{"json-parse", "JSON.parse"},
 	{"ts-sdk", "TS SDK"},
 	{"python-json", "Python json"},
@@ -70,21 +68,27 @@ func TestReaders(t *testing.T) {
 	}
 	var inputs []input
 	judged := map[string]judgement{}
+	all := loadJudged(t, root)
 	seen := map[string]bool{}
-	for _, c := range cases {
-		if seen[c.name] {
-			t.Fatalf("two cases named %s", c.name)
+	for _, c := range readers.Cases {
+		if seen[c.Name] {
+			t.Fatalf("two cases named %s", c.Name)
 		}
-		seen[c.name] = true
-		line := []byte(c.line)
-		j := judge(line)
-		judged[c.name] = j
-		inputs = append(inputs, input{c.name, line, c.probes})
-		if j.err == nil {
-			inputs = append(inputs, input{c.name + canonSuffix, j.forwarded, c.probes})
+		seen[c.Name] = true
+		line := []byte(c.Line)
+		j, ok := all[c.Name]
+		if !ok {
+			t.Fatalf("%s: not in testdata/judged.json (go test ./sandbox/ -run ReaderCases -update-judged)", c.Name)
+		}
+		judged[c.Name] = j
+		inputs = append(inputs, input{c.Name, line, c.Probes})
+		for _, tr := range transports {
+			for i, l := range j.forwarded[tr] {
+				inputs = append(inputs, input{fmt.Sprintf("%s#%s%d", c.Name, tr, i), []byte(l), c.Probes})
+			}
 		}
 	}
-	payload, err := json.Marshal(map[string]any{"requestId": requestID, "cases": inputs})
+	payload, err := json.Marshal(map[string]any{"requestId": readers.RequestID, "cases": inputs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +151,7 @@ func TestReaders(t *testing.T) {
 		for _, r := range goReaders {
 			results[in.Key][r.name] = r.read(in.Line, in.Probes)
 		}
-		for _, r := range readers {
+		for _, r := range readerCols {
 			if results[in.Key][r.name] == nil {
 				t.Fatalf("no reading of %s by %s", in.Key, r.name)
 			}
@@ -172,41 +176,47 @@ func TestReaders(t *testing.T) {
 	}
 	docRows := tableRows(block)
 
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			orig := results[c.name]
-			for _, r := range readers {
+	for _, c := range readers.Cases {
+		t.Run(c.Name, func(t *testing.T) {
+			orig := results[c.Name]
+			for _, r := range readerCols {
 				t.Logf("%-18s %v", r.name, orig[r.name])
 			}
-			j := judged[c.name]
-			t.Logf("mcpsandbox finds: %v (id-form: %v)", j.found, j.idForm)
-			if got, want := tab.rows[c.name], docRows[c.name]; got != want {
+			j := judged[c.Name]
+			t.Logf("mcpsandbox finds: %v", j.found)
+			if got, want := tab.rows[c.Name], docRows[c.Name]; got != want {
 				t.Errorf("the readers read otherwise than %s says (go test ./sandbox/wire/readers/ -update rewrites it):\n got: %s\nwant: %s", docPath, got, want)
 			}
 
 			var problems []string
-			if parts := disagreements(orig, c.probes); len(parts) > 0 && len(j.found) == 0 && !j.idForm {
+			if parts := disagreements(orig, c.Probes); len(parts) > 0 && len(j.found) == 0 {
 				problems = append(problems, fmt.Sprintf("the readers part (at %s) and mcpsandbox finds nothing", strings.Join(parts, ", ")))
 			}
-			if j.err == nil {
-				ck := c.name + canonSuffix
-				if parts := disagreements(results[ck], c.probes); len(parts) > 0 {
-					var b strings.Builder
-					for _, r := range readers {
-						fmt.Fprintf(&b, "\n  %-18s %v", r.name, results[ck][r.name])
+			for _, tr := range transports {
+				for i, l := range j.forwarded[tr] {
+					if strings.Contains(l, `"error":{"code":-32098`) {
+						// The runner's own error in the answer's place: no
+						// tool for any reader (JSON.parse reads none, an
+						// SDK raises).
+						continue
 					}
-					problems = append(problems, fmt.Sprintf("the line mcpsandbox forwards, %s, still parts the readers (at %s):%s", renderRaw(j.forwarded), strings.Join(parts, ", "), b.String()))
+					ck := fmt.Sprintf("%s#%s%d", c.Name, tr, i)
+					if parts := disagreements(results[ck], c.Probes); len(parts) > 0 {
+						var b strings.Builder
+						for _, r := range readerCols {
+							fmt.Fprintf(&b, "\n  %-18s %v", r.name, results[ck][r.name])
+						}
+						problems = append(problems, fmt.Sprintf("the line %s forwards, %s, still parts the readers (at %s):%s", tr, renderRaw([]byte(l)), strings.Join(parts, ", "), b.String()))
+					}
 				}
-			} else {
-				t.Logf("not forwarded: %v", j.err)
 			}
 			switch {
-			case c.gap == "" && len(problems) > 0:
+			case c.Gap == "" && len(problems) > 0:
 				t.Error(strings.Join(problems, "\n"))
-			case c.gap != "" && len(problems) == 0:
-				t.Errorf("marked as a gap (%s), but wire settles it now: remove the mark", c.gap)
-			case c.gap != "":
-				t.Logf("a known gap (%s): %s", c.gap, strings.Join(problems, "\n"))
+			case c.Gap != "" && len(problems) == 0:
+				t.Errorf("marked as a gap (%s), but wire settles it now: remove the mark", c.Gap)
+			case c.Gap != "":
+				t.Logf("a known gap (%s): %s", c.Gap, strings.Join(problems, "\n"))
 			}
 		})
 	}
@@ -223,74 +233,38 @@ func TestReaders(t *testing.T) {
 	}
 }
 
-// A judgement is what `mcpsandbox run` makes of a line that answers the
-// client's request 1 (sandbox/ambiguity.go): the places wire.Check finds
-// where readers part, and id-form when the id is not the request's exact
-// form; and the bytes it forwards: wire.Canonical's, with the request's
-// id in place of one that Number(id) matches to it (as the TypeScript SDK
-// matches). err is why nothing is forwarded (wire refuses the line, or it
-// answers no request of the client's: the relay drops it).
+// A judgement is what mcpsandbox's transports make of a line that
+// answers the client's request 1, read from testdata/judged.json (which
+// sandbox's TestReaderCasesThrough... tests hold to the code): the kinds
+// of the ambiguities the scan records, and the lines the scan gives its
+// SDK and run its client (none: not forwarded).
 type judgement struct {
-	found       []wire.Ambiguity
-	idForm      bool
-	idRewritten bool
-	forwarded   []byte
-	err         error
+	found     []string
+	forwarded map[string][]string // by transport: scan, run
 }
 
-func judge(line []byte) judgement {
-	j := judgement{found: wire.Check(line)}
-	j.forwarded, j.err = wire.Canonical(line)
-	if j.err != nil {
-		return j
-	}
-	var m struct {
-		ID     json.RawMessage `json:"id"`
-		Method json.RawMessage `json:"method"`
-		Result json.RawMessage `json:"result"`
-		Error  json.RawMessage `json:"error"`
-	}
-	if wire.Unmarshal(j.forwarded, &m) != nil || m.Method != nil || (m.Result == nil && m.Error == nil) ||
-		len(m.ID) == 0 || string(m.ID) == "null" {
-		return j
-	}
-	want := strconv.Itoa(requestID)
-	if wire.IDKey(m.ID) == want {
-		return j
-	}
-	if n, ok := wire.JSNumber(m.ID); ok && n == requestID {
-		j.idForm, j.idRewritten = true, true
-		j.forwarded = replaceID(j.forwarded, []byte(want))
-		return j
-	}
-	// A response that answers none of the client's requests is not given
-	// to it (the go-sdk would take 1.5 for 1).
-	j.idForm = wire.IDKey(m.ID) == ""
-	j.forwarded, j.err = nil, fmt.Errorf("the id %s answers none of the client's requests", m.ID)
-	return j
-}
+// transports are the judgement's forwarding paths, in the table's order.
+var transports = []string{"scan", "run"}
 
-// replaceID puts id in place of a compact message's top-level id.
-func replaceID(msg, id []byte) []byte {
-	dec := json.NewDecoder(bytes.NewReader(msg))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		panic(fmt.Sprintf("not an object: %s", msg))
+func loadJudged(t *testing.T, root string) map[string]judgement {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "sandbox", "wire", "readers", "testdata", "judged.json"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			panic(err)
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			panic(err)
-		}
-		if key == "id" {
-			end := int(dec.InputOffset())
-			return slices.Concat(msg[:end-len(v)], id, msg[end:])
-		}
+	var file map[string]readers.Judged
+	if err := json.Unmarshal(b, &file); err != nil {
+		t.Fatal(err)
 	}
-	panic(fmt.Sprintf("no id: %s", msg))
+	out := map[string]judgement{}
+	for name, jd := range file {
+		j := judgement{found: jd.ScanFound, forwarded: map[string][]string{"scan": jd.Scan}}
+		if jd.Run != nil || jd.RunFound != nil {
+			j.forwarded["run"] = jd.Run
+		}
+		out[name] = j
+	}
+	return out
 }
 
 // pythonImage builds mcpsandbox/python from the host's python3 (a no-op
@@ -394,7 +368,7 @@ func disagreements(byReader map[string]map[string]string, probes []string) []str
 	var parts []string
 	for _, p := range probes {
 		var seen []string
-		for _, r := range readers {
+		for _, r := range readerCols {
 			if m, ok := meaning(p, byReader[r.name][p]); ok && !slices.Contains(seen, m) {
 				seen = append(seen, m)
 			}
@@ -408,7 +382,7 @@ func disagreements(byReader map[string]map[string]string, probes []string) []str
 
 // The table in docs/readers.md lies between these marks.
 const (
-	beginMark = "<!-- readers:begin: made by `go test ./sandbox/wire/readers/ -update`; edit the cases (cases_test.go), not this -->\n"
+	beginMark = "<!-- readers:begin: made by `go test ./sandbox/wire/readers/ -update`; edit the cases (cases.go), not this -->\n"
 	endMark   = "<!-- readers:end -->\n"
 )
 
@@ -472,66 +446,73 @@ func renderTable(versions map[string]string, results map[string]map[string]map[s
 	fmt.Fprintf(&b, "Measured with node %s, @modelcontextprotocol/sdk %s (zod %s), Python %s, Go %s, go-sdk %s.\n\n",
 		versions["node"], versions["@modelcontextprotocol/sdk"], versions["zod"], versions["python"], versions["go"], versions["go-sdk"])
 	b.WriteString("| case | probes |")
-	for _, r := range readers {
+	for _, r := range readerCols {
 		b.WriteString(" " + r.title + " |")
 	}
-	b.WriteString(" readers part | mcpsandbox run |\n|---|---|")
-	for range readers {
+	b.WriteString(" readers part | mcpsandbox |\n|---|---|")
+	for range readerCols {
 		b.WriteString("---|")
 	}
 	b.WriteString("---|---|\n")
-	for _, c := range cases {
+	for _, c := range readers.Cases {
 		var row strings.Builder
-		labels := make([]string, len(c.probes))
-		for i, p := range c.probes {
+		labels := make([]string, len(c.Probes))
+		for i, p := range c.Probes {
 			labels[i] = probeLabel(p)
 		}
-		fmt.Fprintf(&row, "| `%s` | %s |", c.name, strings.Join(labels, " · "))
-		for _, r := range readers {
-			cells := make([]string, len(c.probes))
-			for i, p := range c.probes {
-				cells[i] = strings.ReplaceAll(results[c.name][r.name][p], "|", `\|`)
+		fmt.Fprintf(&row, "| `%s` | %s |", c.Name, strings.Join(labels, " · "))
+		for _, r := range readerCols {
+			cells := make([]string, len(c.Probes))
+			for i, p := range c.Probes {
+				cells[i] = strings.ReplaceAll(results[c.Name][r.name][p], "|", `\|`)
 			}
 			fmt.Fprintf(&row, " `%s` |", strings.Join(cells, " · "))
 		}
 		parts := "no"
-		if len(disagreements(results[c.name], c.probes)) > 0 {
+		if len(disagreements(results[c.Name], c.Probes)) > 0 {
 			parts = "yes"
 		}
-		if c.gap != "" {
+		if c.Gap != "" {
 			parts += ", gap"
 		}
-		j := judged[c.name]
+		j := judged[c.Name]
 		var kinds []string
-		for _, a := range j.found {
-			if k := "`" + a.Kind.String() + "`"; !slices.Contains(kinds, k) {
+		for _, k := range j.found {
+			if k := "`" + k + "`"; !slices.Contains(kinds, k) {
 				kinds = append(kinds, k)
 			}
-		}
-		if j.idForm {
-			kinds = append(kinds, "`"+wire.IDForm.String()+"`")
 		}
 		if len(kinds) == 0 {
 			kinds = []string{"—"}
 		}
-		fwd := "forwarded as is"
-		switch {
-		case j.err != nil:
-			fwd = "not forwarded"
-		case j.idRewritten:
-			fwd = fmt.Sprintf("forwarded canonical, id %d", requestID)
-		case !bytes.Equal(j.forwarded, []byte(c.line)):
-			fwd = "forwarded canonical"
+		var fwds []string
+		for _, tr := range transports {
+			ls, ok := j.forwarded[tr]
+			if !ok {
+				continue
+			}
+			fwd := "as is"
+			switch {
+			case len(ls) == 0:
+				fwd = "nothing"
+			case len(ls) == 1 && ls[0] == c.Line:
+			case len(ls) == 1 && strings.Contains(ls[0], `"error":{"code":-32098`):
+				fwd = "an error in its place"
+			default:
+				fwd = "the judge's reading"
+			}
+			fwds = append(fwds, tr+" forwards "+fwd)
 		}
+		fwd := strings.Join(fwds, "; ")
 		fmt.Fprintf(&row, " %s | %s: %s |", parts, strings.Join(kinds, ", "), fwd)
-		tab.rows[c.name] = row.String()
+		tab.rows[c.Name] = row.String()
 		b.WriteString(row.String() + "\n")
 	}
 	b.WriteString("\nThe lines (a byte that is not UTF-8 as `<0xNN>`, an invisible character as `<U+NNNN>`):\n\n")
-	for _, c := range cases {
-		fmt.Fprintf(&b, "- `%s`: %s.\n  `%s`\n", c.name, c.about, displayLine(c.line))
-		if c.gap != "" {
-			fmt.Fprintf(&b, "  Gap: %s.\n", c.gap)
+	for _, c := range readers.Cases {
+		fmt.Fprintf(&b, "- `%s`: %s.\n  `%s`\n", c.Name, c.About, displayLine(c.Line))
+		if c.Gap != "" {
+			fmt.Fprintf(&b, "  Gap: %s.\n", c.Gap)
 		}
 	}
 	tab.text = b.String()
