@@ -3,13 +3,20 @@ package sandbox
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+
+	"github.com/mcpsandbox/mcpsandbox/sandbox/wire"
 )
 
 // Editing a message in place: encoding/json compacts a RawMessage it
 // marshals and sorts a map's keys, so a message the proxy rewrites would
 // change everywhere. These keep every value they do not touch as it was
-// sent, and the keys in their order.
+// sent, and the keys in their order. They split a message at its
+// members and never decode a value: a key is read with wire.Unmarshal
+// (case-sensitive, as the judge reads), and nothing else is interpreted.
+// What the server sent is canonical by then (wire.Read), so no key is
+// there twice.
 
 // field is one member of a JSON object, its value as sent.
 type field struct {
@@ -19,35 +26,178 @@ type field struct {
 
 type object []field
 
+var errNotJSON = errors.New("not JSON")
+
 // parseObject reads a JSON object, keeping its members' order and values.
 func parseObject(b []byte) (object, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
 		return nil, fmt.Errorf("not a JSON object")
 	}
-	var out object
-	for dec.More() {
-		t, err := dec.Token()
+	i = skipSpace(b, i+1)
+	out := object{}
+	if i < len(b) && b[i] == '}' {
+		return out, trailing(b, i+1)
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return nil, fmt.Errorf("a key that is not a string")
+		}
+		end, err := scanString(b, i)
 		if err != nil {
 			return nil, err
 		}
-		k, ok := t.(string)
-		if !ok {
-			return nil, fmt.Errorf("a key that is not a string")
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
+		var k string
+		if err := wire.Unmarshal(b[i:end], &k); err != nil {
 			return nil, err
 		}
-		out = append(out, field{k, v})
+		i = skipSpace(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return nil, errNotJSON
+		}
+		i = skipSpace(b, i+1)
+		vend, err := scanValue(b, i, 0)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, field{k, json.RawMessage(b[i:vend])})
+		i = skipSpace(b, vend)
+		if i >= len(b) {
+			return nil, errNotJSON
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case '}':
+			return out, trailing(b, i+1)
+		default:
+			return nil, errNotJSON
+		}
 	}
-	if _, err := dec.Token(); err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
-// get is the value of key (the last, as encoding/json reads duplicates).
+// parseArray reads a JSON array, keeping its elements as sent.
+func parseArray(b []byte) ([]json.RawMessage, error) {
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '[' {
+		return nil, fmt.Errorf("not a JSON array")
+	}
+	i = skipSpace(b, i+1)
+	var out []json.RawMessage
+	if i < len(b) && b[i] == ']' {
+		return out, trailing(b, i+1)
+	}
+	for {
+		end, err := scanValue(b, i, 0)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, json.RawMessage(b[i:end]))
+		i = skipSpace(b, end)
+		if i >= len(b) {
+			return nil, errNotJSON
+		}
+		switch b[i] {
+		case ',':
+			i = skipSpace(b, i+1)
+		case ']':
+			return out, trailing(b, i+1)
+		default:
+			return nil, errNotJSON
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+func trailing(b []byte, i int) error {
+	if skipSpace(b, i) != len(b) {
+		return errNotJSON
+	}
+	return nil
+}
+
+// scanString returns the end of the string literal at b[i].
+func scanString(b []byte, i int) (int, error) {
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '\\':
+			j++
+		case c == '"':
+			return j + 1, nil
+		case c < 0x20:
+			return 0, errNotJSON
+		}
+	}
+	return 0, errNotJSON
+}
+
+// scanValue returns the end of the value at b[i]. Its scalars are only
+// delimited, not checked: the messages edited here are JSON already.
+func scanValue(b []byte, i, depth int) (int, error) {
+	if i >= len(b) || depth > wire.MaxDepth {
+		return 0, errNotJSON
+	}
+	switch b[i] {
+	case '"':
+		return scanString(b, i)
+	case '{', '[':
+		closer := byte('}')
+		if b[i] == '[' {
+			closer = ']'
+		}
+		j := skipSpace(b, i+1)
+		if j < len(b) && b[j] == closer {
+			return j + 1, nil
+		}
+		for {
+			if b[i] == '{' {
+				if j >= len(b) || b[j] != '"' {
+					return 0, errNotJSON
+				}
+				end, err := scanString(b, j)
+				if err != nil {
+					return 0, err
+				}
+				j = skipSpace(b, end)
+				if j >= len(b) || b[j] != ':' {
+					return 0, errNotJSON
+				}
+				j = skipSpace(b, j+1)
+			}
+			end, err := scanValue(b, j, depth+1)
+			if err != nil {
+				return 0, err
+			}
+			j = skipSpace(b, end)
+			if j >= len(b) {
+				return 0, errNotJSON
+			}
+			if b[j] == closer {
+				return j + 1, nil
+			}
+			if b[j] != ',' {
+				return 0, errNotJSON
+			}
+			j = skipSpace(b, j+1)
+		}
+	}
+	j := i
+	for j < len(b) && !bytes.ContainsRune([]byte(",]} \t\r\n"), rune(b[j])) {
+		j++
+	}
+	if j == i {
+		return 0, errNotJSON
+	}
+	return j, nil
+}
+
+// get is the value of key (the last, as every reader takes duplicates).
 func (o object) get(key string) (json.RawMessage, bool) {
 	for i := len(o) - 1; i >= 0; i-- {
 		if o[i].Key == key {
@@ -98,26 +248,6 @@ func (o object) encode() json.RawMessage {
 	}
 	b.WriteByte('}')
 	return b.Bytes()
-}
-
-// parseArray reads a JSON array, keeping its elements as sent.
-func parseArray(b []byte) ([]json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
-		return nil, fmt.Errorf("not a JSON array")
-	}
-	var out []json.RawMessage
-	for dec.More() {
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 func encodeArray(vs []json.RawMessage) json.RawMessage {
