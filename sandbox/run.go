@@ -9,13 +9,16 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
 	"github.com/mcpsandbox/mcpsandbox/overlay"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/wire"
 )
 
 // RunOptions configure `mcpsandbox run`: one server in one sandbox, for
@@ -110,6 +113,8 @@ func Run(ctx context.Context, cli Engine, opts RunOptions) (RunResult, error) {
 	if named != nil {
 		so.Keep = true
 	}
+	notes := newAmbNotes()
+	so.Ambiguity = ambiguityLogger(so.Ambiguity, notes, log)
 	log.record(RunRecord{Type: "start", Message: strings.Join(so.Argv, " ")}, "starting "+report.OneLine(strings.Join(so.Argv, " "))+" in a sandbox")
 	// As a scan does: containers of runners that died are removed, and a
 	// kept one still running is stopped.
@@ -145,7 +150,8 @@ func Run(ctx context.Context, cli Engine, opts RunOptions) (RunResult, error) {
 		verd.Policy.AllowedHosts = append(verd.Policy.AllowedHosts, h.Host)
 	}
 	r := newRelay(m, relayOptions{Hints: opts.Hints, Verdict: verd, Preload: opts.Preload, PhaseInterval: max(interval, 0),
-		StaleAfter: opts.StaleAfter, Secrets: so.Secrets, Roots: roots, Log: log, Expect: s.expect, Answered: s.answered})
+		StaleAfter: opts.StaleAfter, Secrets: so.Secrets, Roots: roots, Log: log, Expect: s.expect, Answered: s.answered,
+		MaxTools: so.Bounds.withDefaults().MaxTools, Notes: notes})
 	why := r.run(ctx, opts.Stdin, opts.Stdout, stdio.Reader, stdio.Writer)
 	switch {
 	case ctx.Err() != nil:
@@ -365,6 +371,52 @@ func (m samePathMarker) Mark(ctx context.Context, call bool, seq int) report.Eff
 	return eff
 }
 
+// ambiguityLogger is the session's Ambiguity hook in a run: each place
+// where two JSON readers part on a server's message is logged (an
+// ambiguous record, the first maxAmbiguitiesLogged; then counted) and
+// noted for the relay, which strips the hints of a tool so defined; then
+// next, if set, is told.
+func ambiguityLogger(next func(report.Ambiguity), notes *ambNotes, log *runLog) func(report.Ambiguity) {
+	var mu sync.Mutex
+	n := 0
+	return func(a report.Ambiguity) {
+		notes.note(a)
+		mu.Lock()
+		n++
+		i := n
+		mu.Unlock()
+		switch {
+		case i <= maxAmbiguitiesLogged:
+			where := a.Path
+			if a.Key != "" {
+				where = strings.TrimPrefix(where+"."+strconv.Quote(a.Key), ".")
+			}
+			if where == "" {
+				where = "the message"
+			}
+			human := fmt.Sprintf("ambiguous: %s at %s", a.Kind, where)
+			if a.Tool != "" {
+				human += " (tool " + quoteTool(a.Tool) + ")"
+			}
+			if a.Refused {
+				human += ", not passed on"
+			}
+			human += ": " + a.Detail
+			if i == maxAmbiguitiesLogged {
+				human += " (further ambiguities are counted in the report, not logged)"
+			}
+			log.record(RunRecord{Type: "ambiguous", Kind: a.Kind, Method: a.Method, Tool: a.Tool, Path: a.Path, Key: a.Key, Detail: a.Detail, Refused: a.Refused}, report.OneLine(human))
+		}
+		if next != nil {
+			next(a)
+		}
+	}
+}
+
+// maxAmbiguitiesLogged bounds the ambiguous records of a run (as the
+// report bounds the ambiguities it lists).
+const maxAmbiguitiesLogged = report.MaxAmbiguities
+
 // expect and answered tell the stdout filter which ids the client waits
 // for, so that a response refused over a bound is answered with an
 // error in its place (as for a scan) rather than dropped.
@@ -381,15 +433,17 @@ const runMethod = "run:"
 
 // idValue is a raw id as the gate keys it (int64 or string).
 func idValue(id json.RawMessage) (any, bool) {
-	var n json.Number
-	if json.Unmarshal(id, &n) == nil {
-		if i, err := n.Int64(); err == nil {
+	if k := wire.IDKey(id); k != "" {
+		if k[0] == '"' {
+			var str string
+			if wire.Unmarshal(id, &str) == nil {
+				return str, true
+			}
+			return nil, false
+		}
+		if i, err := strconv.ParseInt(k, 10, 64); err == nil {
 			return i, true
 		}
-	}
-	var str string
-	if json.Unmarshal(id, &str) == nil {
-		return str, true
 	}
 	return nil, false
 }

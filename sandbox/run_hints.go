@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/ci/rules"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/wire"
 )
 
 // HintMode is what run does with the tools' safety hints in tools/list.
@@ -65,28 +67,59 @@ type denial struct{ Rule, Reason string }
 // corrects in them, and rewrites tools/list results accordingly.
 type hintBook struct {
 	mode HintMode
+	// bound is the most tools one listing passes to the client, across
+	// its pages (min(maxBookTools, Bounds.MaxTools)): past it the list is
+	// cut, so that no tool reaches the client unread.
+	bound int
 
 	mu     sync.Mutex
-	tools  map[string]report.Tool      // as declared
+	tools  map[string]bookTool         // as declared (the judge's reading)
 	fixes  map[string]map[string]bool  // tool -> hint -> the value sent instead
 	denies map[string]denial           // tool -> why its calls are refused
 	seen   map[string]map[string]*bool // tool -> hint -> as declared, for the log
+	// gen numbers the listings; cursors are the listings a page's
+	// nextCursor continues (by the cursor's hash), the last maxCursors.
+	gen     int
+	cursors map[[sha256.Size]byte]*listing
+	order   [][sha256.Size]byte
+}
+
+// bookTool is a tool as declared, and the listing that declared it.
+type bookTool struct {
+	tool report.Tool
+	gen  int
+}
+
+// listing is one tools/list listing: a request without a cursor and
+// the pages that follow it.
+type listing struct {
+	gen   int
+	count int             // tools passed to the client so far
+	names map[string]bool // their names
+	cut   bool
 }
 
 func newHintBook(mode HintMode) *hintBook {
-	return &hintBook{mode: mode, tools: map[string]report.Tool{}, fixes: map[string]map[string]bool{}, denies: map[string]denial{}}
+	return &hintBook{mode: mode, bound: maxBookTools, tools: map[string]bookTool{}, fixes: map[string]map[string]bool{},
+		denies: map[string]denial{}, cursors: map[[sha256.Size]byte]*listing{}}
 }
 
-// maxBookTools bounds the tools remembered as declared: a server that
-// lists without end grows nothing past it (those past it are judged
-// without hints, and so never corrected: they are logged).
+// maxBookTools bounds the tools remembered as declared, and so the tools
+// one listing passes (see hintBook.bound): a server that lists without
+// end grows nothing past it.
 const maxBookTools = 10000
+
+// maxCursors bounds the cursors remembered for the listings they
+// continue. A page asked with a cursor not remembered starts a listing
+// of its own (counted from 0): only a client paginating more than this
+// many listings at once meets one.
+const maxCursors = 64
 
 func (b *hintBook) declared(name string) (report.Tool, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	t, ok := b.tools[name]
-	return t, ok
+	return t.tool, ok
 }
 
 // correct records fix for tool; it returns the value the tool declared
@@ -100,7 +133,7 @@ func (b *hintBook) correct(tool string, fix hintFix) (*bool, bool) {
 	}
 	var from *bool
 	if t, ok := b.tools[tool]; ok {
-		from = hintOf(t.Hints, fix.Hint)
+		from = hintOf(t.tool.Hints, fix.Hint)
 	}
 	if b.fixes[tool] == nil {
 		b.fixes[tool] = map[string]bool{}
@@ -141,44 +174,227 @@ func (b *hintBook) denied(tool string) (denial, bool) {
 	return d, ok
 }
 
-// listed records the tools of a tools/list result as the server declared
-// them and returns the result as the client is to see it, and whether it
-// differs. Only the annotations of the tools rewritten change; anything
-// that does not decode is passed on as it is.
-func (b *hintBook) listed(result json.RawMessage) (json.RawMessage, bool) {
+// page is what the relay knows of one tools/list answer beyond its
+// result: the request's cursor, and where the line was ambiguous.
+type page struct {
+	// Cursor is the request's (nil: none, a new listing).
+	Cursor *string
+	// Whole: the line was ambiguous outside any one tool's definition
+	// (its envelope, its result, its id's form): every tool in it counts
+	// as defined ambiguously.
+	Whole bool
+	// Ambiguous says whether tool i of the page, named name, was defined
+	// ambiguously (nil: none was).
+	Ambiguous func(i int, name string) bool
+}
+
+// listedPage is a tools/list result as the client is to see it, and what
+// was done to it.
+type listedPage struct {
+	Result  json.RawMessage
+	Changed bool
+	// Stripped are the tools whose safety hints were removed whatever
+	// the mode, and why.
+	Stripped []stripped
+	// Cut counts the tools removed past the bound; Listed the tools the
+	// listing passed in all.
+	Cut, Listed int
+}
+
+type stripped struct{ Tool, Why string }
+
+// The reasons a tool's safety hints are stripped whatever the mode.
+const (
+	whyAmbiguous   = "its definition was ambiguous (two JSON readers read it differently)"
+	whyWhole       = "the tools/list answer it came in was ambiguous (two JSON readers read it differently)"
+	whyTwice       = "it is listed twice in one listing (the first is the one judged)"
+	whyNoBoolean   = "a safety hint of its is no boolean (true to a reader that coerces)"
+	whyUndecodable = "its definition does not decode, so its hints were not read"
+	whyBookFull    = "the hint book is full, so its hints are not held for correction"
+)
+
+// listed records the tools of a tools/list result (canonical: read by
+// wire.Read) as the server declared them and returns the result as the
+// client is to see it. Only the annotations of the tools rewritten
+// change, and the tools past the bound are cut; anything that does not
+// decode as a tool list is passed on as it is (no client reads it as one).
+func (b *hintBook) listed(result json.RawMessage, pg page) listedPage {
+	out := listedPage{Result: result}
 	res, err := parseObject(result)
 	if err != nil {
-		return result, false
+		return out
 	}
 	raw, _ := res.get("tools")
 	tools, err := parseArray(raw)
 	if err != nil {
-		return result, false
+		return out
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	changed := false
+	l := b.listing(pg.Cursor)
+	kept := tools[:0:0]
 	for i, raw := range tools {
+		if l.count >= b.bound {
+			out.Cut = len(tools) - i
+			break
+		}
+		l.count++
+		kept = append(kept, raw)
+		why := ""
 		t, err := decodeTool(raw)
-		if err != nil {
-			continue
+		switch {
+		case err != nil:
+			why = whyUndecodable
+		case l.names[t.Name]:
+			why = whyTwice
+		default:
+			l.names[t.Name] = true
+			if !b.record(t, l.gen) {
+				why = whyBookFull
+			}
+			switch {
+			case pg.Whole:
+				why = whyWhole
+			case pg.Ambiguous != nil && pg.Ambiguous(i, t.Name):
+				why = whyAmbiguous
+			case !booleanHints(t.Annotations):
+				why = whyNoBoolean
+			}
 		}
-		if _, ok := b.tools[t.Name]; ok || len(b.tools) < maxBookTools {
-			b.tools[t.Name] = t
+		var o json.RawMessage
+		var did bool
+		if why != "" {
+			o, did = stripHints(raw)
+			if did && b.mode != HintsStrip {
+				name := t.Name
+				if err != nil {
+					name = fmt.Sprintf("#%d", i)
+				}
+				out.Stripped = append(out.Stripped, stripped{name, why})
+			}
+		} else {
+			o, did = b.rewrite(raw, t)
 		}
-		if out, did := b.rewrite(raw, t); did {
-			tools[i], changed = out, true
+		if did {
+			kept[len(kept)-1], out.Changed = o, true
 		}
 	}
-	if !changed {
-		return result, false
+	out.Listed = l.count
+	if out.Cut > 0 {
+		// The client is not sent further: a later page would be cut
+		// whole.
+		l.cut, out.Changed = true, true
+		res, _ = res.del("nextCursor")
+	} else if c, ok := res.get("nextCursor"); ok && !l.cut {
+		var cursor string
+		if wire.Unmarshal(c, &cursor) == nil {
+			b.remember(cursor, l)
+		}
 	}
-	return res.set("tools", encodeArray(tools)).encode(), true
+	if !out.Changed {
+		return out
+	}
+	out.Result = res.set("tools", encodeArray(kept)).encode()
+	return out
+}
+
+// listing is the listing a page asked with cursor belongs to (mu held).
+func (b *hintBook) listing(cursor *string) *listing {
+	if cursor != nil {
+		if l, ok := b.cursors[sha256.Sum256([]byte(*cursor))]; ok {
+			return l
+		}
+	}
+	b.gen++
+	return &listing{gen: b.gen, names: map[string]bool{}}
+}
+
+// remember notes that cursor continues l (mu held).
+func (b *hintBook) remember(cursor string, l *listing) {
+	k := sha256.Sum256([]byte(cursor))
+	if _, ok := b.cursors[k]; !ok {
+		if len(b.order) >= maxCursors {
+			delete(b.cursors, b.order[0])
+			b.order = b.order[1:]
+		}
+		b.order = append(b.order, k)
+	}
+	b.cursors[k] = l
+}
+
+// record keeps t as declared by listing gen (mu held); false when the
+// book is full of the tools of this listing (or of listings going on at
+// once): then its hints are not held for correction, and so not given.
+func (b *hintBook) record(t report.Tool, gen int) bool {
+	if _, ok := b.tools[t.Name]; !ok && len(b.tools) >= maxBookTools {
+		// The tools of earlier listings make room: the client lists again
+		// when told the list changed, so it holds the latest.
+		for n, bt := range b.tools {
+			if bt.gen < gen {
+				delete(b.tools, n)
+			}
+		}
+		if len(b.tools) >= maxBookTools {
+			return false
+		}
+	}
+	b.tools[t.Name] = bookTool{tool: t, gen: gen}
+	return true
+}
+
+// booleanHints says whether every safety hint in annotations is a
+// boolean (or absent).
+func booleanHints(annotations json.RawMessage) bool {
+	ann, err := parseObject(annotations)
+	if err != nil {
+		return true
+	}
+	for _, h := range safetyHints {
+		if v, ok := ann.get(h); ok {
+			if t := string(bytes.TrimSpace(v)); t != "true" && t != "false" {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// stripHints is one tool with its safety hints removed: the safe default
+// every client reads alike.
+func stripHints(raw json.RawMessage) (json.RawMessage, bool) {
+	tool, err := parseObject(raw)
+	if err != nil {
+		return raw, false
+	}
+	a, ok := tool.get("annotations")
+	if !ok {
+		return raw, false
+	}
+	ann, err := parseObject(a)
+	if err != nil {
+		return raw, false
+	}
+	did := false
+	for _, h := range safetyHints {
+		var d bool
+		ann, d = ann.del(h)
+		did = did || d
+	}
+	if !did {
+		return raw, false
+	}
+	return tool.set("annotations", ann.encode()).encode(), true
 }
 
 // rewrite is one tool as the client is to see it (mu held).
 func (b *hintBook) rewrite(raw json.RawMessage, t report.Tool) (json.RawMessage, bool) {
-	if b.mode == HintsPass || string(t.Annotations) == "null" {
+	switch b.mode {
+	case HintsPass:
+		return raw, false
+	case HintsStrip:
+		return stripHints(raw)
+	}
+	if string(t.Annotations) == "null" {
 		return raw, false
 	}
 	ann, err := parseObject(t.Annotations)
@@ -186,30 +402,12 @@ func (b *hintBook) rewrite(raw json.RawMessage, t report.Tool) (json.RawMessage,
 		return raw, false
 	}
 	did := false
-	switch b.mode {
-	case HintsStrip:
-		for _, h := range safetyHints {
-			var d bool
-			ann, d = ann.del(h)
-			did = did || d
-		}
-	case HintsVerified:
-		for _, h := range safetyHints {
-			// A hint that is no boolean is no claim the rules hold the tool
-			// to, but a client may read "yes" or 1 as true: it goes.
-			if v, ok := ann.get(h); ok {
-				if t := string(bytes.TrimSpace(v)); t != "true" && t != "false" {
-					ann, _ = ann.del(h)
-					did = true
-					continue
-				}
-			}
-			v, ok := b.fixes[t.Name][h]
-			// Absent, the spec's default is the safe side already.
-			if cur := hintOf(t.Hints, h); ok && cur != nil && *cur != v {
-				ann = ann.set(h, json.RawMessage(fmt.Sprint(v)))
-				did = true
-			}
+	for _, h := range safetyHints {
+		v, ok := b.fixes[t.Name][h]
+		// Absent, the spec's default is the safe side already.
+		if cur := hintOf(t.Hints, h); ok && cur != nil && *cur != v {
+			ann = ann.set(h, json.RawMessage(fmt.Sprint(v)))
+			did = true
 		}
 	}
 	if !did {
@@ -250,7 +448,7 @@ func (m *rootMap) translate(result json.RawMessage) (json.RawMessage, bool) {
 		}
 		var uri string
 		u, _ := root.get("uri")
-		if json.Unmarshal(u, &uri) != nil {
+		if wire.Unmarshal(u, &uri) != nil {
 			continue
 		}
 		if p, ok := m.path(uri); ok {
@@ -314,8 +512,11 @@ func (m *rootMap) path(uri string) (string, bool) {
 type RunRecord struct {
 	Time string `json:"time"`
 	// Type is start, call, phase, finding, hint, policy, deny, notify,
-	// problem, kept (a named run's container, kept: Message is its name)
-	// or end.
+	// ambiguous (a place in a server's message where two JSON readers
+	// part: Kind, Method, Tool, Path, Key, Detail), drop (a message of the
+	// server's not passed on: an answer to no request of the client's, a
+	// line no strict reader takes), problem, kept (a named run's
+	// container, kept: Message is its name) or end.
 	Type string          `json:"type"`
 	Seq  int             `json:"seq,omitempty"`
 	ID   json.RawMessage `json:"id,omitempty"`
@@ -342,6 +543,13 @@ type RunRecord struct {
 	Evidence   []string         `json:"evidence,omitempty"`
 	Problems   []report.Problem `json:"problems,omitempty"`
 	Container  string           `json:"container,omitempty"`
+	// An ambiguity's (type ambiguous): see report.Ambiguity.
+	Kind    string `json:"kind,omitempty"`
+	Method  string `json:"method,omitempty"`
+	Path    string `json:"path,omitempty"`
+	Key     string `json:"key,omitempty"`
+	Detail  string `json:"detail,omitempty"`
+	Refused bool   `json:"refused,omitempty"`
 }
 
 // runLog writes the records, and a short human line for each (stderr,

@@ -10,17 +10,21 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/ci/rules"
 	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/wire"
 )
 
 // The relay of `mcpsandbox run`: JSON-RPC lines between a client (the
-// proxy's own stdin and stdout) and the server, passed on as they are,
-// except tools/list results (hints, see hintBook), a refused call (the
-// policy), and the roots the client gives (path translation). Each
+// proxy's own stdin and stdout) and the server. The client's are passed
+// on as they are, except a refused call (the policy) and the roots it
+// gives (path translation); the server's as the relay read them (see
+// run_wire.go: re-encoded, answers matched to the client's requests),
+// tools/list results with their hints as the hint book says. Each
 // tools/call is tracked so that its effects, collected by a marker once
 // it is answered, are judged by the verdict's rules and logged. Nothing
 // here needs an engine: the marker is the session's Mark, or a fake.
@@ -62,6 +66,12 @@ type relayOptions struct {
 	// response may be refused for (an error then answers it in its
 	// place); nil in tests without a filter.
 	Expect, Answered func(id json.RawMessage)
+	// MaxTools bounds the tools one listing passes to the client (0 or
+	// more than maxBookTools: maxBookTools).
+	MaxTools int
+	// Notes are the ambiguities the session's filter met in the lines
+	// before the relay reads them (nil: none is told).
+	Notes *ambNotes
 }
 
 // relay is one proxied session.
@@ -77,10 +87,14 @@ type relay struct {
 	serverOut io.Writer
 
 	mu       sync.Mutex
-	pending  map[string]*pendingReq // the client's requests, by id
-	fromSrv  map[string]string      // the server's requests, by id: their method
+	pending  *pendingSet       // the client's requests
+	fromSrv  map[string]string // the server's requests, by id: their method
 	seq      int
 	protocol string // as the server answered initialize
+	// stripLogged are the tools (and why) logged as stripped.
+	stripLogged map[string]bool
+	stripFull   bool
+	drops       atomic.Int64
 
 	calls *tracker
 	// work counts the collections and phases running on their own
@@ -91,7 +105,11 @@ type relay struct {
 // pendingReq is a request of the client's the relay waits to see answered.
 type pendingReq struct {
 	method string
+	id     json.RawMessage // as the client sent it
+	key    string          // in the pending set
+	order  uint64
 	call   *callInfo // tools/call only
+	cursor *string   // tools/list only: the page asked for
 }
 
 // callInfo is one tools/call.
@@ -119,7 +137,11 @@ func newRelay(m marker, opts relayOptions) *relay {
 	if opts.Drain <= 0 {
 		opts.Drain = exitGrace
 	}
-	r := &relay{opts: opts, m: m, log: opts.Log, book: newHintBook(opts.Hints), pending: map[string]*pendingReq{}, fromSrv: map[string]string{}}
+	r := &relay{opts: opts, m: m, log: opts.Log, book: newHintBook(opts.Hints), pending: newPendingSet(), fromSrv: map[string]string{},
+		stripLogged: map[string]bool{}}
+	if opts.MaxTools > 0 && opts.MaxTools < r.book.bound {
+		r.book.bound = opts.MaxTools
+	}
 	r.calls = newTracker()
 	return r
 }
@@ -176,6 +198,7 @@ func (r *relay) run(ctx context.Context, clientIn io.Reader, clientOut io.Writer
 		r.log.record(RunRecord{Type: "call", Seq: c.Seq, ID: c.ID, Tool: c.Tool, Error: "no answer: the session ended (" + why.Error() + ")"},
 			fmt.Sprintf("call %d %s: no answer before the session ended; its effects are the teardown's", c.Seq, quoteTool(c.Tool)))
 	}
+	r.dropsSummary()
 	return why
 }
 
@@ -226,24 +249,46 @@ func (r *relay) readClient(ctx context.Context, in io.Reader) error {
 	return fmt.Errorf("reading the client: %w", err)
 }
 
+// readServer reads the server's lines. The filter before it tells the
+// ambiguities of each line before it writes the line (a write on a pipe,
+// which returns once this side has read it all), so those of a line are
+// told after the line before the previous one was taken here, and before
+// the line itself is: the count of those outside any tool that moved
+// since the line before the previous counts for this line (it may count
+// for a neighbour too, which strips more, never less).
 func (r *relay) readServer(ctx context.Context, in io.Reader) error {
-	err := readLines(in, func(line []byte) { unbatch(line, func(m []byte) { r.fromServer(ctx, m) }) })
+	var taken [2]uint64 // the count when the two lines before were taken
+	err := readLines(in, func(line []byte) {
+		now := r.opts.Notes.count()
+		outside := now > taken[0]
+		taken[0], taken[1] = taken[1], now
+		r.fromServerLine(ctx, line, outside)
+	})
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) {
 		return errServerClosed
 	}
 	return fmt.Errorf("reading the server: %w", err)
 }
 
-// head is what the relay reads of a message to route it.
+// head is what the relay reads of a message to route it (with
+// wire.Unmarshal: case-sensitive, as JSON.parse and the go-sdk read).
 type head struct {
 	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
+	Method *string         `json:"method"`
 	Params json.RawMessage `json:"params"`
 	Result json.RawMessage `json:"result"`
 	Error  json.RawMessage `json:"error"`
 }
 
 func (h head) hasID() bool { return len(h.ID) > 0 && string(h.ID) != "null" }
+
+// method is the message's method ("" for none).
+func (h head) method() string {
+	if h.Method == nil {
+		return ""
+	}
+	return *h.Method
+}
 
 func (r *relay) toClient(line []byte) {
 	r.clientMu.Lock()
@@ -259,21 +304,28 @@ func (r *relay) toServer(line []byte) {
 
 func (r *relay) fromClient(ctx context.Context, line []byte) {
 	var h head
-	if json.Unmarshal(line, &h) != nil {
+	if wire.Unmarshal(line, &h) != nil {
 		// Not a message: the server's to answer.
 		r.toServer(line)
 		return
 	}
-	key := rawIDKey(h.ID)
+	method := h.method()
 	switch {
-	case h.Method != "" && h.hasID():
-		req := &pendingReq{method: h.Method}
-		if h.Method == "tools/call" {
+	case method != "" && h.hasID():
+		req := &pendingReq{method: method, id: append(json.RawMessage{}, bytes.TrimSpace(h.ID)...)}
+		switch method {
+		case "tools/list":
+			var p struct {
+				Cursor *string `json:"cursor"`
+			}
+			wire.Unmarshal(h.Params, &p)
+			req.cursor = p.Cursor
+		case "tools/call":
 			var p struct {
 				Name      string          `json:"name"`
 				Arguments json.RawMessage `json:"arguments"`
 			}
-			json.Unmarshal(h.Params, &p)
+			wire.Unmarshal(h.Params, &p)
 			if d, ok := r.book.denied(p.Name); ok {
 				r.refuse(h.ID, p.Name, d)
 				return
@@ -293,29 +345,35 @@ func (r *relay) fromClient(ctx context.Context, line []byte) {
 				}
 			}
 		}
-		if key != "" {
-			r.mu.Lock()
-			r.pending[key] = req
-			r.mu.Unlock()
-			if r.opts.Expect != nil {
-				r.opts.Expect(h.ID)
+		r.mu.Lock()
+		evicted := r.pending.add(req)
+		r.mu.Unlock()
+		if evicted != nil {
+			if r.opts.Answered != nil {
+				r.opts.Answered(evicted.id)
 			}
+			r.log.record(RunRecord{Type: "problem", Reason: "pending", ID: evicted.id, Message: fmt.Sprintf("more than %d requests of the client's unanswered: the oldest (%s) is forgotten, and its answer will be dropped", maxPending, evicted.method)},
+				fmt.Sprintf("more than %d requests unanswered: request %s (%s) is forgotten", maxPending, report.OneLine(string(evicted.id)), evicted.method))
 		}
-	case h.Method == "notifications/cancelled":
+		if r.opts.Expect != nil {
+			r.opts.Expect(h.ID)
+		}
+	case method == "notifications/cancelled":
 		var p struct {
 			RequestID json.RawMessage `json:"requestId"`
 		}
-		json.Unmarshal(h.Params, &p)
+		wire.Unmarshal(h.Params, &p)
 		r.mu.Lock()
-		req := r.pending[rawIDKey(p.RequestID)]
+		req := r.pending.get(pendingKey(p.RequestID))
 		r.mu.Unlock()
 		if req != nil && req.call != nil {
 			// The server may never answer: the call ends here, for its
 			// effects.
 			r.endCall(ctx, req.call, nil, true)()
 		}
-	case h.Method == "" && h.hasID():
+	case h.Method == nil && h.hasID():
 		// The client answers a request of the server's.
+		key := pendingKey(h.ID)
 		r.mu.Lock()
 		method := r.fromSrv[key]
 		delete(r.fromSrv, key)
@@ -331,63 +389,139 @@ func (r *relay) fromClient(ctx context.Context, line []byte) {
 	r.toServer(line)
 }
 
-func (r *relay) fromServer(ctx context.Context, line []byte) {
-	var h head
-	if json.Unmarshal(line, &h) != nil {
-		r.toClient(line)
+// fromServerLine reads one line of the server's (outside: the filter
+// met an ambiguity outside any tool in it, or maybe in a neighbour) and
+// passes on each message in it as read.
+func (r *relay) fromServerLine(ctx context.Context, line []byte, outside bool) {
+	line = bytes.TrimSpace(line)
+	rd, err := wire.Read(line)
+	if err != nil {
+		r.drop(nil, "a line no strict JSON reader takes whole: "+report.OneLine(err.Error()))
 		return
 	}
-	key := rawIDKey(h.ID)
-	switch {
-	case h.Method == "" && h.hasID():
-		r.mu.Lock()
-		req := r.pending[key]
-		delete(r.pending, key)
-		r.mu.Unlock()
-		if req == nil {
-			break
-		}
-		if r.opts.Answered != nil {
-			r.opts.Answered(h.ID)
-		}
-		switch req.method {
-		case "tools/list":
-			if len(h.Result) > 0 {
-				if res, changed := r.book.listed(h.Result); changed {
-					if out, err := replaceResult(line, res); err == nil {
-						line = out
-					}
-				}
-			}
-		case "initialize", "server/discover":
-			var res struct {
-				ProtocolVersion string `json:"protocolVersion"`
-			}
-			json.Unmarshal(h.Result, &res)
-			r.mu.Lock()
-			r.protocol = res.ProtocolVersion
-			r.mu.Unlock()
-			r.toClient(line)
-			r.work.Add(1)
-			go func() { defer r.work.Done(); r.calls.phase(ctx, r, "initialize") }()
-			return
-		case "tools/call":
-			// The call ends before the client has the answer, so that a
-			// call it makes on reading it is not taken for an overlap; the
-			// answer goes before the effects are read.
-			collect := r.endCall(ctx, req.call, &h, false)
-			r.toClient(line)
-			collect()
-			return
-		}
-	case h.Method != "" && h.hasID():
+	amb := readingAmb(rd)
+	amb.whole = amb.whole || outside
+	// The id as sent, for the exact match: the reading rounds an integer
+	// past 2^53 as JavaScript reads it, which two of the client's ids may
+	// share.
+	var raw struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if line[0] == '{' {
+		wire.Unmarshal(line, &raw)
+	}
+	unbatch(append(rd.Canonical, '\n'), func(m []byte) { r.fromServer(ctx, m, amb, raw.ID) })
+}
+
+// fromServer passes on one message of the server's (canonical, its line
+// ambiguous where amb says; rawID its id as sent, if known): a request or
+// a notification as it is, an answer only to the request of the client's
+// it answers, with the id the client sent.
+func (r *relay) fromServer(ctx context.Context, line []byte, amb lineAmb, rawID json.RawMessage) {
+	var h head
+	if wire.Unmarshal(line, &h) != nil {
+		r.drop(nil, "not a JSON-RPC message (not an object, or a member of the wrong type)")
+		return
+	}
+	switch method := h.method(); {
+	case h.Method != nil && method == "":
+		// A request to one reader (the TypeScript SDK), an answer to
+		// another (the go-sdk): neither, here.
+		r.drop(h.ID, "a message whose method is empty")
+		return
+	case method != "" && h.hasID():
 		r.mu.Lock()
 		if len(r.fromSrv) < maxServerRequests {
-			r.fromSrv[key] = h.Method
+			r.fromSrv[pendingKey(h.ID)] = method
 		}
 		r.mu.Unlock()
+		r.toClient(line)
+		return
+	case method != "":
+		r.toClient(line)
+		return
+	case !h.hasID():
+		if len(h.Result) == 0 && len(h.Error) == 0 {
+			r.drop(nil, "neither a request, a notification nor an answer")
+		} else {
+			r.drop(nil, "an answer without an id, which answers no request")
+		}
+		return
+	}
+	r.mu.Lock()
+	req, loose := r.pending.take(rawID, h.ID)
+	r.mu.Unlock()
+	if req == nil {
+		r.drop(h.ID, fmt.Sprintf("an answer to no request of the client's (id %.64s)", h.ID))
+		return
+	}
+	if r.opts.Answered != nil {
+		r.opts.Answered(req.id)
+	}
+	if !bytes.Equal(h.ID, req.id) {
+		out, err := replaceMember(line, "id", req.id)
+		if err != nil {
+			r.drop(h.ID, "an answer whose id cannot be given back as the client sent it")
+			return
+		}
+		line = out
+		if loose {
+			// The id's form is an ambiguity of the line's.
+			amb.whole = true
+			r.log.record(RunRecord{Type: "rewrite", ID: req.id, Message: fmt.Sprintf("the answer to request %s (%s) came with the id %.64s: given to the client with its own id", req.id, req.method, h.ID)},
+				fmt.Sprintf("the answer to request %s (%s) came with the id %.64s: passed on with the client's own", report.OneLine(string(req.id)), req.method, h.ID))
+		}
+	}
+	switch req.method {
+	case "tools/list":
+		if len(h.Result) > 0 {
+			line = r.listed(line, h.Result, req, amb)
+		}
+	case "initialize", "server/discover":
+		var res struct {
+			ProtocolVersion string `json:"protocolVersion"`
+		}
+		wire.Unmarshal(h.Result, &res)
+		r.mu.Lock()
+		r.protocol = res.ProtocolVersion
+		r.mu.Unlock()
+		r.toClient(line)
+		r.work.Add(1)
+		go func() { defer r.work.Done(); r.calls.phase(ctx, r, "initialize") }()
+		return
+	case "tools/call":
+		// The call ends before the client has the answer, so that a
+		// call it makes on reading it is not taken for an overlap; the
+		// answer goes before the effects are read.
+		collect := r.endCall(ctx, req.call, &h, false)
+		r.toClient(line)
+		collect()
+		return
 	}
 	r.toClient(line)
+}
+
+// listed is a tools/list answer as the client is to see it: the hints as
+// the book says, stripped where the line or the tool was ambiguous, and
+// the list cut at the bound.
+func (r *relay) listed(line []byte, result json.RawMessage, req *pendingReq, amb lineAmb) []byte {
+	pg := page{Cursor: req.cursor, Whole: amb.whole, Ambiguous: func(i int, name string) bool {
+		return amb.tools[i] || r.opts.Notes.tainted(name)
+	}}
+	lp := r.book.listed(result, pg)
+	r.logStripped(lp.Stripped)
+	if lp.Cut > 0 {
+		msg := fmt.Sprintf("the tool list was cut at %d tools (the tool bound, --max-tools): %d tool(s) past it on this page were not passed to the client, nor any later page", r.book.bound, lp.Cut)
+		r.log.record(RunRecord{Type: "problem", Reason: "tool-list-truncated", Message: msg}, "tool-list-truncated: "+msg)
+	}
+	if !lp.Changed {
+		return line
+	}
+	out, err := replaceResult(line, lp.Result)
+	if err != nil {
+		return line
+	}
+	return out
 }
 
 // maxServerRequests bounds the server's requests remembered for their
@@ -409,11 +543,11 @@ func (r *relay) endCall(ctx context.Context, c *callInfo, h *head, cancelled boo
 	errText := ""
 	var disclosed []string
 	if h != nil {
-		json.Unmarshal(h.Result, &res)
+		wire.Unmarshal(h.Result, &res)
 		if r.opts.Secrets != nil {
 			disclosed = roles(r.opts.Secrets(string(h.Result)))
 		}
-		if len(h.Error) > 0 && json.Unmarshal(h.Error, &rpcErr) == nil {
+		if len(h.Error) > 0 && wire.Unmarshal(h.Error, &rpcErr) == nil {
 			errText = fmt.Sprintf("JSON-RPC error %d: %s", rpcErr.Code, report.OneLine(rpcErr.Message))
 		}
 	}

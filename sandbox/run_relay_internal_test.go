@@ -471,11 +471,12 @@ func TestRelayCancelledCallIsCollected(t *testing.T) {
 func TestHintBookLeavesUntouchedToolsAsSent(t *testing.T) {
 	b := newHintBook(HintsVerified)
 	in := json.RawMessage(`{"tools":[{"name":"a","annotations":{"readOnlyHint":true},"inputSchema":{"type":"object"}},{"name":"b","x":  1,"annotations":{"readOnlyHint":true}}],"nextCursor":"c"}`)
-	if out, changed := b.listed(in); changed || !bytes.Equal(out, in) {
-		t.Fatalf("no fix: changed %v: %s", changed, out)
+	if lp := b.listed(in, page{}); lp.Changed || !bytes.Equal(lp.Result, in) {
+		t.Fatalf("no fix: changed %v: %s", lp.Changed, lp.Result)
 	}
 	b.correct("a", hintFix{Hint: "readOnlyHint", Value: false})
-	out, changed := b.listed(in)
+	lp := b.listed(in, page{})
+	out, changed := lp.Result, lp.Changed
 	if !changed {
 		t.Fatal("fix not applied")
 	}
@@ -484,7 +485,7 @@ func TestHintBookLeavesUntouchedToolsAsSent(t *testing.T) {
 	}
 	// A hint not declared needs no fix: its default is the safe side.
 	b.correct("b", hintFix{Hint: "openWorldHint", Value: true})
-	out2, _ := b.listed(in)
+	out2 := b.listed(in, page{}).Result
 	if strings.Contains(string(out2), "openWorldHint") {
 		t.Errorf("an undeclared hint was added: %s", out2)
 	}
@@ -536,9 +537,9 @@ func TestRootMapTranslatesInputResponses(t *testing.T) {
 	}
 }
 
-// TestRelayHostileListings: a tools/list answer in a batch, with the
-// annotations or a hint given twice, or a key spelled with escapes, is
-// rewritten as the client will read it.
+// TestRelayHostileListings: a tools/list answer in a batch, or with a key
+// spelled with escapes, is rewritten as the client will read it; with the
+// annotations or a hint given twice, its hints are stripped.
 func TestRelayHostileListings(t *testing.T) {
 	c2rR, c2rW := io.Pipe()
 	r2cR, r2cW := io.Pipe()
@@ -578,19 +579,28 @@ func TestRelayHostileListings(t *testing.T) {
 		if err := json.Unmarshal([]byte(got), &msg); err != nil || len(msg.Result.Tools) != 1 {
 			t.Fatalf("%s: %v", got, err)
 		}
-		if ro := msg.Result.Tools[0].Annotations.ReadOnlyHint; ro == nil || *ro || strings.Count(got, `"readOnlyHint":true`) > 0 {
+		// Given twice, the annotations or a hint are ambiguous: stripped;
+		// otherwise corrected.
+		ro := msg.Result.Tools[0].Annotations.ReadOnlyHint
+		if ambiguous := id == 2 || id == 3; (ambiguous && ro != nil) || (!ambiguous && (ro == nil || *ro)) || strings.Count(got, `"readOnlyHint":true`) > 0 {
 			t.Errorf("answer %d: the client reads %s", id, got)
 		}
 	}
 }
 
 // TestHintBookDropsHintsThatAreNoBoolean: "yes" or 1 is no claim the
-// rules judge, but a client may take it for true.
+// rules judge, but a client may take it for true: the tool's definition
+// is ambiguous, and it loses every safety hint, in every mode.
 func TestHintBookDropsHintsThatAreNoBoolean(t *testing.T) {
-	b := newHintBook(HintsVerified)
-	out, changed := b.listed(json.RawMessage(`{"tools":[{"name":"a","annotations":{"title":"A","readOnlyHint":"yes","openWorldHint":0,"destructiveHint":false}}]}`))
-	if want := `{"tools":[{"name":"a","annotations":{"title":"A","destructiveHint":false}}]}`; !changed || string(out) != want {
-		t.Errorf("got %s, want %s", out, want)
+	for _, mode := range []HintMode{HintsVerified, HintsPass} {
+		b := newHintBook(mode)
+		lp := b.listed(json.RawMessage(`{"tools":[{"name":"a","annotations":{"title":"A","readOnlyHint":"yes","openWorldHint":0,"destructiveHint":false}}]}`), page{})
+		if want := `{"tools":[{"name":"a","annotations":{"title":"A"}}]}`; !lp.Changed || string(lp.Result) != want {
+			t.Errorf("%s: got %s, want %s", mode, lp.Result, want)
+		}
+		if len(lp.Stripped) != 1 || lp.Stripped[0].Why != whyNoBoolean {
+			t.Errorf("%s: stripped %+v", mode, lp.Stripped)
+		}
 	}
 }
 
