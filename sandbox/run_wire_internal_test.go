@@ -595,3 +595,120 @@ func TestParseObjectKeepsBytes(t *testing.T) {
 		t.Errorf("array: %q %v", a, err)
 	}
 }
+
+// TestRelayToolListedTwiceAcrossPages: the first definition of a name in
+// a listing is the one passed with hints and judged; a later page's
+// definition of the same name is stripped (the client may take either).
+func TestRelayToolListedTwiceAcrossPages(t *testing.T) {
+	h := newRawRelay(t, relayOptions{})
+	h.client(t, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	h.server(`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":"peek","annotations":{"readOnlyHint":true}}],"nextCursor":"2"}}`)
+	if ann, _ := hintsOf(toolsOf(t, h.got(t)), "peek"); string(ann["readOnlyHint"]) != "true" {
+		t.Fatalf("page 1: %v", ann)
+	}
+	h.client(t, `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"cursor":"2"}}`)
+	h.server(`{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"peek","annotations":{"readOnlyHint":false,"destructiveHint":false}}]}}`)
+	if ann, _ := hintsOf(toolsOf(t, h.got(t)), "peek"); len(ann) != 0 {
+		t.Errorf("page 2: %v", ann)
+	}
+	if r := h.record(t, "hint"); r.Tool != "peek" || !strings.Contains(r.Reason, "twice") {
+		t.Errorf("hint %+v", r)
+	}
+	if d, _ := h.rl.book.declared("peek"); d.Hints.ReadOnly == nil || !*d.Hints.ReadOnly {
+		t.Errorf("the book holds %+v, not the first definition", d.Hints)
+	}
+}
+
+// TestRunAmbiguityLogBounded: a server that floods its lines with
+// ambiguities gets maxAmbiguitiesLogged records in the log, every one
+// noted for the relay all the same.
+func TestRunAmbiguityLogBounded(t *testing.T) {
+	n := 0
+	log := &runLog{hook: func(r RunRecord) {
+		if r.Type == "ambiguous" {
+			n++
+		}
+	}}
+	notes := newAmbNotes()
+	hook := ambiguityLogger(nil, notes, log)
+	for i := 0; i < 3*maxAmbiguitiesLogged; i++ {
+		hook(report.Ambiguity{Kind: "duplicate-key", Tool: fmt.Sprint("t", i), Path: fmt.Sprintf("result.tools[%d]", i)})
+	}
+	if n != maxAmbiguitiesLogged || !notes.tainted(fmt.Sprint("t", 3*maxAmbiguitiesLogged-1)) {
+		t.Errorf("%d records", n)
+	}
+}
+
+// TestRelayWindowNeverMisses: the filter tells a line's ambiguities and
+// then writes it on the pipe (as the session's stdout filter does); the
+// relay reads as fast as it can. Every list line told ambiguous outside
+// its tools is stripped whole (a neighbour may be too).
+func TestRelayWindowNeverMisses(t *testing.T) {
+	notes := newAmbNotes()
+	c2rR, c2rW := io.Pipe()
+	r2cR, r2cW := io.Pipe()
+	r2sR, r2sW := io.Pipe()
+	s2rR, s2rW := io.Pipe()
+	rl := newRelay(&fakeMarker{}, relayOptions{Notes: notes})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go rl.run(ctx, c2rR, r2cW, s2rR, r2sW)
+	go io.Copy(io.Discard, r2sR)
+	const n = 2000
+	var reqs strings.Builder
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&reqs, `{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`+"\n", i)
+	}
+	io.WriteString(c2rW, reqs.String())
+	told := map[int]bool{}
+	for i := 1; i <= n; i++ {
+		told[i] = i%7 == 0 || i%11 == 0
+	}
+	go func() {
+		// As the filter: a line's ambiguities are told, then the line is
+		// written, and nothing else between (the contract the relay's
+		// window rests on).
+		for i := 1; i <= n; i++ {
+			if i%3 == 0 {
+				if i%2 == 0 {
+					notes.note(report.Ambiguity{Kind: "duplicate-key", Method: "notifications/message", Path: "params"})
+				}
+				s2rW.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}` + "\n"))
+			}
+			if told[i] {
+				notes.note(report.Ambiguity{Kind: "duplicate-key", Path: "result"})
+			}
+			s2rW.Write([]byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"tools":[`+honestTool+`]}}`+"\n", i)))
+		}
+	}()
+	br := bufio.NewReaderSize(r2cR, 1<<16)
+	stripped, seen := 0, 0
+	for seen < n {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(line, "notifications/message") {
+			continue
+		}
+		var m struct {
+			ID int `json:"id"`
+		}
+		json.Unmarshal([]byte(line), &m)
+		seen++
+		ann, _ := hintsOf(toolsOf(t, line), "honest")
+		if len(ann) == 0 {
+			stripped++
+		}
+		if told[m.ID] && len(ann) != 0 {
+			t.Errorf("list %d was told ambiguous and kept its hints", m.ID)
+		}
+	}
+	nTold := 0
+	for _, v := range told {
+		if v {
+			nTold++
+		}
+	}
+	t.Logf("%d of %d lists stripped, %d told", stripped, n, nTold)
+}
