@@ -38,6 +38,9 @@ func (g *frameGate) judge(s *frameScan, raw, clean []byte) []byte {
 		out = c.Canonical
 	}
 	g.ambiguous(s, r, out, false)
+	if g.passAsRead {
+		out = clean
+	}
 	return g.matchID(s, out)
 }
 
@@ -119,6 +122,9 @@ func (g *frameGate) matchID(s *frameScan, msg []byte) []byte {
 	a.Method = publicMethod(method)
 	a.Detail += fmt.Sprintf(": the TypeScript SDK matches it to request %s (Number(id)), the go-sdk only if it is a number, Python not at all; the client was given %s", match, match)
 	g.record(a)
+	if g.passAsRead {
+		return msg // the relay matches it itself, and gives the client's own id
+	}
 	out, err := replaceMember(msg, "id", []byte(match))
 	if err != nil {
 		return msg
@@ -180,10 +186,12 @@ func safeIntegerKey(k string) bool {
 	return err != nil || (i <= 1<<53-1 && i >= -(1<<53-1))
 }
 
-// publicMethod is a gate key's method (run keys each request by its id).
+// publicMethod is a gate key's method (run keys each request by its id,
+// the method after it: runKey).
 func publicMethod(key string) string {
-	if strings.HasPrefix(key, runMethod) {
-		return ""
+	if rest, ok := strings.CutPrefix(key, runMethod); ok {
+		_, m, _ := strings.Cut(rest, "\x00")
+		return m
 	}
 	return key
 }

@@ -331,6 +331,12 @@ type frameGate struct {
 	ambSeen     map[report.Ambiguity]bool // amb, their details blank
 	ambOmitted  int
 	onAmbiguity func(report.Ambiguity)
+	// passAsRead: the reader behind is run's relay, which reads each line
+	// itself (wire) and acts on what it finds in it: the line is given as
+	// it came (cleaned), not re-encoded nor its id set, so that the relay
+	// sees what the filter saw. Lines with no strict reading are still
+	// kept from it.
+	passAsRead bool
 }
 
 // maxRefusalsKept bounds the refusals kept for the report; the rest are

@@ -420,16 +420,21 @@ const maxAmbiguitiesLogged = report.MaxAmbiguities
 // expect and answered tell the stdout filter which ids the client waits
 // for, so that a response refused over a bound is answered with an
 // error in its place (as for a scan) rather than dropped.
-func (s *Session) expect(id json.RawMessage) {
+func (s *Session) expect(id json.RawMessage, method string) {
 	if v, ok := idValue(id); ok {
-		s.gate.sent(runMethod+rawIDKey(id), v)
+		s.gate.sent(runKey(id, method), v)
 	}
 }
 
-func (s *Session) answered(id json.RawMessage) { s.gate.take(runMethod + rawIDKey(id)) }
+func (s *Session) answered(id json.RawMessage, method string) { s.gate.take(runKey(id, method)) }
 
-// runMethod keys the relay's requests in the frame gate, one key per id.
+// runMethod prefixes the relay's requests' keys in the frame gate: one
+// key per id, with the request's method after the id (publicMethod).
 const runMethod = "run:"
+
+func runKey(id json.RawMessage, method string) string {
+	return runMethod + rawIDKey(id) + "\x00" + method
+}
 
 // idValue is a raw id as the gate keys it (int64 or string).
 func idValue(id json.RawMessage) (any, bool) {

@@ -65,7 +65,7 @@ type relayOptions struct {
 	// Expect and Answered tell the stdout filter which request ids a
 	// response may be refused for (an error then answers it in its
 	// place); nil in tests without a filter.
-	Expect, Answered func(id json.RawMessage)
+	Expect, Answered func(id json.RawMessage, method string)
 	// MaxTools bounds the tools one listing passes to the client (0 or
 	// more than maxBookTools: maxBookTools).
 	MaxTools int
@@ -249,21 +249,11 @@ func (r *relay) readClient(ctx context.Context, in io.Reader) error {
 	return fmt.Errorf("reading the client: %w", err)
 }
 
-// readServer reads the server's lines. The filter before it tells the
-// ambiguities of each line before it writes the line (a write on a pipe,
-// which returns once this side has read it all), so those of a line are
-// told after the line before the previous one was taken here, and before
-// the line itself is: the count of those outside any tool that moved
-// since the line before the previous counts for this line (it may count
-// for a neighbour too, which strips more, never less).
+// readServer reads the server's lines. The session's filter gives them
+// as they came (cleaned: passAsRead), so each line's ambiguities are read
+// here, from the line itself.
 func (r *relay) readServer(ctx context.Context, in io.Reader) error {
-	var taken [2]uint64 // the count when the two lines before were taken
-	err := readLines(in, func(line []byte) {
-		now := r.opts.Notes.count()
-		outside := now > taken[0]
-		taken[0], taken[1] = taken[1], now
-		r.fromServerLine(ctx, line, outside)
-	})
+	err := readLines(in, func(line []byte) { r.fromServerLine(ctx, line) })
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) {
 		return errServerClosed
 	}
@@ -350,13 +340,13 @@ func (r *relay) fromClient(ctx context.Context, line []byte) {
 		r.mu.Unlock()
 		if evicted != nil {
 			if r.opts.Answered != nil {
-				r.opts.Answered(evicted.id)
+				r.opts.Answered(evicted.id, evicted.method)
 			}
 			r.log.record(RunRecord{Type: "problem", Reason: "pending", ID: evicted.id, Message: fmt.Sprintf("more than %d requests of the client's unanswered: the oldest (%s) is forgotten, and its answer will be dropped", maxPending, evicted.method)},
 				fmt.Sprintf("more than %d requests unanswered: request %s (%s) is forgotten", maxPending, report.OneLine(string(evicted.id)), evicted.method))
 		}
 		if r.opts.Expect != nil {
-			r.opts.Expect(h.ID)
+			r.opts.Expect(h.ID, method)
 		}
 	case method == "notifications/cancelled":
 		var p struct {
@@ -389,10 +379,9 @@ func (r *relay) fromClient(ctx context.Context, line []byte) {
 	r.toServer(line)
 }
 
-// fromServerLine reads one line of the server's (outside: the filter
-// met an ambiguity outside any tool in it, or maybe in a neighbour) and
-// passes on each message in it as read.
-func (r *relay) fromServerLine(ctx context.Context, line []byte, outside bool) {
+// fromServerLine reads one line of the server's and passes on each
+// message in it as read.
+func (r *relay) fromServerLine(ctx context.Context, line []byte) {
 	line = bytes.TrimSpace(line)
 	rd, err := wire.Read(line)
 	if err != nil {
@@ -400,7 +389,6 @@ func (r *relay) fromServerLine(ctx context.Context, line []byte, outside bool) {
 		return
 	}
 	amb := readingAmb(rd)
-	amb.whole = amb.whole || outside
 	// The id as sent, for the exact match: the reading rounds an integer
 	// past 2^53 as JavaScript reads it, which two of the client's ids may
 	// share.
@@ -456,7 +444,7 @@ func (r *relay) fromServer(ctx context.Context, line []byte, amb lineAmb, rawID 
 		return
 	}
 	if r.opts.Answered != nil {
-		r.opts.Answered(req.id)
+		r.opts.Answered(req.id, req.method)
 	}
 	if !bytes.Equal(h.ID, req.id) {
 		out, err := replaceMember(line, "id", req.id)

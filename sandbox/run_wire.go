@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/wire"
@@ -20,10 +19,10 @@ import (
 // to the client only as the answer to a request of the client's it
 // matched (its id then the client's own, byte for byte); and a tool
 // whose definition two readers read differently is listed without its
-// safety hints. The session's stdout filter reads each line first and
-// re-encodes it already, so the ambiguities it met no longer show in the
-// line: it tells them (SessionOptions.Ambiguity) before it passes the
-// line on, and ambNotes keeps what the relay needs of them.
+// safety hints. The session's stdout filter reads each line first,
+// records its ambiguities in the report (and the run log, through
+// SessionOptions.Ambiguity) and passes it on as it came, cleaned
+// (frameGate.passAsRead), so the relay finds them in the line itself.
 
 // lineAmb is where one line the relay read was ambiguous.
 type lineAmb struct {
@@ -67,19 +66,17 @@ func pageToolIndex(path string) (int, bool) {
 	return i, err == nil && i >= 0
 }
 
-// ambNotes keeps what the session's filter told of the ambiguities it
-// met, for the relay: the tools defined ambiguously (by name, for the
-// rest of the run) and a count of those outside any tool, in messages
-// that may be answers. The filter tells them on its own goroutine before
-// it writes the line they are in, so that each line's are told before
-// the relay takes that line (see relay.readServer).
+// ambNotes keeps the tools the session's filter told were defined
+// ambiguously (by name, for the rest of the run): the relay reads each
+// line itself, but the filter cleaned what only it saw (a lone
+// surrogate, bytes that are not UTF-8), and a tool once defined two ways
+// stays suspect.
 type ambNotes struct {
 	mu    sync.Mutex
 	tools map[string]bool
 	// all: more tools than maxBookTools were named; every tool is
 	// stripped from then on.
-	all     bool
-	outside atomic.Uint64
+	all bool
 }
 
 func newAmbNotes() *ambNotes { return &ambNotes{tools: map[string]bool{}} }
@@ -100,12 +97,7 @@ func (n *ambNotes) note(a report.Ambiguity) {
 		}
 		return
 	}
-	// A server's own request or notification names its method; an
-	// answer's method is unknown to the filter in a run ("") or is the
-	// request's.
-	if a.Method == "" || a.Method == "tools/list" {
-		n.outside.Add(1)
-	}
+	// One outside any tool is the relay's to see in the line itself.
 }
 
 // tainted says whether a tool named name was once defined ambiguously.
@@ -116,13 +108,6 @@ func (n *ambNotes) tainted(name string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.all || n.tools[name]
-}
-
-func (n *ambNotes) count() uint64 {
-	if n == nil {
-		return 0
-	}
-	return n.outside.Load()
 }
 
 // pendingSet is the client's requests the relay waits to see answered,

@@ -353,15 +353,14 @@ func TestRelayStripsAWholeAmbiguousList(t *testing.T) {
 	}
 }
 
-// TestRelayTakesTheFiltersWord: the session's filter re-encodes a line
-// before the relay reads it, and tells its ambiguities first
-// (SessionOptions.Ambiguity): a tool it names is stripped for the rest of
-// the run; one outside any tool strips the next list.
+// TestRelayTakesTheFiltersWord: a tool the session's filter names as
+// defined ambiguously (SessionOptions.Ambiguity: it may have cleaned what
+// made it so, a lone surrogate) is stripped for the rest of the run.
 func TestRelayTakesTheFiltersWord(t *testing.T) {
 	notes := newAmbNotes()
 	h := newRawRelay(t, relayOptions{Notes: notes})
 	list := `{"jsonrpc":"2.0","id":%d,"result":{"tools":[` + honestTool + `,{"name":"peek","annotations":{"readOnlyHint":true}}]}}`
-	notes.note(report.Ambiguity{Kind: "case-variant-key", Tool: "peek", Path: "result.tools[1]", Key: "ANNOTATIONS"})
+	notes.note(report.Ambiguity{Kind: "lone-surrogate", Tool: "peek", Path: "result.tools[1].description"})
 	for id := 1; id <= 2; id++ {
 		h.client(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`, id))
 		h.server(fmt.Sprintf(list, id))
@@ -372,27 +371,6 @@ func TestRelayTakesTheFiltersWord(t *testing.T) {
 		if ann, _ := hintsOf(tools, "honest"); len(ann) != 1 {
 			t.Errorf("list %d: honest lost its hints", id)
 		}
-	}
-	// An ambiguity outside any tool (the filter matched the id's form),
-	// and one of a server's notification, which is no list's.
-	notes.note(report.Ambiguity{Kind: "duplicate-key", Method: "notifications/message", Path: "params"})
-	h.client(t, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
-	h.server(fmt.Sprintf(list, 3))
-	if ann, _ := hintsOf(toolsOf(t, h.got(t)), "honest"); len(ann) != 1 {
-		t.Error("a notification's ambiguity stripped a list")
-	}
-	notes.note(report.Ambiguity{Kind: "id-form", Path: "id"})
-	h.client(t, `{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
-	h.server(fmt.Sprintf(list, 4))
-	if ann, _ := hintsOf(toolsOf(t, h.got(t)), "honest"); len(ann) != 0 {
-		t.Errorf("an id-form ambiguity left the hints: %v", ann)
-	}
-	// Two lines on, it counts no more.
-	h.nothing(t, 5)
-	h.client(t, `{"jsonrpc":"2.0","id":6,"method":"tools/list"}`)
-	h.server(fmt.Sprintf(list, 6))
-	if ann, _ := hintsOf(toolsOf(t, h.got(t)), "honest"); len(ann) != 1 {
-		t.Error("an earlier ambiguity stripped a later list")
 	}
 }
 
@@ -637,78 +615,4 @@ func TestRunAmbiguityLogBounded(t *testing.T) {
 	if n != maxAmbiguitiesLogged || !notes.tainted(fmt.Sprint("t", 3*maxAmbiguitiesLogged-1)) {
 		t.Errorf("%d records", n)
 	}
-}
-
-// TestRelayWindowNeverMisses: the filter tells a line's ambiguities and
-// then writes it on the pipe (as the session's stdout filter does); the
-// relay reads as fast as it can. Every list line told ambiguous outside
-// its tools is stripped whole (a neighbour may be too).
-func TestRelayWindowNeverMisses(t *testing.T) {
-	notes := newAmbNotes()
-	c2rR, c2rW := io.Pipe()
-	r2cR, r2cW := io.Pipe()
-	r2sR, r2sW := io.Pipe()
-	s2rR, s2rW := io.Pipe()
-	rl := newRelay(&fakeMarker{}, relayOptions{Notes: notes})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go rl.run(ctx, c2rR, r2cW, s2rR, r2sW)
-	go io.Copy(io.Discard, r2sR)
-	const n = 2000
-	var reqs strings.Builder
-	for i := 1; i <= n; i++ {
-		fmt.Fprintf(&reqs, `{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`+"\n", i)
-	}
-	io.WriteString(c2rW, reqs.String())
-	told := map[int]bool{}
-	for i := 1; i <= n; i++ {
-		told[i] = i%7 == 0 || i%11 == 0
-	}
-	go func() {
-		// As the filter: a line's ambiguities are told, then the line is
-		// written, and nothing else between (the contract the relay's
-		// window rests on).
-		for i := 1; i <= n; i++ {
-			if i%3 == 0 {
-				if i%2 == 0 {
-					notes.note(report.Ambiguity{Kind: "duplicate-key", Method: "notifications/message", Path: "params"})
-				}
-				s2rW.Write([]byte(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}` + "\n"))
-			}
-			if told[i] {
-				notes.note(report.Ambiguity{Kind: "duplicate-key", Path: "result"})
-			}
-			s2rW.Write([]byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"tools":[`+honestTool+`]}}`+"\n", i)))
-		}
-	}()
-	br := bufio.NewReaderSize(r2cR, 1<<16)
-	stripped, seen := 0, 0
-	for seen < n {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(line, "notifications/message") {
-			continue
-		}
-		var m struct {
-			ID int `json:"id"`
-		}
-		json.Unmarshal([]byte(line), &m)
-		seen++
-		ann, _ := hintsOf(toolsOf(t, line), "honest")
-		if len(ann) == 0 {
-			stripped++
-		}
-		if told[m.ID] && len(ann) != 0 {
-			t.Errorf("list %d was told ambiguous and kept its hints", m.ID)
-		}
-	}
-	nTold := 0
-	for _, v := range told {
-		if v {
-			nTold++
-		}
-	}
-	t.Logf("%d of %d lists stripped, %d told", stripped, n, nTold)
 }

@@ -216,6 +216,7 @@ func (r *RawStdio) Close() error {
 func OpenRaw(ctx context.Context, cli Engine, opts SessionOptions) (*Session, *RawStdio, error) {
 	opts.raw = true
 	s := newSession(cli, opts)
+	s.gate.passAsRead = true
 	err := s.open(ctx)
 	return s, s.stdio, err
 }
