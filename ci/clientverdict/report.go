@@ -136,16 +136,7 @@ func Findings(legs []LegRun) []report.Finding {
 
 // ambiguityLine is one place, as the scan's rule words it.
 func ambiguityLine(a report.Ambiguity) string {
-	where := a.Path
-	if a.Key != "" {
-		if where != "" {
-			where += "."
-		}
-		where += strconv.Quote(a.Key)
-	}
-	if where == "" {
-		where = "the message"
-	}
+	where := a.Where()
 	head := a.Method
 	if a.Tool != "" {
 		head += " (tool " + strconv.Quote(a.Tool) + ")"

@@ -226,6 +226,22 @@ type Ambiguity struct {
 	Refused bool `json:"refused,omitempty"`
 }
 
+// Where is the place as a finding's evidence says it: the path, then the
+// key quoted ("result.tools[0]."ANNOTATIONS""), "the message" for none.
+func (a Ambiguity) Where() string {
+	where := a.Path
+	if a.Key != "" {
+		if where != "" {
+			where += "."
+		}
+		where += strconv.Quote(a.Key)
+	}
+	if where == "" {
+		where = "the message"
+	}
+	return where
+}
+
 // MaxAmbiguities bounds the ambiguities a report lists; the rest are
 // counted (Server.AmbiguitiesOmitted).
 const MaxAmbiguities = 256

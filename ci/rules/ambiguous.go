@@ -32,13 +32,7 @@ func ambiguous(r *report.Report) []report.Finding {
 		if _, ok := ev[a.Tool]; !ok {
 			order = append(order, a.Tool)
 		}
-		where := a.Path
-		if a.Key != "" {
-			if where != "" {
-				where += "."
-			}
-			where += strconv.Quote(a.Key)
-		}
+		where := a.Where()
 		if a.Method != "" {
 			where = a.Method + ": " + where
 		}
