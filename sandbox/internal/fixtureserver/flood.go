@@ -15,7 +15,7 @@ import (
 // bounds:
 //
 //	fixtureserver flood [pages=N] [page-bytes=B] [tools=N] [schema-bytes=B]
-//	    [result-bytes=B] [depth=D] [notify-bytes=B] [stderr-bytes=B] [invalid]
+//	    [result-bytes=B] [depth=D] [notify-bytes=B] [stderr-bytes=B] [files=N] [invalid]
 //
 // pages-1 pages of tools/list come first, each with tools padding tools
 // (default 1) whose descriptions make the page page-bytes long; the last
@@ -29,7 +29,8 @@ import (
 //     JSON-RPC, which the SDK cannot read;
 //   - echo: a small result, to show the session still runs.
 //
-// Before serving, it writes stderr-bytes to stderr.
+// Before serving, it writes stderr-bytes to stderr and makes files empty
+// files in /tmp/f (the startup flood of the snapshot's entry bound).
 func flood(args []string) int {
 	o := map[string]int{"pages": 1, "tools": 1}
 	invalid := false
@@ -50,6 +51,12 @@ func flood(args []string) int {
 		line := strings.Repeat("e", 1023) + "\n"
 		for i := 0; i < n; i += len(line) {
 			io.WriteString(os.Stderr, line)
+		}
+	}
+	if n := o["files"]; n > 0 {
+		os.MkdirAll("/tmp/f", 0o755)
+		for i := range n {
+			os.WriteFile(fmt.Sprintf("/tmp/f/%06d", i), nil, 0o644)
 		}
 	}
 	out := bufio.NewWriterSize(os.Stdout, 1<<20)
