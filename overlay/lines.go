@@ -32,6 +32,10 @@ const DefaultMaxLines = 4 << 20
 // so that an Entry stays comparable.
 type lineSet struct{ h []uint64 }
 
+// noLines is the lines of an empty file, one set for all of them (it is
+// never written to).
+var noLines = &lineSet{h: []uint64{}}
+
 // n counts the lines (0 for none known).
 func (l *lineSet) n() int {
 	if l == nil {
@@ -46,6 +50,9 @@ func (l *lineSet) n() int {
 func lineHashes(seed maphash.Seed, b []byte) *lineSet {
 	if !utf8.Valid(b) || bytes.IndexByte(b, 0) >= 0 {
 		return nil
+	}
+	if len(b) == 0 {
+		return noLines
 	}
 	out := []uint64{}
 	for len(b) > 0 {

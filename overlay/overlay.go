@@ -13,7 +13,7 @@ package overlay
 import (
 	"io/fs"
 	"path"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -178,6 +178,21 @@ const Workspace = "/workspace"
 // whose only change is a changed child is not reported.
 func Delta(prev, cur Snapshot) []Change {
 	var out []Change
+	DeltaEach(prev, cur, func(c Change) bool {
+		out = append(out, c)
+		return true
+	})
+	return out
+}
+
+// DeltaEach gives fn the changes Delta returns, in the same order, one at
+// a time, until fn returns false, without keeping them: what it holds is
+// the sorted paths of the two snapshots, not a Change for each (a flood
+// of 200,000 new files is 200,000 changes, of which a report lists a
+// thousand).
+func DeltaEach(prev, cur Snapshot, fn func(Change) bool) {
+	type key struct{ esc, raw string }
+	keys := make([]key, 0, len(cur.Entries))
 	for p, e := range cur.Entries {
 		o, had := prev.Entries[p]
 		if had && same(o, e) {
@@ -186,74 +201,92 @@ func Delta(prev, cur Snapshot) []Change {
 		if !had && !prev.Reached(p) {
 			continue // past the last walk's bound: not new, not known to be
 		}
-		if e.Opaque && (!had || !o.Opaque) {
-			// Deleted and made again: everything the image had below it is gone.
-			out = append(out, change(p, report.ChangeDeleted, e.Before, e), change(p, report.ChangeCreated, &e, e))
-			continue
-		}
-		if e.Kind != Removed && ((had && o.Kind != Removed && o.Type != e.Type) || (!had && e.Before != nil && e.Before.Type != e.Type)) {
-			// Replaced by something of another type (a file by a symlink, a
-			// directory by a file): the old one is gone.
-			old := o
-			if !had {
-				old = *e.Before
-			}
-			out = append(out, change(p, report.ChangeDeleted, &old, old), change(p, report.ChangeCreated, &e, e))
-			continue
-		}
-		var c report.ChangeKind
-		switch {
-		case e.Kind == Removed:
-			c = report.ChangeDeleted
-		case had && o.Kind == Removed, !had && e.Kind == Added:
-			c = report.ChangeCreated
-		case e.Type == Dir && !had && e.Before != nil && !metaDiffers(*e.Before, e):
-			continue // copied up only because a child changed
-		case !had && unchangedCopy(e):
-			continue // copied up, nothing changed
-		default:
-			c = report.ChangeModified
-		}
-		ch := change(p, c, &e, e)
-		if c == report.ChangeModified && e.Type == File && e.PrefixSHA256 != "" {
-			switch {
-			case had && o.Type == File:
-				ch.Appended = o.SHA256 != "" && e.PrefixSHA256 == o.SHA256
-			case !had && e.Before != nil:
-				ch.Appended = e.Before.SHA256 != "" && e.PrefixSHA256 == e.Before.SHA256
-			}
-		}
-		if c == report.ChangeModified && e.Type == File && !ch.Appended {
-			switch {
-			case had && o.Type == File:
-				ch.LinesKept = keepsLines(o.lines, e.lines)
-			case !had && e.Before != nil:
-				ch.LinesKept = keepsLines(e.Before.lines, e.lines)
-			}
-		}
-		out = append(out, ch)
+		esc, _ := EscapePath(p)
+		keys = append(keys, key{esc, p})
 	}
 	for p, o := range prev.Entries {
-		if !cur.Reached(p) {
-			continue // a path past the bound is not gone: say nothing of it
-		}
-		if _, ok := cur.Entries[p]; ok || o.Kind == Removed {
+		if _, ok := cur.Entries[p]; ok || o.Kind == Removed || !cur.Reached(p) {
 			continue
 		}
-		if _, ok := prev.Entries[path.Dir(p)]; ok {
-			if _, still := cur.Entries[path.Dir(p)]; !still {
-				continue // its directory went with it and is reported
+		esc, _ := EscapePath(p)
+		keys = append(keys, key{esc, p})
+	}
+	// By the path as reported; two paths that read the same escaped (a
+	// backslash and an escaped byte) by the path itself.
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := strings.Compare(a.esc, b.esc); c != 0 {
+			return c
+		}
+		return strings.Compare(a.raw, b.raw)
+	})
+	var buf [2]Change
+	for _, k := range keys {
+		for _, c := range pathChanges(prev, cur, k.raw, buf[:0]) {
+			if !fn(c) {
+				return
 			}
 		}
-		out = append(out, change(p, report.ChangeDeleted, &o, o))
 	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Path != out[j].Path {
-			return out[i].Path < out[j].Path
+}
+
+// pathChanges appends to out the changes of p from prev to cur: none, one,
+// or a deletion then a creation (a path replaced).
+func pathChanges(prev, cur Snapshot, p string, out []Change) []Change {
+	e, now := cur.Entries[p]
+	o, had := prev.Entries[p]
+	if !now {
+		// Gone: unless its directory went with it, and is reported.
+		if _, ok := prev.Entries[path.Dir(p)]; ok {
+			if _, still := cur.Entries[path.Dir(p)]; !still {
+				return out
+			}
 		}
-		return out[i].Change == report.ChangeDeleted // a replaced path: deleted first
-	})
-	return out
+		return append(out, change(p, report.ChangeDeleted, &o, o))
+	}
+	if e.Opaque && (!had || !o.Opaque) {
+		// Deleted and made again: everything the image had below it is gone.
+		return append(out, change(p, report.ChangeDeleted, e.Before, e), change(p, report.ChangeCreated, &e, e))
+	}
+	if e.Kind != Removed && ((had && o.Kind != Removed && o.Type != e.Type) || (!had && e.Before != nil && e.Before.Type != e.Type)) {
+		// Replaced by something of another type (a file by a symlink, a
+		// directory by a file): the old one is gone.
+		old := o
+		if !had {
+			old = *e.Before
+		}
+		return append(out, change(p, report.ChangeDeleted, &old, old), change(p, report.ChangeCreated, &e, e))
+	}
+	var c report.ChangeKind
+	switch {
+	case e.Kind == Removed:
+		c = report.ChangeDeleted
+	case had && o.Kind == Removed, !had && e.Kind == Added:
+		c = report.ChangeCreated
+	case e.Type == Dir && !had && e.Before != nil && !metaDiffers(*e.Before, e):
+		return out // copied up only because a child changed
+	case !had && unchangedCopy(e):
+		return out // copied up, nothing changed
+	default:
+		c = report.ChangeModified
+	}
+	ch := change(p, c, &e, e)
+	if c == report.ChangeModified && e.Type == File && e.PrefixSHA256 != "" {
+		switch {
+		case had && o.Type == File:
+			ch.Appended = o.SHA256 != "" && e.PrefixSHA256 == o.SHA256
+		case !had && e.Before != nil:
+			ch.Appended = e.Before.SHA256 != "" && e.PrefixSHA256 == e.Before.SHA256
+		}
+	}
+	if c == report.ChangeModified && e.Type == File && !ch.Appended {
+		switch {
+		case had && o.Type == File:
+			ch.LinesKept = keepsLines(o.lines, e.lines)
+		case !had && e.Before != nil:
+			ch.LinesKept = keepsLines(e.Before.lines, e.lines)
+		}
+	}
+	return append(out, ch)
 }
 
 func metaDiffers(a, b Entry) bool { return a.Mode != b.Mode || a.UID != b.UID || a.GID != b.GID }

@@ -9,10 +9,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"hash/maphash"
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -50,7 +52,6 @@ func (u *UpperDir) SnapshotWith(ctx context.Context, opts SnapshotOptions) (Snap
 		budget = NewBudget(lim.HashBudget, time.Time{})
 	}
 	snap := Snapshot{Entries: map[string]Entry{}}
-	seen := map[string]bool{}
 	// Hard links: the names of each multiply-linked inode, and the inodes
 	// verified, so that every name of a held file is hashed again.
 	links := map[uint64][]string{}
@@ -111,7 +112,6 @@ func (u *UpperDir) SnapshotWith(ctx context.Context, opts SnapshotOptions) (Snap
 				}
 			}
 		}
-		seen[rel] = true
 		snap.Entries[rel] = e
 		return nil
 	})
@@ -136,7 +136,7 @@ func (u *UpperDir) SnapshotWith(ctx context.Context, opts SnapshotOptions) (Snap
 	}
 	sort.Strings(snap.Unhashed)
 	for p := range u.hashes {
-		if !seen[p] {
+		if _, ok := snap.Entries[p]; !ok {
 			u.forget(p)
 		}
 	}
@@ -256,6 +256,14 @@ func (u *UpperDir) forget(rel string) {
 func (u *UpperDir) lookupLower(p string, lim Limits) *Entry {
 	if e, ok := u.lower[p]; ok {
 		return e
+	}
+	if dir := path.Dir(p); dir != "/" {
+		// Below a directory the image does not have, nothing is in the
+		// image: not looked up, and not kept (a flood of new files in a new
+		// directory costs one lookup).
+		if e, ok := u.lower[dir]; ok && e == nil {
+			return nil
+		}
 	}
 	e := lookupLayers(u.Lowers, p, lim, u.seed)
 	if e != nil && e.lines != nil {
@@ -409,7 +417,7 @@ func hashLines(root, rel string, max, prefixLen, lineBound int64, seed maphash.S
 			return "", "", nil, err
 		}
 		read += n
-		prefix = hex.EncodeToString(h.Sum(nil))
+		prefix = hexSum(h)
 	}
 	n, err := io.CopyN(h, r, max+1)
 	if err != nil && !errors.Is(err, io.EOF) {
@@ -421,5 +429,18 @@ func hashLines(root, rel string, max, prefixLen, lineBound int64, seed maphash.S
 		// The whole file was the head: it did not grow while read.
 		lines = lineHashes(seed, head)
 	}
-	return hex.EncodeToString(h.Sum(nil)), prefix, lines, nil
+	return hexSum(h), prefix, lines, nil
+}
+
+// emptySum is the sha256 of nothing, in hex.
+const emptySum = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+// hexSum is h's sum in hex; the sum of nothing is one string for every
+// empty file (a flood of them costs no string each).
+func hexSum(h hash.Hash) string {
+	var b [sha256.Size]byte
+	if s := hex.EncodeToString(h.Sum(b[:0])); s != emptySum {
+		return s
+	}
+	return emptySum
 }

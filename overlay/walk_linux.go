@@ -56,7 +56,11 @@ func walkFirst(root string, first []string, fn func(n node) error) error {
 		return fmt.Errorf("opening %s: %w", root, err)
 	}
 	defer unix.Close(fd)
+	// Only what the walks of first meet is kept to be told again: the
+	// rest is met once by the last walk (a flood in /tmp costs no entry
+	// here).
 	met, done := map[string]bool{}, map[string]bool{}
+	keep := true
 	once := func(n node) error {
 		if met[n.rel] {
 			if done[n.rel] {
@@ -64,7 +68,9 @@ func walkFirst(root string, first []string, fn func(n node) error) error {
 			}
 			return nil
 		}
-		met[n.rel] = true
+		if keep {
+			met[n.rel] = true
+		}
 		return fn(n)
 	}
 	for _, p := range first {
@@ -76,6 +82,7 @@ func walkFirst(root string, first []string, fn func(n node) error) error {
 		}
 		done[p] = true
 	}
+	keep = false
 	rest, err := unix.Dup(fd)
 	if err != nil {
 		return fmt.Errorf("opening %s: %w", root, err)

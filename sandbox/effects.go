@@ -314,20 +314,21 @@ func (r *recorder) mark(ctx context.Context, call bool, deadline time.Time) (rep
 	if err != nil {
 		return eff, nil, errors.Join(err, herr)
 	}
-	changes := overlay.Delta(r.prev, cur)
+	// The changes one at a time: past the listing bound they are only
+	// counted, so a flood costs the two snapshots, not a list of it.
+	overlay.DeltaEach(r.prev, cur, func(c overlay.Change) bool {
+		switch {
+		case r.ignore[c.Path]:
+		case len(eff.Files) >= r.maxListed:
+			eff.FilesOmitted++
+		default:
+			eff.Files = append(eff.Files, fileChange(c))
+		}
+		return true
+	})
 	r.prev = cur
 	eff.FilesTruncated = cur.Truncated
 	eff.FilesUnhashed = len(cur.Unhashed)
-	for _, c := range changes {
-		if r.ignore[c.Path] {
-			continue
-		}
-		if len(eff.Files) >= r.maxListed {
-			eff.FilesOmitted++
-			continue
-		}
-		eff.Files = append(eff.Files, fileChange(c))
-	}
 	return eff, cur.Unhashed, herr
 }
 
