@@ -99,8 +99,16 @@ func (b *Budget) Deadline() time.Time {
 
 // Passed says whether deadline (zero: none) has passed.
 func Passed(deadline time.Time) bool {
-	return !deadline.IsZero() && !time.Now().Before(deadline)
+	return !deadline.IsZero() && !now().Before(deadline)
 }
+
+// now is the clock the deadlines are read on (a test's own, to stop a
+// walk at a given entry).
+var now = time.Now
+
+// deadlineEvery is how many entries a walk meets between two looks at the
+// deadline.
+const deadlineEvery = 64
 
 // Spent is how many bytes were taken.
 func (b *Budget) Spent() int64 { return b.spent }

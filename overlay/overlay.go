@@ -129,11 +129,16 @@ func unchangedCopy(e Entry) bool {
 // Snapshot is every changed path at one moment, bounded.
 type Snapshot struct {
 	Entries map[string]Entry
-	// Truncated is set when the walk stopped at the entry bound; Count and
-	// Bytes then still count what was seen.
+	// Truncated is set when the walk stopped at the entry bound, or at
+	// the deadline (PastDeadline); Count and Bytes then still count what
+	// was seen.
 	Truncated bool
-	Count     int
-	Bytes     int64
+	// PastDeadline is set when the walk stopped because the run's
+	// deadline (the hash budget's) had passed: the paths it did not reach
+	// are not compared, as past the entry bound.
+	PastDeadline bool
+	Count        int
+	Bytes        int64
 	// Unhashed lists, sorted, the regular files whose content the hash
 	// budget did not cover (changed ones, and held ones to verify).
 	Unhashed []string

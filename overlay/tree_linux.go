@@ -41,8 +41,12 @@ func (t *Tree) SnapshotUntil(ctx context.Context, deadline time.Time) (Snapshot,
 			return ctx.Err()
 		}
 		snap.Count++
-		if snap.Count > lim.MaxEntries {
-			snap.Truncated, stopped = true, true
+		late := snap.Count%deadlineEvery == 0 && Passed(deadline)
+		if snap.Count > lim.MaxEntries || late {
+			snap.Truncated, snap.PastDeadline, stopped = true, late, true
+			if late {
+				snap.Count--
+			}
 			return errSkipAll
 		}
 		last = n.rel

@@ -122,7 +122,8 @@ func TestTreeSeesWritesThroughASharedMapping(t *testing.T) {
 
 // TestTreeStopsHashingAtTheDeadline: past the run's deadline a Tree
 // hashes nothing; its files are listed Unhashed (never taken as changed
-// or unchanged by content), and the walk is not cut short.
+// or unchanged by content), and a walk of fewer entries than a look at
+// the deadline takes (deadlineEvery) is not cut short.
 func TestTreeStopsHashingAtTheDeadline(t *testing.T) {
 	dir := t.TempDir()
 	for _, n := range []string{"a", "b"} {
