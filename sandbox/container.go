@@ -108,6 +108,14 @@ type ContainerOptions struct {
 	// container sees, in its namespaces. pid is its PID 1 on the host
 	// (ContainerInspect's State.Pid; 0 if it has already ended).
 	AfterStart func(ctx context.Context, id string, pid int) error
+	// LostWait bounds the wait, once the container has ended, for the
+	// engine's event of its end (default DefaultLostWait; see
+	// Container.Lost).
+	LostWait time.Duration
+	// created, if set, is told the container's id once it exists and
+	// before anything else is done with it (a test's seam: a signal
+	// between create and start).
+	created func(id string)
 	// keep sets label.Keep, so that neither the reaper nor cache eviction
 	// removes a container kept for debugging, nor its image (clean removes
 	// them); the owner label stays, so that the reaper stops it should its
@@ -124,6 +132,7 @@ type Container struct {
 	stdout *elasticPipe
 	stderr *tailBuffer
 	events *eventStore
+	life   *lifeWatch // what others did to the container (see Lost)
 	demux  chan error // the demultiplexer's end
 	// drained is closed once the attach stream ended and every stderr
 	// byte has reached the tail: the container has exited.
@@ -226,11 +235,20 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 			host.Sysctls = map[string]string{"net.ipv4.ip_unprivileged_port_start": "0"}
 		}
 	}
-	created, err := cli.ContainerCreate(ctx, cfg, host, nil, nil, "")
+	// Created whatever ctx says, so that its id is known and it is removed:
+	// a create cut off by a signal may still leave a container behind.
+	since := time.Now()
+	createCtx, cancelCreate := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
+	created, err := cli.ContainerCreate(createCtx, cfg, host, nil, nil, "")
+	cancelCreate()
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("creating the container: %w", context.Cause(ctx))
+		}
 		return nil, &InfraError{Cause: fmt.Sprintf("creating the container: %v", err), Err: err}
 	}
-	c := &Container{ID: created.ID, cli: cli, stderr: &tailBuffer{max: opts.StderrLimit, find: opts.Secrets}, events: newEventStore(opts.MaxEvents), demux: make(chan error, 1), drained: make(chan struct{})}
+	c := &Container{ID: created.ID, cli: cli, stderr: &tailBuffer{max: opts.StderrLimit, find: opts.Secrets}, events: newEventStore(opts.MaxEvents),
+		life: newLifeWatch(opts.LostWait), demux: make(chan error, 1), drained: make(chan struct{})}
 	// Registered before anything else can fail: the container goes away on
 	// every error path from here on.
 	defer func() {
@@ -238,6 +256,13 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 			err = errors.Join(err, c.Close(context.WithoutCancel(ctx)))
 		}
 	}()
+	c.life.watch(ctx, cli, c.ID, since)
+	if opts.created != nil {
+		opts.created(c.ID)
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("starting the container: %w", context.Cause(ctx))
+	}
 
 	c.attach, err = cli.ContainerAttach(ctx, c.ID, container.AttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err != nil {
@@ -274,17 +299,22 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 		}
 	}
 	if err := cli.ContainerStart(ctx, c.ID, container.StartOptions{}); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("starting the container: %w", context.Cause(ctx))
+		}
 		return nil, startError(opts, err)
 	}
+	// Its start, as the engine tells it: a later start is someone else's.
+	in, err := cli.ContainerInspect(ctx, c.ID)
+	if err != nil {
+		return nil, &InfraError{Cause: fmt.Sprintf("inspecting the started container: %v", err), Err: err}
+	}
+	pid := 0
+	if in.State != nil {
+		pid = in.State.Pid
+		c.life.start(in.State.StartedAt)
+	}
 	if opts.AfterStart != nil {
-		in, err := cli.ContainerInspect(ctx, c.ID)
-		if err != nil {
-			return nil, &InfraError{Cause: fmt.Sprintf("inspecting the started container: %v", err), Err: err}
-		}
-		pid := 0
-		if in.State != nil {
-			pid = in.State.Pid
-		}
 		if err := opts.AfterStart(ctx, c.ID, pid); err != nil {
 			return nil, err
 		}
@@ -401,6 +431,7 @@ func (c *Container) State(ctx context.Context) (State, error) {
 // Stop kills the server (if it still runs) and waits, bounded, until the
 // output streams have drained, so that its last stderr lines are kept.
 func (c *Container) Stop(ctx context.Context) error {
+	c.life.ask()
 	err := c.cli.ContainerKill(ctx, c.ID, "KILL")
 	if err != nil && (cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err) || strings.Contains(err.Error(), "is not running")) {
 		err = nil
@@ -423,7 +454,9 @@ func (c *Container) Close(ctx context.Context) error {
 	c.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
 		defer cancel()
+		c.life.ask()
 		c.closeErr = removeContainer(ctx, c.cli, c.ID)
+		c.life.stop()
 		if c.attach.Conn != nil {
 			c.attach.Close()
 		}
@@ -437,6 +470,8 @@ func (c *Container) Close(ctx context.Context) error {
 // release gives up the container without removing it (for --keep).
 func (c *Container) release() {
 	c.closeOnce.Do(func() {
+		c.life.ask()
+		c.life.stop()
 		if c.attach.Conn != nil {
 			c.attach.Close()
 		}

@@ -53,7 +53,10 @@ func (sc *scanner) scanPerCall() (res Result, err error) {
 		serr := sc.callSession(rep, group)
 		if serr != nil {
 			complete = false
-			if !errors.Is(serr, ErrIncomplete) {
+			if errors.Is(serr, ErrSandboxLost) {
+				// Its sandbox-lost problem is in the call's report, merged.
+				errs = append(errs, serr)
+			} else if !errors.Is(serr, ErrIncomplete) {
 				rep.Problems = append(rep.Problems, report.Problem{Kind: "infra", Call: len(rep.Calls), Message: report.OneLine(serr.Error())})
 				errs = append(errs, serr)
 			}

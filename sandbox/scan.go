@@ -129,6 +129,11 @@ type ScanOptions struct {
 	// State keeps the server's files outside the workspace from one scan
 	// to the next (--state; see StateDir). Not with IsolationCall.
 	State *StateDir
+	// LostWait bounds the wait for the engine's word on how a container
+	// ended (default DefaultLostWait; see Container.Lost).
+	LostWait time.Duration
+	// created is ContainerOptions.created: a test's seam.
+	created func(id string)
 	// OnKept, with Keep, is told of the main session's kept container
 	// (not the replays'), to record it as a named run.
 	OnKept func(KeptSession)
@@ -186,7 +191,15 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (Result, error) {
 	}
 	rep.Sandbox.LingerMs = max(sc.opts.Linger, 0).Milliseconds()
 	rep.Sandbox.Replay = "not-run" // the scan did not run every step
-	err = diskVerdict(rep, err)
+	if errors.Is(err, ErrSandboxLost) {
+		// What was seen is kept, but it is no result.
+		rep.Complete = false
+		if !errors.Is(err, ErrIncomplete) {
+			err = fmt.Errorf("%w: %w", ErrIncomplete, err)
+		}
+	} else {
+		err = diskVerdict(rep, err)
+	}
 	if err == nil && !rep.Sandbox.DiskExceeded {
 		sc.replay(rep)
 		if sc.ctx.Err() != nil {
@@ -336,6 +349,7 @@ func (sc *scanner) open() (*Session, error) {
 		so.Secrets = sc.bait.Find
 		so.Placeholders = sc.bait.Placeholders()
 	}
+	so.LostWait, so.created = o.LostWait, o.created
 	s, err := Open(sc.ctx, sc.cli, so)
 	sc.mu.Lock()
 	s.rep.Problems = append(s.rep.Problems, sc.reaped...)
@@ -353,7 +367,11 @@ func (sc *scanner) open() (*Session, error) {
 // by path or argv sorts the same whatever was drawn.
 func (sc *scanner) close(s *Session, err *error) {
 	sc.stopWatch(s)
-	*err = errors.Join(*err, s.Close(sc.ctx))
+	cerr := s.Close(sc.ctx)
+	if errors.Is(*err, ErrSandboxLost) {
+		cerr = s.closeErr // the loss is said once
+	}
+	*err = errors.Join(*err, cerr)
 	s.rep.Sanitize()
 	if !sc.opts.NoSeed {
 		s.rep.Redact(sc.bait.Placeholders())
@@ -502,6 +520,12 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 		}
 		rep.Calls = append(rep.Calls, call)
 		sc.args[seq] = step.Arguments
+		if err := s.LostErr(sc.ctx, seq); err != nil {
+			// Nothing after this is the server's: the calls left are not
+			// made, and what was seen until now is kept.
+			notReached(plan[i+1:], "the sandbox was lost")
+			return err
+		}
 		if call.ErrorKind == "" && !call.IsError {
 			if step.Boundary == nil { // what a path out of bounds listed is no id for later calls
 				sc.state.Harvest(seq, step.Tool, call.Result, s.Structured())

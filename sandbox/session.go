@@ -108,6 +108,15 @@ type SessionOptions struct {
 	// saved again at Close.
 	State *StateDir
 
+	// LostKind is the problem kind a lost sandbox is recorded as (default
+	// report.ProblemSandboxLost; an install's is "install"); LostWait
+	// bounds the wait for the engine's word on how the container ended
+	// (default DefaultLostWait; see Container.Lost).
+	LostKind string
+	LostWait time.Duration
+
+	// created is ContainerOptions.created: a test's seam.
+	created func(id string)
 	// raw leaves the MCP session to the caller (OpenRaw): no client
 	// connects, and the server's filtered stdio is handed out instead.
 	raw bool
@@ -156,6 +165,9 @@ type Session struct {
 	closeOnce sync.Once
 	closeErr  error
 	kept      string
+	// lost, once the container is seen lost, wraps ErrSandboxLost (see
+	// LostErr).
+	lost error
 
 	// Over HTTP: the way into the container's network namespace, and the
 	// client's idle connections to close at the end.
@@ -628,7 +640,8 @@ func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Contai
 	s.logf("starting %s in %s", strings.Join(o.Argv, " "), s.image)
 	ctr, err := Start(startCtx, s.cli, ContainerOptions{Image: s.image, Argv: o.Argv, Env: o.Env, User: o.User,
 		Mounts: o.Mounts, Limits: o.Limits, RunID: o.RunID, keep: o.Keep, ExtraHosts: s.allowPlan.extraHosts,
-		Agent: o.Agent != "", WorkingDir: s.workDir, Home: func() string { return s.home }, Network: o.Network, MaxEvents: o.MaxEvents, ShmSize: o.Disk, Secrets: o.Secrets, BeforeStart: beforeStart, AfterStart: afterStart})
+		Agent: o.Agent != "", WorkingDir: s.workDir, Home: func() string { return s.home }, Network: o.Network, MaxEvents: o.MaxEvents, ShmSize: o.Disk, Secrets: o.Secrets, BeforeStart: beforeStart, AfterStart: afterStart,
+		LostWait: o.LostWait, created: o.created})
 	if err != nil {
 		if s.rec.src != nil {
 			err = errors.Join(err, s.rec.src.Close(context.WithoutCancel(ctx)))
@@ -661,7 +674,7 @@ func (s *Session) Mark(ctx context.Context, call bool, seq int) report.Effects {
 	// walk as deletions), but hashing stops at the run's deadline.
 	deadline, _ := ctx.Deadline()
 	eff, unhashed, err := s.rec.mark(context.WithoutCancel(ctx), call, deadline)
-	if err != nil {
+	if lerr := s.LostErr(ctx, seq); lerr == nil && err != nil {
 		s.problem("effects", seq, "reading file effects: %s", report.OneLine(err.Error()))
 	}
 	// A bound hit is said once, where it first was; the verdict's
@@ -944,6 +957,15 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 	timeout := s.opts.CallTimeout
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// A container paused or removed from outside answers nothing: the call
+	// ends as soon as the engine says so.
+	go func() {
+		select {
+		case <-s.ctr.lostSignal():
+			cancel()
+		case <-cctx.Done():
+		}
+	}()
 	start := time.Now()
 	lost := s.connFailures.Load()
 	res, err := s.cs.CallTool(cctx, &mcp.CallToolParams{Name: req.Tool, Arguments: req.Arguments})
@@ -955,6 +977,8 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 	}
 	var rpcErr *jsonrpc.Error
 	switch {
+	case err != nil && s.lostNow() != "":
+		call.Error, call.ErrorKind = "the sandbox was lost during the call: "+s.lostNow(), "transport"
 	case refused != nil:
 		// Refused on the wire: the error in its place is ours, not the
 		// server's.
@@ -1103,7 +1127,8 @@ func (s *Session) Close(ctx context.Context) error {
 	// --timeout bounds hashing at teardown too.
 	deadline, _ := ctx.Deadline()
 	s.closeOnce.Do(func() { s.closeErr = s.teardown(context.WithoutCancel(ctx), deadline) })
-	return s.closeErr
+	// A lost sandbox is an error of the session's, whoever met it first.
+	return errors.Join(s.closeErr, s.lost)
 }
 
 // exitGrace is how long teardown lets the server exit on its own once
@@ -1128,9 +1153,16 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 		return s.teardownErr(errs)
 	}
 	ctr := s.ctr
+	// Lost or not is read before the runner stops it: after, what the
+	// engine does to it is the runner's doing. A lost container's exit is
+	// not the server's, and what is missing of it (its files, once
+	// removed) is said by the loss, not as errors of the teardown.
+	lost := s.LostErr(ctx, 0) // recorded in s.lost; Close returns it
 	// Whether the server ended on its own is read before its stdin is
 	// closed: after, whether it has exited yet is a matter of timing.
-	if st, err := ctr.State(ctx); err != nil {
+	if lost != nil {
+		// Nothing of the server's own exit to record.
+	} else if st, err := ctr.State(ctx); err != nil {
 		errs = append(errs, err)
 	} else if !st.Running {
 		code := st.ExitCode
@@ -1163,6 +1195,10 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 	if !deadline.IsZero() && deadline.Before(grace) {
 		grace = deadline
 	}
+	if lost != nil {
+		// Paused, or gone: nothing of it will exit on its own.
+		grace = time.Now()
+	}
 	for ; time.Now().Before(grace); time.Sleep(20 * time.Millisecond) {
 		if st, err := ctr.State(ctx); err != nil || !st.Running {
 			break
@@ -1178,7 +1214,10 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 	// What the server (or what it left running) did since the last mark,
 	// read before the container and its upper dir go away.
 	eff, unhashed, err := s.rec.mark(ctx, false, deadline)
-	if err != nil {
+	switch {
+	case err != nil && lost != nil:
+		s.problem(s.lostKind(), 0, "the teardown's file effects were not read, the sandbox being lost: %s", report.OneLine(err.Error()))
+	case err != nil:
 		errs = append(errs, fmt.Errorf("reading file effects at teardown: %w", err))
 	}
 	s.unhashed(0, unhashed, deadline)
@@ -1220,7 +1259,7 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 	if s.rep.Server.StdoutNoise > 0 {
 		s.problem("stdout-noise", 0, "the server wrote %d line(s) to stdout that are not JSON-RPC; they were dropped (first: %s)", s.rep.Server.StdoutNoise, s.rep.Server.StdoutNoiseSample[0])
 	}
-	if s.opts.Keep {
+	if s.opts.Keep && lost == nil {
 		s.kept = ctr.ID
 		ctr.release()
 	} else {

@@ -1,0 +1,255 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/events"
+	"github.com/docker/docker/api/types/filters"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
+)
+
+// ErrSandboxLost marks a session whose container was removed, killed,
+// stopped, restarted or paused by someone other than the runner: what was
+// seen until then is kept, but it is no result (the report is incomplete).
+var ErrSandboxLost = errors.New("the sandbox was lost")
+
+// eventEngine is the part of the Engine API that watches a container's
+// life. An Engine without it (a test's fake) is watched by inspection
+// alone.
+type eventEngine interface {
+	Events(ctx context.Context, options events.ListOptions) (<-chan events.Message, <-chan error)
+}
+
+// DefaultLostWait bounds the wait, once a container has ended, for the
+// engine's event of its end: the events before it (a kill from outside)
+// have then arrived.
+const DefaultLostWait = 2 * time.Second
+
+// lifeWatch is the engine's view of a container's life from its creation:
+// what was done to it that the runner did not ask for.
+type lifeWatch struct {
+	wait   time.Duration // see DefaultLostWait
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	asked     bool   // the runner stops or removes it from now on
+	why       string // how it was lost; "" while it is not
+	starts    int    // the engine's start events (the first is the runner's)
+	startedAt string // its State.StartedAt after the runner's start
+	watched   bool   // the engine's events are read
+	lost      chan struct{}
+	died      chan struct{} // the engine said it ended
+	diedOnce  sync.Once
+}
+
+func newLifeWatch(wait time.Duration) *lifeWatch {
+	if wait <= 0 {
+		wait = DefaultLostWait
+	}
+	return &lifeWatch{wait: wait, lost: make(chan struct{}), died: make(chan struct{}), cancel: func() {}}
+}
+
+// watch reads the engine's events of container id from since (before its
+// creation) until stop.
+func (w *lifeWatch) watch(ctx context.Context, cli Engine, id string, since time.Time) {
+	ee, ok := cli.(eventEngine)
+	if !ok {
+		return
+	}
+	ctx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	msgs, errs := ee.Events(ctx, events.ListOptions{
+		Since:   strconv.FormatInt(since.Unix(), 10),
+		Filters: filters.NewArgs(filters.Arg("type", string(events.ContainerEventType)), filters.Arg("container", id)),
+	})
+	w.mu.Lock()
+	w.watched = true
+	w.mu.Unlock()
+	go func() {
+		for {
+			select {
+			case m := <-msgs:
+				w.event(m)
+			case <-errs:
+				// The stream ended (stop, or the engine went away): the
+				// inspections at each mark still tell.
+				w.mu.Lock()
+				w.watched = false
+				w.mu.Unlock()
+				return
+			}
+		}
+	}()
+}
+
+// event takes one of the engine's events of the container.
+func (w *lifeWatch) event(m events.Message) {
+	switch m.Action {
+	case events.ActionDie:
+		w.diedOnce.Do(func() { close(w.died) })
+	case events.ActionStart:
+		w.mu.Lock()
+		w.starts++
+		again := w.starts > 1
+		w.mu.Unlock()
+		if again {
+			w.lose("it was started again from outside")
+		}
+	case events.ActionKill:
+		w.lose(fmt.Sprintf("it was killed from outside (signal %s)", m.Actor.Attributes["signal"]))
+	case events.ActionStop:
+		w.lose("it was stopped from outside")
+	case events.ActionPause:
+		w.lose("it was paused from outside")
+	case events.ActionRestart:
+		w.lose("it was restarted from outside")
+	case events.ActionDestroy:
+		w.lose("it was removed from outside")
+	}
+}
+
+// lose records how the container was lost, unless the runner has asked
+// for its end: the first reason is kept.
+func (w *lifeWatch) lose(why string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.asked || w.why != "" {
+		return
+	}
+	w.why = why
+	close(w.lost)
+}
+
+// ask says that the runner stops or removes the container from now on:
+// what the engine does to it after is the runner's doing.
+func (w *lifeWatch) ask() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.asked = true
+	w.mu.Unlock()
+}
+
+// lostWhy says how the container was lost ("" while it is not).
+func (w *lifeWatch) lostWhy() string {
+	if w == nil {
+		return ""
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.why
+}
+
+func (w *lifeWatch) stop() {
+	if w != nil {
+		w.cancel()
+	}
+}
+
+// start records the container's start by the runner: its StartedAt.
+func (w *lifeWatch) start(startedAt string) {
+	w.mu.Lock()
+	w.startedAt = startedAt
+	w.mu.Unlock()
+}
+
+// Lost says whether the container was lost, and how: removed, killed,
+// stopped, restarted, started again or paused by someone else than the
+// runner. It inspects the container; one that has ended is looked at once
+// the engine's event of its end has arrived (bounded by the watch's
+// wait), so that a kill from outside is told from the server's own exit.
+// After the runner asked for its end, only what was seen before counts.
+func (c *Container) Lost(ctx context.Context) (string, bool) {
+	w := c.life
+	if w == nil {
+		return "", false
+	}
+	if why := w.lostWhy(); why != "" {
+		return why, true
+	}
+	w.mu.Lock()
+	asked, startedAt, watched := w.asked, w.startedAt, w.watched
+	w.mu.Unlock()
+	if asked {
+		return "", false
+	}
+	in, err := c.cli.ContainerInspect(ctx, c.ID)
+	switch {
+	case cerrdefs.IsNotFound(err):
+		w.lose("it was removed from outside")
+	case err != nil || in.State == nil:
+		// Cannot tell: the next look, or teardown, may.
+	case in.State.Paused:
+		w.lose("it was paused from outside")
+	case in.State.Restarting || in.RestartCount > 0:
+		w.lose("it was restarted from outside")
+	case startedAt != "" && in.State.StartedAt != startedAt:
+		w.lose("it was started again from outside")
+	case !in.State.Running && watched:
+		t := time.NewTimer(w.wait)
+		defer t.Stop()
+		select {
+		case <-w.died:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
+	why := w.lostWhy()
+	return why, why != ""
+}
+
+// lostSignal is closed once the container is seen lost (nil: never).
+func (c *Container) lostSignal() <-chan struct{} {
+	if c == nil || c.life == nil {
+		return nil
+	}
+	return c.life.lost
+}
+
+// lostKind is the problem kind of a lost sandbox in s's report.
+func (s *Session) lostKind() string {
+	if s.opts.LostKind != "" {
+		return s.opts.LostKind
+	}
+	return report.ProblemSandboxLost
+}
+
+// LostErr says, as an error wrapping ErrSandboxLost, whether the session's
+// container was lost (see Container.Lost); the first time, it records the
+// problem (on call seq, if any) in the report. Nil while it is not.
+func (s *Session) LostErr(ctx context.Context, seq int) error {
+	if s.ctr == nil {
+		return nil
+	}
+	if s.lost != nil {
+		return s.lost
+	}
+	why, lost := s.ctr.Lost(context.WithoutCancel(ctx))
+	if !lost {
+		return nil
+	}
+	where := ""
+	if seq > 0 {
+		where = fmt.Sprintf(" during call %d", seq)
+	}
+	msg := fmt.Sprintf("container %.12s%s: %s; what was seen until then is kept, and the report is incomplete", s.ctr.ID, where, why)
+	s.problem(s.lostKind(), seq, "the sandbox was lost: %s", msg)
+	s.lost = fmt.Errorf("%w: %s", ErrSandboxLost, msg)
+	return s.lost
+}
+
+// lostNow says how the container was lost, as far as already seen ("":
+// not), without asking the engine.
+func (s *Session) lostNow() string {
+	if s.ctr == nil {
+		return ""
+	}
+	return s.ctr.life.lostWhy()
+}
