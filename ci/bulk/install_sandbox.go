@@ -170,6 +170,7 @@ func (r *SandboxScripts) RunScripts(ctx context.Context, t ScriptTree) (InstallR
 	opts.Env = append(append(append([]string{}, opts.Env...), installEnv...), envOfVars(t.Env, bait.Tokens)...)
 	opts.Package, opts.PackageTarget = t.Dir, PackageTarget
 	opts.Network = sandbox.NetworkSinkhole
+	opts.LostKind = "install" // a lost install sandbox is the install's problem
 	if err := os.MkdirAll(filepath.Dir(recPath), 0o755); err != nil {
 		return InstallRun{}, fmt.Errorf("%w: %w", ErrInstall, err)
 	}
@@ -200,6 +201,9 @@ func (r *SandboxScripts) RunScripts(ctx context.Context, t ScriptTree) (InstallR
 		rep.Install.Problems = append(rep.Install.Problems, report.Problem{Kind: "install", Message: err.Error()})
 	}
 	switch {
+	case errors.Is(err, sandbox.ErrSandboxLost):
+		// What the install did until then is kept; it is no install.
+		return InstallRun{}, &InstallError{Report: rep, Err: fmt.Errorf("%w: the install sandbox: %w", ErrInstall, err)}
 	case err != nil && !errors.Is(err, sandbox.ErrPhaseExtract) && !lw.over:
 		return InstallRun{}, fmt.Errorf("%w: the install sandbox: %w", ErrInstall, err)
 	case !res.Ended:

@@ -35,22 +35,27 @@ const (
 	// StatusNotScannedHere: a kind of server this command does not scan
 	// (remote, PyPI, MCPB); Why says which.
 	StatusNotScannedHere
+	// StatusFailed: the scan's sandbox was lost (its container removed,
+	// killed, restarted or paused from outside): what was seen is kept in
+	// the report, but it is no result.
+	StatusFailed
 )
 
 var statusNames = map[Status]string{
 	StatusOK: "ok", StatusFindings: "findings", StatusFailedFetch: "failed-fetch", StatusFailedInstall: "failed-install",
 	StatusFailedStart: "failed-start", StatusNeedsConfig: "needs-config", StatusTimeout: "timeout", StatusNotScannedHere: "not-scanned-here",
+	StatusFailed: "failed",
 }
 
 // Statuses lists every status, in order.
 func Statuses() []Status {
-	return []Status{StatusOK, StatusFindings, StatusFailedFetch, StatusFailedInstall, StatusFailedStart, StatusNeedsConfig, StatusTimeout, StatusNotScannedHere}
+	return []Status{StatusOK, StatusFindings, StatusFailedFetch, StatusFailedInstall, StatusFailedStart, StatusNeedsConfig, StatusTimeout, StatusFailed, StatusNotScannedHere}
 }
 
 // Failed says whether the status is a failure a later run may not meet
 // (the network, a slow machine): what --retry runs again.
 func (s Status) Failed() bool {
-	return s == StatusFailedFetch || s == StatusFailedInstall || s == StatusFailedStart || s == StatusTimeout
+	return s == StatusFailedFetch || s == StatusFailedInstall || s == StatusFailedStart || s == StatusTimeout || s == StatusFailed
 }
 
 func (s Status) String() string {
@@ -95,11 +100,17 @@ const problemRunTimeout = "run-timeout"
 // StatusOf says how a scan ended from its report (nil when none) and
 // error. failOn is the threshold of the findings status.
 func StatusOf(rep *report.Report, err error, failOn verdict.FailOn) Status {
+	if errors.Is(err, sandbox.ErrSandboxLost) {
+		return StatusFailed
+	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return StatusTimeout
 	}
 	if rep != nil {
 		for _, p := range rep.Problems {
+			if p.Kind == report.ProblemSandboxLost {
+				return StatusFailed
+			}
 			if p.Kind == problemRunTimeout {
 				return StatusTimeout
 			}
