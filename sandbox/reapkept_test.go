@@ -2,12 +2,13 @@ package sandbox_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"os/exec"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
 
@@ -16,15 +17,62 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
 )
 
+// standIn starts a process to own a test's containers, as a runner
+// would: while it lives, no reaper on the engine (every scan of every
+// process on it reaps) touches what it owns. orphan kills it: from then
+// on its containers are provably orphaned, and any process's reaper may
+// take them first.
+func standIn(t *testing.T) (owner string, orphan func()) {
+	t.Helper()
+	cmd := exec.Command("sleep", "600")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	orphan = sync.OnceFunc(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	t.Cleanup(orphan)
+	return label.OwnerOf(cmd.Process.Pid), orphan
+}
+
 // deadOwner is an Owner label value of a process that has exited.
 func deadOwner(t *testing.T) string {
 	t.Helper()
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
-		t.Fatal(err)
+	owner, orphan := standIn(t)
+	orphan()
+	return owner
+}
+
+// waitGone waits until container id is removed (by this process's
+// reaper, or by another's whose removal was still under way): the
+// engine's wait, not a clock; the deadline only keeps a failure from
+// hanging the suite.
+func waitGone(t *testing.T, cli *client.Client, id string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	okc, errc := cli.ContainerWait(ctx, id, container.WaitConditionRemoved)
+	select {
+	case <-okc:
+	case err := <-errc:
+		if !cerrdefs.IsNotFound(err) {
+			t.Errorf("container %.12s is still there: %v", id, err)
+		}
 	}
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s:%d:1", host, dead.Process.Pid)
+}
+
+// waitStopped waits until container id no longer runs.
+func waitStopped(t *testing.T, cli *client.Client, id string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	okc, errc := cli.ContainerWait(ctx, id, container.WaitConditionNotRunning)
+	select {
+	case <-okc:
+	case err := <-errc:
+		t.Errorf("container %.12s: %v", id, err)
+	}
 }
 
 // runningContainer starts a container of run runID with the given owner
@@ -62,11 +110,14 @@ func TestReapStopsKeptOrphans(t *testing.T) {
 	ctx := context.Background()
 	runID := label.NewRunID()
 	sandboxtest.NoLeftovers(t, cli, runID)
-	dead := deadOwner(t)
-	keptOrphan := runningContainer(t, cli, img, runID, dead, true)
+	// Started while their owner lives: a container made with a dead
+	// owner could be reaped by another process before it started.
+	owner, orphanAll := standIn(t)
+	keptOrphan := runningContainer(t, cli, img, runID, owner, true)
 	keptLive := runningContainer(t, cli, img, runID, label.SelfOwner(), true)
 	keptUnowned := runningContainer(t, cli, img, runID, "", true)
-	orphan := runningContainer(t, cli, img, runID, dead, false)
+	orphan := runningContainer(t, cli, img, runID, owner, false)
+	orphanAll()
 
 	r, err := sandbox.ReapAll(ctx, cli)
 	if err != nil {
@@ -75,8 +126,9 @@ func TestReapStopsKeptOrphans(t *testing.T) {
 	if slices.Contains(r.Removed, keptOrphan) {
 		t.Errorf("reaped %+v: the kept orphan %.12s was removed", r, keptOrphan)
 	}
-	// The orphan is checked by its absence below: a reaper of another
-	// process on the shared engine may have removed it first.
+	// The orphans are checked by what became of them, not by what this
+	// reap did: a reaper of another process on the shared engine may
+	// have been first.
 	for _, id := range []string{keptLive, keptUnowned} {
 		if slices.Contains(r.Stopped, id) || slices.Contains(r.Removed, id) {
 			t.Errorf("reaped %+v: %.12s should be untouched", r, id)
@@ -89,6 +141,7 @@ func TestReapStopsKeptOrphans(t *testing.T) {
 		}
 		return in.State
 	}
+	waitStopped(t, cli, keptOrphan)
 	if s := state(keptOrphan); s.Running {
 		t.Errorf("the kept orphan still runs: %+v", s)
 	}
@@ -98,9 +151,7 @@ func TestReapStopsKeptOrphans(t *testing.T) {
 	if s := state(keptUnowned); !s.Running {
 		t.Errorf("the kept container with no owner was stopped: %+v", s)
 	}
-	if _, err := cli.ContainerInspect(ctx, orphan); err == nil {
-		t.Errorf("the orphan %.12s is still there", orphan)
-	}
+	waitGone(t, cli, orphan)
 
 	// A second reap finds the kept orphan stopped: nothing to do, and
 	// still not removed.
