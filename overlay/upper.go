@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -419,14 +420,14 @@ func hashLines(root, rel string, max, prefixLen, lineBound int64, seed maphash.S
 	prefix := ""
 	var read int64
 	if prefixLen >= 0 && prefixLen <= fi.Size() {
-		n, err := io.CopyN(h, r, prefixLen)
+		n, err := copyN(h, r, prefixLen)
 		if err != nil && !errors.Is(err, io.EOF) {
 			return "", "", nil, err
 		}
 		read += n
 		prefix = hexSum(h)
 	}
-	n, err := io.CopyN(h, r, max+1)
+	n, err := copyN(h, r, max+1)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return "", "", nil, err
 	}
@@ -437,6 +438,25 @@ func hashLines(root, rel string, max, prefixLen, lineBound int64, seed maphash.S
 		lines = lineHashes(seed, head)
 	}
 	return hexSum(h), prefix, lines, nil
+}
+
+// copyBufs are the buffers files are hashed through: io.CopyN makes one
+// of 32 KiB a call, which for a flood of small files is gigabytes of
+// garbage a snapshot.
+var copyBufs = sync.Pool{New: func() any { return new([32 << 10]byte) }}
+
+// copyN is io.CopyN through a buffer of copyBufs.
+func copyN(dst io.Writer, src io.Reader, n int64) (int64, error) {
+	buf := copyBufs.Get().(*[32 << 10]byte)
+	defer copyBufs.Put(buf)
+	written, err := io.CopyBuffer(dst, io.LimitReader(src, n), buf[:])
+	if written == n {
+		return n, nil
+	}
+	if written < n && err == nil {
+		err = io.EOF // src stopped early: as io.CopyN says it
+	}
+	return written, err
 }
 
 // emptySum is the sha256 of nothing, in hex.
