@@ -17,13 +17,17 @@ import (
 // own with its default bounds, against the flood fixture at its worst,
 // one input at a time, and reports the runner's peak resident memory
 // (getrusage's maxrss) and the report's size. The goal is at most 256 MB
-// whatever the server sends.
+// whatever the server sends. With MCPSANDBOX_BENCH_BEFORE naming another
+// build of the command (an earlier commit's), each input runs it too, and
+// its peak is reported beside (before-peak-MB), for a table of before and
+// after measured under the same load.
 func BenchmarkRunnerPeakMemory(b *testing.B) {
 	cli := sandboxtest.Docker(b)
 	sandboxtest.NodeImage(b, cli)
 	runner, agent, fx := sandboxtest.Runner(b), sandboxtest.Agent(b), sandboxtest.Fixture(b)
 	const mib = 1 << 20
 	under := sandbox.DefaultMaxMessage - 4<<10 // the largest a message can be and pass
+	before := os.Getenv("MCPSANDBOX_BENCH_BEFORE")
 	for _, c := range []struct {
 		name   string
 		probes string
@@ -38,6 +42,11 @@ func BenchmarkRunnerPeakMemory(b *testing.B) {
 		{"notifications-15MiB-x20", `[{"tool":"chatty","repeat":20}]`, []string{"notify-bytes=" + strconv.Itoa(15*mib)}},
 		{"schema-under-bound", `[]`, []string{"schema-bytes=" + strconv.Itoa(under-1000)}},
 		{"stderr-1GiB", `[{"tool":"echo"}]`, []string{"stderr-bytes=" + strconv.Itoa(1024*mib)}},
+		// 200,001 entries as the server starts (/tmp/f and its files), past
+		// the default --max-files: every snapshot walks 200,000 of them.
+		{"files-200001-at-startup", `[{"tool":"echo"}]`, []string{"files=200000"}},
+		// A chain of directories 5,000 deep: paths of up to 10 KB each.
+		{"dirs-5000-deep", `[{"tool":"echo"}]`, []string{"deep-dirs=5000"}},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			dir := b.TempDir()
@@ -45,8 +54,7 @@ func BenchmarkRunnerPeakMemory(b *testing.B) {
 			if err := os.WriteFile(probes, []byte(c.probes), 0o644); err != nil {
 				b.Fatal(err)
 			}
-			var peak int64
-			for range b.N {
+			scan := func(runner, agent string) (peak int64) {
 				args := []string{"scan", "--format", "json", "--out", out, "--agent", agent, "--mount", fx.Source + ":" + fx.Target,
 					"--linger", sandboxtest.Linger.String(), "--no-replay", "--fail-on", "never", "--probes", probes, "--", fx.Target, "flood"}
 				cmd := exec.Command(runner, append(args, c.args...)...)
@@ -58,7 +66,14 @@ func BenchmarkRunnerPeakMemory(b *testing.B) {
 					}
 				}
 				ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-				peak = max(peak, ru.Maxrss<<10) // KiB on Linux
+				return ru.Maxrss << 10 // KiB on Linux
+			}
+			var peak, beforePeak int64
+			for range b.N {
+				if before != "" {
+					beforePeak = max(beforePeak, scan(before, before))
+				}
+				peak = max(peak, scan(runner, agent))
 			}
 			st, err := os.Stat(out)
 			if err != nil {
@@ -66,7 +81,12 @@ func BenchmarkRunnerPeakMemory(b *testing.B) {
 			}
 			b.ReportMetric(float64(peak)/1e6, "peak-MB")
 			b.ReportMetric(float64(st.Size())/1e6, "report-MB")
-			fmt.Printf("runner peak memory %-26s %6.1f MB, report %.2f MB\n", c.name, float64(peak)/1e6, float64(st.Size())/1e6)
+			was := ""
+			if before != "" {
+				b.ReportMetric(float64(beforePeak)/1e6, "before-peak-MB")
+				was = fmt.Sprintf(" (before: %.1f MB)", float64(beforePeak)/1e6)
+			}
+			fmt.Printf("runner peak memory %-26s %6.1f MB%s, report %.2f MB\n", c.name, float64(peak)/1e6, was, float64(st.Size())/1e6)
 			if peak > 256e6 {
 				b.Errorf("the runner peaked at %.1f MB, over the 256 MB goal", float64(peak)/1e6)
 			}
