@@ -125,7 +125,8 @@ func replace(s string, p Placeholder, raw, fold bool) string {
 			return b.String()
 		}
 		end := i + len(value)
-		before := i == 0 || !wordByte(s[i-1]) || (raw && i >= 2 && s[i-2] == '\\' && !escaped(s[:i-2]))
+		before := i == 0 || !wordByte(s[i-1]) || (raw && i >= 2 && s[i-2] == '\\' && !escaped(s[:i-2])) ||
+			(raw && i >= 6 && s[i-6] == '\\' && s[i-5] == 'u' && !escaped(s[:i-6]))
 		after := end == len(s) || !wordByte(s[end])
 		b.WriteString(s[:i])
 		if !p.Word || (before && after) {

@@ -19,13 +19,13 @@ func TestRedactReplacesValuesByRoles(t *testing.T) {
 	}
 	r := report.New()
 	r.Calls = append(r.Calls, report.Call{Seq: 1, Tool: "read",
-		Arguments: json.RawMessage(`{"path":"/workspace/cobalt-ledger/README.md","q":"\ncobalt-ledger","x":"cobalt-ledger2","y":"cobalt-ledger-v2"}`),
+		Arguments: json.RawMessage(`{"path":"/workspace/cobalt-ledger/README.md","q":"\ncobalt-ledger","u":"\u000acobalt-ledger","x":"cobalt-ledger2","y":"cobalt-ledger-v2"}`),
 		Result:    "# cobalt-ledger\nkey=AKIAABCDEFGHIJKLMNOPQ user jparker2 jparker.",
 		Effects:   report.Effects{Files: []report.FileChange{{Path: "/workspace/cobalt-ledger/src/x.js", Change: report.ChangeCreated, Type: "file"}}}})
 	r.Timing = &report.Timing{StartedAt: "cobalt-ledger"}
 	r.Redact(ps)
 	c := r.Calls[0]
-	if want := `{"path":"/workspace/<project>/README.md","q":"\n<project>","x":"cobalt-ledger2","y":"<project>-v2"}`; string(c.Arguments) != want {
+	if want := `{"path":"/workspace/<project>/README.md","q":"\n<project>","u":"\u000a<project>","x":"cobalt-ledger2","y":"<project>-v2"}`; string(c.Arguments) != want {
 		t.Errorf("arguments %s\nwant      %s", c.Arguments, want)
 	}
 	if want := "# <project>\nkey=<aws-access-key-id>Q user jparker2 <git-user>."; c.Result != want {

@@ -731,6 +731,12 @@ func appendString(out []byte, s string) []byte {
 			switch {
 			case c == '"' || c == '\\':
 				out = append(out, '\\', c)
+			case c == '\n':
+				out = append(out, `\n`...)
+			case c == '\r':
+				out = append(out, `\r`...)
+			case c == '\t':
+				out = append(out, `\t`...)
 			case c < 0x20:
 				out = fmt.Appendf(out, `\u%04x`, c)
 			default:
