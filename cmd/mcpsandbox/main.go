@@ -9,9 +9,7 @@ package main
 import (
 	"context"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 
 	"github.com/mcpsandbox/mcpsandbox/sandbox/agent"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/twin"
@@ -27,8 +25,9 @@ func main() {
 		os.Exit(agent.Main(os.Args[1:]))
 	}
 	limitMemory(os.Getenv)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext(context.Background())
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := finish(ctx, err, os.Stderr)
 	stop()
-	os.Exit(exitCode(err, os.Stderr))
+	os.Exit(code)
 }

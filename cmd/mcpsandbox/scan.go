@@ -78,6 +78,8 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.StringVar(&client.Version, "client-version", client.Version, "the version the client gives in initialize (clientInfo.version)")
 	fs.BoolVar(&opts.Keep, "keep", false, "leave the container (stopped) for debugging and print its id")
 	verbose := fs.BoolP("verbose", "v", false, "print progress to stderr")
+	fs.StringVar(&opts.RunID, "run-id", "", "the run's id, on every container it makes (dev.mcpsandbox.run; default: a new one)")
+	fs.MarkHidden("run-id")
 	bounds := boundFlags(fs)
 	maxReport := reportBoundFlag(fs)
 	cacheSize := cacheSizeFlag(fs)
