@@ -232,6 +232,10 @@ func TestStatusOf(t *testing.T) {
 		{"run timeout", &report.Report{Tools: ok.Tools, Problems: []report.Problem{{Kind: "run-timeout"}}}, sandbox.ErrIncomplete, StatusTimeout},
 		{"backstop", nil, context.DeadlineExceeded, StatusTimeout},
 		{"crashed mid-way, findings", &report.Report{Tools: ok.Tools, Findings: []report.Finding{{Severity: report.SeverityError}}}, sandbox.ErrIncomplete, StatusFindings},
+		// A lost sandbox is no result, whatever it saw until then.
+		{"sandbox lost, findings", &report.Report{Tools: ok.Tools, Findings: []report.Finding{{Severity: report.SeverityError}}},
+			fmt.Errorf("%w: %w: gone", sandbox.ErrIncomplete, sandbox.ErrSandboxLost), StatusFailed},
+		{"sandbox lost, in the report", &report.Report{Tools: ok.Tools, Problems: []report.Problem{{Kind: report.ProblemSandboxLost}}}, sandbox.ErrIncomplete, StatusFailed},
 	} {
 		if got := StatusOf(tc.rep, tc.err, fail); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)

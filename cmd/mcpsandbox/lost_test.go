@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/client"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
+)
+
+// lineWatch is a stderr that tells, once, when a line starting with want
+// has been written.
+type lineWatch struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	want string
+	seen chan struct{}
+	once sync.Once
+}
+
+func newLineWatch(want string) *lineWatch { return &lineWatch{want: want, seen: make(chan struct{})} }
+
+func (w *lineWatch) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	for _, l := range strings.Split(w.buf.String(), "\n") {
+		if strings.HasPrefix(l, w.want) {
+			w.once.Do(func() { close(w.seen) })
+		}
+	}
+	return len(p), nil
+}
+
+func (w *lineWatch) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// runContainer is the one sandbox of run id.
+func runContainer(t *testing.T, cli *client.Client, runID string) string {
+	t.Helper()
+	list, err := cli.ContainerList(context.Background(), container.ListOptions{All: true,
+		Filters: filters.NewArgs(filters.Arg("label", label.Run+"="+runID), filters.Arg("label", label.Kind+"=sandbox"))})
+	if err != nil || len(list) != 1 {
+		t.Fatalf("want the run's one sandbox, got %d (%v)", len(list), err)
+	}
+	return list[0].ID
+}
+
+// TestLostSandboxIsNoResult removes, kills, restarts or pauses a scan's
+// container from outside while a call hangs: the scan is incomplete (exit
+// 2, complete false, a sandbox-lost problem on the call), what it saw is
+// kept (the tools, the call), and nothing is left behind.
+func TestLostSandboxIsNoResult(t *testing.T) {
+	cli := sandboxtest.Docker(t)
+	sandboxtest.NodeImage(t, cli)
+	fx := sandboxtest.Fixture(t)
+	dir := t.TempDir()
+	probeFile := writeFile(t, dir, "p.json", `{"hang":{}}`)
+	zero := 0
+	for _, tc := range []struct {
+		name string
+		do   func(ctx context.Context, id string) error
+		want string
+	}{
+		{"removed", func(ctx context.Context, id string) error {
+			return cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true})
+		}, "from outside"},
+		{"killed", func(ctx context.Context, id string) error { return cli.ContainerKill(ctx, id, "KILL") }, "killed from outside"},
+		{"paused", func(ctx context.Context, id string) error { return cli.ContainerPause(ctx, id) }, "paused from outside"},
+		{"restarted", func(ctx context.Context, id string) error {
+			err := cli.ContainerRestart(ctx, id, container.StopOptions{Timeout: &zero})
+			if err != nil && strings.Contains(err.Error(), "marked for removal") {
+				// The runner saw the kill of the restart and removed the
+				// container before the engine could start it again.
+				return nil
+			}
+			return err
+		}, "from outside"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			runID := label.NewRunID()
+			sandboxtest.NoLeftovers(t, cli, runID)
+			t.Cleanup(func() { removalDone(t, cli, runID) })
+			out := filepath.Join(dir, tc.name+".json")
+			stderr := newLineWatch("call 1: hang")
+			args := []string{"scan", "-v", "--format", "json", "--out", out, "--agent", sandboxtest.Agent(t), "--linger", sandboxtest.Linger.String(),
+				"--no-replay", "--run-id", runID, "--call-timeout", "10m", "--mount", fx.Source + ":" + fx.Target, "--probes", probeFile, "--", fx.Target, "hang"}
+			done := make(chan int, 1)
+			go func() {
+				var stdout bytes.Buffer
+				done <- exitCode(run(context.Background(), args, &stdout, stderr), stderr)
+			}()
+			select {
+			case <-stderr.seen:
+			case code := <-done:
+				t.Fatalf("the scan ended (exit %d) before its call: %s", code, stderr)
+			}
+			if err := tc.do(context.Background(), runContainer(t, cli, runID)); err != nil {
+				t.Fatal(err)
+			}
+			if code := <-done; code != 2 {
+				t.Fatalf("exit %d, want 2; stderr:\n%s", code, stderr)
+			}
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatalf("no report: %v", err)
+			}
+			var r report.Report
+			if err := json.Unmarshal(b, &r); err != nil {
+				t.Fatal(err)
+			}
+			if r.Complete || len(r.Tools) == 0 || len(r.Calls) != 1 {
+				t.Errorf("complete %v, %d tools, %d calls: want an incomplete report that keeps what was seen", r.Complete, len(r.Tools), len(r.Calls))
+			}
+			var lost []report.Problem
+			for _, p := range r.Problems {
+				if p.Kind == report.ProblemSandboxLost {
+					lost = append(lost, p)
+				}
+				if p.Kind == "crash" || p.Kind == "teardown" {
+					t.Errorf("a lost sandbox is no %s: %+v", p.Kind, p)
+				}
+			}
+			if len(lost) == 0 || !strings.Contains(lost[0].Message, tc.want) || lost[0].Call != 1 {
+				t.Errorf("want a sandbox-lost problem on call 1 saying %q; problems %+v", tc.want, r.Problems)
+			}
+			if line := stderr.String()[strings.LastIndex(strings.TrimSuffix(stderr.String(), "\n"), "\n")+1:]; !strings.Contains(line, "the sandbox was lost") {
+				t.Errorf("the last line does not say the sandbox was lost: %q", line)
+			}
+		})
+	}
+}
+
+// removalDone waits while a container of run id is being removed (a
+// restart from outside that raced the runner's removal leaves the engine
+// finishing it).
+func removalDone(t *testing.T, cli *client.Client, runID string) {
+	for range 100 {
+		list, err := cli.ContainerList(context.Background(), container.ListOptions{All: true,
+			Filters: filters.NewArgs(filters.Arg("label", label.Run+"="+runID), filters.Arg("status", "removing"))})
+		if err != nil || len(list) == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestServerExitIsNotALoss: a server that dies on its own is a crash, as
+// before, never a lost sandbox.
+func TestServerExitIsNotALoss(t *testing.T) {
+	cli := sandboxtest.Docker(t)
+	sandboxtest.NodeImage(t, cli)
+	fx := sandboxtest.Fixture(t)
+	dir := t.TempDir()
+	out := filepath.Join(dir, "r.json")
+	var stdout, stderr bytes.Buffer
+	args := []string{"scan", "--format", "json", "--out", out, "--agent", sandboxtest.Agent(t), "--linger", sandboxtest.Linger.String(), "--no-replay",
+		"--mount", fx.Source + ":" + fx.Target, "--probes", writeFile(t, dir, "p.json", `{"crash":{}}`), "--", fx.Target, "crash"}
+	if code := exitCode(run(context.Background(), args, &stdout, &stderr), &stderr); code != 2 {
+		t.Fatalf("exit %d, want 2: %s", code, stderr.String())
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r report.Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	crash := false
+	for _, p := range r.Problems {
+		crash = crash || p.Kind == "crash"
+		if p.Kind == report.ProblemSandboxLost {
+			t.Errorf("the server's own exit is not a lost sandbox: %+v", p)
+		}
+	}
+	if !crash {
+		t.Errorf("want a crash problem, got %+v", r.Problems)
+	}
+}
+
+// TestInterruptedDuringImageBuild ends a scan with SIGINT's cause while
+// the workspace's image layer is being made: one line on stderr, exit 2,
+// nothing of the run left.
+func TestInterruptedDuringImageBuild(t *testing.T) {
+	cli := sandboxtest.Docker(t)
+	sandboxtest.NodeImage(t, cli)
+	fx := sandboxtest.Fixture(t)
+	ws := t.TempDir()
+	writeFile(t, ws, "a.txt", "a\n")
+	runID := label.NewRunID()
+	sandboxtest.NoLeftovers(t, cli, runID)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	log := newLineWatch("preparing an image layer")
+	go func() { <-log.seen; cancel(interrupted{syscall.SIGINT}) }()
+	args := []string{"scan", "-v", "--format", "json", "--agent", sandboxtest.Agent(t), "--no-replay", "--run-id", runID, "--copy-workspace", "--workspace", ws,
+		"--mount", fx.Source + ":" + fx.Target, "--", fx.Target, "honest"}
+	var stdout bytes.Buffer
+	err := run(ctx, args, &stdout, log)
+	var stderr bytes.Buffer
+	if code := finish(ctx, err, &stderr); code != 2 {
+		t.Fatalf("exit %d, want 2 (err %v)", code, err)
+	}
+	if stderr.String() != "mcpsandbox: interrupted (SIGINT): nothing left running\n" {
+		t.Errorf("stderr %q, want the one line", stderr.String())
+	}
+}
+
+// TestClosedPipesLeaveNothing runs the runner as a process with its
+// stdout and stderr pipes closed by their readers (scan -v | head -c0):
+// it is not killed by SIGPIPE, it ends on its own with exit 2 (the report
+// could not be written), and leaves no container.
+func TestClosedPipesLeaveNothing(t *testing.T) {
+	cli := sandboxtest.Docker(t)
+	sandboxtest.NodeImage(t, cli)
+	fx := sandboxtest.Fixture(t)
+	bin := binary(t)
+	runID := label.NewRunID()
+	sandboxtest.NoLeftovers(t, cli, runID)
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR.Close()
+	errR.Close()
+	cmd := exec.Command(bin, "scan", "-v", "--format", "json", "--no-replay", "--linger", sandboxtest.Linger.String(), "--run-id", runID,
+		"--mount", fx.Source+":"+fx.Target, "--", fx.Target, "honest")
+	cmd.Stdout, cmd.Stderr = outW, errW
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	outW.Close()
+	errW.Close()
+	err = cmd.Wait()
+	ee, ok := err.(*exec.ExitError)
+	if !ok || !ee.Exited() || ee.ExitCode() != 2 {
+		t.Fatalf("the runner: %v (want exit 2, not a signal)", err)
+	}
+}
