@@ -119,7 +119,9 @@ func buildAgentImage(ctx context.Context, cli Engine, img image.InspectResponse,
 // image was) when the image has none. It looks through a container that
 // is created and never started.
 func agentDir(ctx context.Context, cli Engine, img image.InspectResponse, runID string) (entry *tar.Header, dir string, err error) {
-	created, err := cli.ContainerCreate(ctx, &container.Config{
+	cctx, cancel := createContext(ctx)
+	defer cancel()
+	created, err := cli.ContainerCreate(cctx, &container.Config{
 		Image: img.ID, Entrypoint: []string{agent.Path}, Cmd: []string{},
 		Labels: label.Set(runID, map[string]string{label.Owner: label.SelfOwner(), label.Kind: "agent"}),
 	}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")

@@ -238,7 +238,7 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 	// Created whatever ctx says, so that its id is known and it is removed:
 	// a create cut off by a signal may still leave a container behind.
 	since := time.Now()
-	createCtx, cancelCreate := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
+	createCtx, cancelCreate := createContext(ctx)
 	created, err := cli.ContainerCreate(createCtx, cfg, host, nil, nil, "")
 	cancelCreate()
 	if err != nil {

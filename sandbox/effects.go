@@ -89,7 +89,9 @@ type apiHash struct {
 }
 
 func newAPISource(ctx context.Context, cli Engine, id, image, runID string, lim overlay.Limits) (*apiSource, error) {
-	created, err := cli.ContainerCreate(ctx, &container.Config{Image: image, Entrypoint: []string{}, Cmd: []string{"/bin/true"},
+	cctx, cancel := createContext(ctx)
+	defer cancel()
+	created, err := cli.ContainerCreate(cctx, &container.Config{Image: image, Entrypoint: []string{}, Cmd: []string{"/bin/true"},
 		Labels: label.Set(runID, map[string]string{label.Owner: label.SelfOwner(), label.Kind: "reference"})},
 		&container.HostConfig{NetworkMode: "none"}, nil, nil, "")
 	if err != nil {

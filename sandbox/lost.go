@@ -20,6 +20,15 @@ import (
 // seen until then is kept, but it is no result (the report is incomplete).
 var ErrSandboxLost = errors.New("the sandbox was lost")
 
+// createContext is the context a container is created with: without
+// ctx's cancel, since a create cut off (by a signal) may still make the
+// container, and leave it with no id to remove it by; bounded by
+// removeTimeout. What follows the create, with ctx, fails at once, and
+// the removal registered after it runs.
+func createContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
+}
+
 // eventEngine is the part of the Engine API that watches a container's
 // life. An Engine without it (a test's fake) is watched by inspection
 // alone.

@@ -98,7 +98,9 @@ func buildWorkspaceImage(ctx context.Context, cli Engine, img image.InspectRespo
 		return fmt.Errorf("rewinding workspace tar: %w", err)
 	}
 
-	created, err := cli.ContainerCreate(ctx, &container.Config{
+	cctx, cancel := createContext(ctx)
+	defer cancel()
+	created, err := cli.ContainerCreate(cctx, &container.Config{
 		Image: base, Entrypoint: []string{}, Cmd: []string{"/bin/true"},
 		Labels: label.Set(runID, map[string]string{label.Owner: label.SelfOwner(), label.Kind: kind}),
 	}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
