@@ -263,7 +263,10 @@ func TestHangingCallTimesOutAndScanGoesOn(t *testing.T) {
 	cli := sandboxtest.Docker(t)
 	opts := fixtureOpts(t, "honest", "hang", "crash")
 	opts.Probes = steps(t, `{"hang": {}, "echo": {"text": "after"}}`)
-	opts.CallTimeout = 2 * time.Second
+	// Long enough that the crash call's end (the server gone) is seen
+	// within it on a loaded machine (2 s was not, under load 35), short
+	// enough for the hang's timeout not to weigh on the suite.
+	opts.CallTimeout = 8 * time.Second
 	start := time.Now()
 	res, err := scan(t, cli, opts)
 	// crash requires nothing, so it runs after the probes and ends the scan.
