@@ -28,7 +28,7 @@ const callMargin = 30 * time.Second
 // leg runs the client once in a new sandbox, the model asking for tool:
 // the self-test, the adapter's files in a fresh HOME, the client, the
 // ledger.
-func (r *runner) leg(ctx context.Context, name, tool string, trusted bool) (*legResult, error) {
+func (r *runner) leg(ctx context.Context, name, tool string, trusted bool) (_ *legResult, err error) {
 	o := r.opts
 	r.logf("leg %s: the model asks for %s (server trusted: %t)", name, tool, trusted)
 	res := &legResult{run: clientverdict.LegRun{Name: name, Tool: tool, Trusted: trusted, Home: Home,
@@ -38,7 +38,10 @@ func (r *runner) leg(ctx context.Context, name, tool string, trusted bool) (*leg
 		Mounts: o.Mounts, Package: o.Package, PackageTarget: o.PackageTarget, Agent: o.Agent, Network: sandbox.NetworkNone,
 		Limits: o.Limits, RunID: o.RunID, Log: o.Log, StartTimeout: o.StartTimeout, CallTimeout: o.Timeout + callMargin})
 	defer func() {
-		if cerr := s.Close(context.WithoutCancel(ctx)); cerr != nil {
+		if cerr := s.Close(context.WithoutCancel(ctx)); errors.Is(cerr, sandbox.ErrSandboxLost) {
+			// What the leg saw is kept, but it is no result.
+			err = errors.Join(err, fmt.Errorf("leg %s: %w", name, cerr))
+		} else if cerr != nil {
 			r.logf("leg %s: closing the sandbox: %v", name, cerr)
 		}
 		res.run.Problems = append(res.run.Problems, s.Report().Problems...)
