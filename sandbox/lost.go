@@ -233,15 +233,22 @@ func (s *Session) lostKind() string {
 // LostErr says, as an error wrapping ErrSandboxLost, whether the session's
 // container was lost (see Container.Lost); the first time, it records the
 // problem (on call seq, if any) in the report. Nil while it is not.
-func (s *Session) LostErr(ctx context.Context, seq int) error {
+func (s *Session) LostErr(ctx context.Context, seq int) error { return s.checkLost(ctx, seq, true) }
+
+// checkLost is LostErr; without look, only what the engine's events
+// already said counts (no inspection).
+func (s *Session) checkLost(ctx context.Context, seq int, look bool) error {
 	if s.ctr == nil {
 		return nil
 	}
 	if s.lost != nil {
 		return s.lost
 	}
-	why, lost := s.ctr.Lost(context.WithoutCancel(ctx))
-	if !lost {
+	why := s.ctr.life.lostWhy()
+	if why == "" && look {
+		why, _ = s.ctr.Lost(context.WithoutCancel(ctx))
+	}
+	if why == "" {
 		return nil
 	}
 	where := ""

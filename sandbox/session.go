@@ -674,7 +674,8 @@ func (s *Session) Mark(ctx context.Context, call bool, seq int) report.Effects {
 	// walk as deletions), but hashing stops at the run's deadline.
 	deadline, _ := ctx.Deadline()
 	eff, unhashed, err := s.rec.mark(context.WithoutCancel(ctx), call, deadline)
-	if lerr := s.LostErr(ctx, seq); lerr == nil && err != nil {
+	// A read that failed may be a container gone: the engine is asked.
+	if lerr := s.checkLost(ctx, seq, err != nil); lerr == nil && err != nil {
 		s.problem("effects", seq, "reading file effects: %s", report.OneLine(err.Error()))
 	}
 	// A bound hit is said once, where it first was; the verdict's
