@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
 	"github.com/docker/docker/client"
@@ -41,7 +42,7 @@ func BenchmarkWorkspaceImage(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				if ref != "" {
 					b.StopTimer()
-					cli.ImageRemove(ctx, ref, image.RemoveOptions{Force: true})
+					removeBenchImage(ctx, b, cli, ref)
 					b.StartTimer()
 				}
 				r, _, err := sandbox.WorkspaceImage(ctx, cli, base, ws, "/workspace", label.NewRunID())
@@ -58,7 +59,9 @@ func BenchmarkWorkspaceImage(b *testing.B) {
 				}
 			}
 		})
-		cli.ImageRemove(ctx, ref, image.RemoveOptions{Force: true})
+		if ref != "" {
+			removeBenchImage(ctx, b, cli, ref)
+		}
 	}
 }
 
@@ -95,10 +98,11 @@ func BenchmarkScanWorkspace(b *testing.B) {
 					if err := os.WriteFile(filepath.Join(ws, "iteration"), []byte(label.NewRunID()), 0o644); err != nil {
 						b.Fatal(err)
 					}
+					runID := label.NewRunID()
 					b.StartTimer()
 					res, err := sandbox.Scan(ctx, cli, sandbox.ScanOptions{Image: "mcpsandbox/node:latest", Argv: []string{fx.Target, "honest"},
 						Mounts: []sandbox.Mount{fx}, Agent: agentPath, Workspace: ws, CopyWorkspace: copy, NoSeed: true,
-						Probes: benchProbe(b)})
+						Probes: benchProbe(b), RunID: runID})
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -106,7 +110,7 @@ func BenchmarkScanWorkspace(b *testing.B) {
 						b.Fatalf("workspace by %q, want %q", res.Report.Sandbox.WorkspaceBy, want)
 					}
 					b.StopTimer()
-					removeWorkspaceImages(ctx, b, cli)
+					removeWorkspaceImages(ctx, b, cli, runID)
 					b.StartTimer()
 				}
 			})
@@ -122,12 +126,29 @@ func benchProbe(b *testing.B) []probes.Step {
 	return s
 }
 
-func removeWorkspaceImages(ctx context.Context, b *testing.B, cli *client.Client) {
-	list, err := cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(filters.Arg("reference", sandbox.WorkspaceRepo))})
+// removeWorkspaceImages removes the workspace and package layers that
+// run runID made (label.Run), and no one else's: other processes' scans
+// on the engine may be using theirs.
+func removeWorkspaceImages(ctx context.Context, b *testing.B, cli *client.Client, runID string) {
+	list, err := cli.ImageList(ctx, image.ListOptions{Filters: filters.NewArgs(
+		filters.Arg("label", label.Run+"="+runID), filters.Arg("reference", sandbox.WorkspaceRepo))})
 	if err != nil {
 		b.Fatal(err)
 	}
 	for _, im := range list {
-		cli.ImageRemove(ctx, im.ID, image.RemoveOptions{Force: true})
+		removeBenchImage(ctx, b, cli, im.ID)
+	}
+}
+
+// removeBenchImage removes an image the benchmark made, without force:
+// were a container to use it, it would stay.
+func removeBenchImage(ctx context.Context, b *testing.B, cli *client.Client, ref string) {
+	_, err := cli.ImageRemove(ctx, ref, image.RemoveOptions{PruneChildren: true})
+	switch {
+	case err == nil, cerrdefs.IsNotFound(err):
+	case cerrdefs.IsConflict(err):
+		b.Logf("image %.19s left: %v", ref, err)
+	default:
+		b.Fatalf("removing image %.19s: %v", ref, err)
 	}
 }
