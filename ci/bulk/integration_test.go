@@ -46,7 +46,7 @@ func integrationOptions(t *testing.T, cli *client.Client, reg NPMRegistry, log *
 	base := sandbox.ScanOptions{Image: sandboxtest.NodeImage(t, cli), Agent: sandboxtest.Agent(t), Changes: sandbox.ChangesAuto, Network: sandbox.DefaultNetwork,
 		Isolation: sandbox.IsolationSession, User: images.User(), Limits: sandbox.DefaultLimits(), Linger: sandboxtest.Linger,
 		NoBoundary: true, ClientInfo: sandbox.DefaultClientInfo(), Disk: sandbox.DefaultDisk, DiskInterval: sandbox.DefaultDiskInterval,
-		StartTimeout: 20 * time.Second, CallTimeout: 10 * time.Second}
+		StartTimeout: 60 * time.Second, CallTimeout: 10 * time.Second} // the start as scan's default bounds it: 20 s was passed under load 27
 	if log != nil {
 		base.Log = log
 	}
