@@ -318,3 +318,45 @@ func TestAWalkWhoseContextEndsStops(t *testing.T) {
 }
 
 func unsafeData(s string) *byte { return unsafe.StringData(s) }
+
+// chain makes a chain of n directories named d below dir.
+func chain(dir string, n int) fstest.Applier {
+	var a []fstest.Applier
+	for range n {
+		dir += "/d"
+		a = append(a, fstest.CreateDir(dir, 0o755))
+	}
+	return fstest.Apply(a...)
+}
+
+// TestADeepChainStopsAtThePathBound: a chain of directories costs its
+// depth squared in path bytes; the walk stops once they pass the bound,
+// as at the entry bound, and what it did not reach is neither deleted nor
+// created. The workspace, walked first, is still seen.
+func TestADeepChainStopsAtThePathBound(t *testing.T) {
+	lo, up := layers(t, lowerImage)
+	u := &UpperDir{Upper: up, Lowers: []string{lo}, Limits: Limits{MaxPathBytes: 20_000}}
+	apply(t, up, fstest.CreateDir("/tmp", 0o1777), chain("/tmp", 200),
+		fstest.CreateDir("/workspace", 0o755), fstest.CreateFile("/workspace/evil.txt", []byte("x"), 0o644))
+	s := snap(t, u)
+	if !s.Truncated || s.PastDeadline || s.Count >= 200 {
+		t.Fatalf("truncated %v, past the deadline %v, count %d; want the walk stopped at the path bound", s.Truncated, s.PastDeadline, s.Count)
+	}
+	total := 0
+	for p := range s.Entries {
+		total += len(p)
+	}
+	if total > 20_000 {
+		t.Errorf("%d bytes of paths kept, over the bound", total)
+	}
+	if _, ok := s.Entries["/workspace/evil.txt"]; !ok {
+		t.Error("the workspace, walked first, was not reached")
+	}
+	whole := snap(t, &UpperDir{Upper: up, Lowers: []string{lo}})
+	if d := Delta(whole, s); len(d) != 0 {
+		t.Errorf("a walk stopped at the path bound reports %q", brief(d))
+	}
+	if d := Delta(s, whole); len(d) != 0 {
+		t.Errorf("after a walk stopped at the path bound: %q", brief(d))
+	}
+}

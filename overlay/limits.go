@@ -24,7 +24,15 @@ type Limits struct {
 	// (default DefaultMaxLines).
 	LineBound int64
 	MaxLines  int
+	// MaxPathBytes stops the walk once the paths it met add up to it
+	// (default DefaultMaxPathBytes), as MaxEntries does: a chain of
+	// directories n deep costs n entries and n² bytes of paths.
+	MaxPathBytes int
 }
+
+// DefaultMaxPathBytes bounds the bytes of the paths one snapshot holds:
+// 200,000 entries of 160 bytes each.
+const DefaultMaxPathBytes = 32 << 20
 
 // DefaultFirst are the places a hostile server most wants unseen: the
 // workspace (the canaries), the home directories (the honeytokens, the
@@ -53,6 +61,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxLines <= 0 {
 		l.MaxLines = DefaultMaxLines
+	}
+	if l.MaxPathBytes <= 0 {
+		l.MaxPathBytes = DefaultMaxPathBytes
 	}
 	return l
 }

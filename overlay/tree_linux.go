@@ -34,15 +34,16 @@ func (t *Tree) SnapshotUntil(ctx context.Context, deadline time.Time) (Snapshot,
 	if err := unix.Stat(t.Root, &root); err != nil {
 		return snap, err
 	}
-	last, stopped := "", false
+	last, stopped, pathBytes := "", false, 0
 	unhashed := map[string]bool{}
 	err := walkBeneath(t.Root, func(n node) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		snap.Count++
+		pathBytes += len(n.rel)
 		late := snap.Count%deadlineEvery == 0 && Passed(deadline)
-		if snap.Count > lim.MaxEntries || late {
+		if snap.Count > lim.MaxEntries || pathBytes > lim.MaxPathBytes || late {
 			snap.Truncated, snap.PastDeadline, stopped = true, late, true
 			if late {
 				snap.Count--

@@ -58,14 +58,15 @@ func (u *UpperDir) SnapshotWith(ctx context.Context, opts SnapshotOptions) (Snap
 	links := map[uint64][]string{}
 	verified := map[uint64]bool{}
 	var opaque []string // opaque directories of the upper dir, seen so far
-	last := ""
+	last, pathBytes := "", 0
 	err := walkFirst(u.Upper, lim.First, func(n node) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		snap.Count++
+		pathBytes += len(n.rel)
 		late := snap.Count%deadlineEvery == 0 && Passed(budget.Deadline())
-		if snap.Count > lim.MaxEntries || late {
+		if snap.Count > lim.MaxEntries || pathBytes > lim.MaxPathBytes || late {
 			// Past the deadline the walk ends as at the bound: a snapshot
 			// of 200,000 entries takes seconds, and the run's --timeout
 			// holds teardown's too.
