@@ -250,11 +250,11 @@ func TestRunnerKilledLeavesNothing(t *testing.T) {
 	if after := manifest(t, ws); !reflect.DeepEqual(before, after) {
 		t.Errorf("host workspace changed:\nbefore %v\nafter  %v", before, after)
 	}
-	removed, err := sandbox.Reap(context.Background(), cli)
+	// Another process's scan on the engine may reap the orphan first: what
+	// counts is that it goes.
+	_, err := sandbox.Reap(context.Background(), cli)
 	must(t, err)
-	if !contains(removed, id) {
-		t.Fatalf("the reaper did not remove the dead runner's container %.12s (removed %v)", id, removed)
-	}
+	waitGone(t, cli, id)
 	if _, err := os.Stat(layer); !os.IsNotExist(err) {
 		t.Errorf("the container's layer directory (with the workspace's state) is still there: %v", err)
 	}

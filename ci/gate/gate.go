@@ -84,7 +84,7 @@ func Run(ctx context.Context, cli sandbox.Engine, opts Options) (*report.Report,
 
 	for _, r := range results {
 		if r.ContainerID != "" && opts.Notice != nil {
-			fmt.Fprintf(opts.Notice, "mcpsandbox: kept container %s (remove it with `docker rm %.12s` or `mcpsandbox clean`)\n", r.ContainerID, r.ContainerID)
+			fmt.Fprintf(opts.Notice, "mcpsandbox: kept container %s (remove it with `docker rm %.12s` or `mcpsandbox clean --kept`)\n", r.ContainerID, r.ContainerID)
 		}
 	}
 	var werr error

@@ -333,7 +333,9 @@ func ImageWith(t testing.TB, cli *client.Client, changes []string, files ...Imag
 	runID := label.NewRunID()
 	ref := "mcpsandbox/test:" + runID
 	changes = append([]string{}, changes...)
-	for k, v := range label.Set(runID, map[string]string{label.Kind: "test"}) {
+	// Owned by this process, so that no clean --images takes it before the
+	// test's containers use it.
+	for k, v := range label.Set(runID, map[string]string{label.Kind: "test", label.Owner: label.SelfOwner()}) {
 		changes = append(changes, fmt.Sprintf("LABEL %s=%s", k, v))
 	}
 	rc, err := cli.ImageImport(ctx, image.ImportSource{Source: &buf, SourceName: "-"}, ref, image.ImportOptions{Changes: changes})
