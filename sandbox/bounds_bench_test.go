@@ -45,6 +45,9 @@ func BenchmarkRunnerPeakMemory(b *testing.B) {
 		// 200,001 entries as the server starts (/tmp/f and its files), past
 		// the default --max-files: every snapshot walks 200,000 of them.
 		{"files-200001-at-startup", `[{"tool":"echo"}]`, []string{"files=200000"}},
+		// The same with names of 150 bytes: 31 MB of paths, just under the
+		// walk's bound on them (overlay.DefaultMaxPathBytes).
+		{"files-200001-long-names", `[{"tool":"echo"}]`, []string{"files=200000", "name-bytes=150"}},
 		// A chain of directories 5,000 deep: paths of up to 10 KB each.
 		{"dirs-5000-deep", `[{"tool":"echo"}]`, []string{"deep-dirs=5000"}},
 	} {

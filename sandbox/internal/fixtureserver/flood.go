@@ -15,7 +15,7 @@ import (
 // bounds:
 //
 //	fixtureserver flood [pages=N] [page-bytes=B] [tools=N] [schema-bytes=B]
-//	    [result-bytes=B] [depth=D] [notify-bytes=B] [stderr-bytes=B] [files=N] [deep-dirs=N] [invalid]
+//	    [result-bytes=B] [depth=D] [notify-bytes=B] [stderr-bytes=B] [files=N] [name-bytes=B] [deep-dirs=N] [invalid]
 //
 // pages-1 pages of tools/list come first, each with tools padding tools
 // (default 1) whose descriptions make the page page-bytes long; the last
@@ -30,7 +30,8 @@ import (
 //   - echo: a small result, to show the session still runs.
 //
 // Before serving, it writes stderr-bytes to stderr and makes files empty
-// files in /tmp/f (the startup flood of the snapshot's entry bound) and a
+// files in /tmp/f (the startup flood of the snapshot's entry bound; their
+// names padded to name-bytes, default 6) and a
 // chain of deep-dirs directories /tmp/d/d/d/... (paths far past PATH_MAX).
 func flood(args []string) int {
 	o := map[string]int{"pages": 1, "tools": 1}
@@ -56,8 +57,9 @@ func flood(args []string) int {
 	}
 	if n := o["files"]; n > 0 {
 		os.MkdirAll("/tmp/f", 0o755)
+		pad := strings.Repeat("n", max(o["name-bytes"]-6, 0))
 		for i := range n {
-			os.WriteFile(fmt.Sprintf("/tmp/f/%06d", i), nil, 0o644)
+			os.WriteFile(fmt.Sprintf("/tmp/f/%s%06d", pad, i), nil, 0o644)
 		}
 	}
 	if n := o["deep-dirs"]; n > 0 {
