@@ -309,10 +309,14 @@ func pinned(ctx context.Context, cli Engine, ref, runID string, build func() err
 		if err != nil {
 			return pin{}, fmt.Errorf("inspecting image %s: %w", ref, err)
 		}
-		created, err := cli.ContainerCreate(ctx, &container.Config{
+		// Not cut by a signal: a create cut short could leave the hold
+		// with no id to remove it by.
+		cctx, cancel := createContext(ctx)
+		created, err := cli.ContainerCreate(cctx, &container.Config{
 			Image: img.ID, Entrypoint: []string{}, Cmd: []string{"/bin/true"},
 			Labels: label.Set(runID, map[string]string{label.Owner: label.SelfOwner(), label.Kind: kindHold}),
 		}, &container.HostConfig{NetworkMode: "none"}, nil, nil, "")
+		cancel()
 		if cerrdefs.IsNotFound(err) && attempt < maxPinAttempts {
 			continue // evicted between the look and the hold
 		}

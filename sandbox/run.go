@@ -160,6 +160,11 @@ func Run(ctx context.Context, cli Engine, opts RunOptions) (RunResult, error) {
 		res.Ended = why.Error()
 	}
 	endRun(ctx, s, log, named, res.Ended)
+	if s.lost != nil {
+		// A run whose sandbox someone else removed, killed or paused is
+		// no result: the runner exits 2, as scan does.
+		return res, s.lost
+	}
 	return res, nil
 }
 

@@ -778,7 +778,7 @@ type Rounds struct {
 
 // Problem is a failure of the run or the server.
 type Problem struct {
-	Kind    string `json:"kind"` // timeout, crash, stdout-noise, protocol, interrupted, run-timeout, probe, teardown, agent
+	Kind    string `json:"kind"` // timeout, crash, stdout-noise, protocol, interrupted, run-timeout, probe, teardown, agent, sandbox-lost
 	Call    int    `json:"call,omitempty"`
 	Message string `json:"message"`
 	// Round is the round that met the problem, with --rounds N (N > 1);

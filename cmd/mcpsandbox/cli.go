@@ -30,8 +30,9 @@ Usage:
   mcpsandbox images build [node|python|base|build] build runtime images from the host
   mcpsandbox images ls                          list the images mcpsandbox made, with the cache's sizes
   mcpsandbox images prune [--cache-size SIZE]   evict cached images, least recently used first
-  mcpsandbox clean [--images] [--runs] [RUN...]  remove every container (and image) mcpsandbox made but
-                                                the named runs', or the runs named
+  mcpsandbox clean [--images] [--runs] [--states] [--live] [--kept] [--yes] [RUN...]
+                                                remove what mcpsandbox made that no live process owns,
+                                                or the runs named
   mcpsandbox runs                               list the named runs and the server states
   mcpsandbox changes RUN [PATH...]              what a run changed in its workspace, with diffs
   mcpsandbox apply RUN [PATH...]                write a run's workspace changes into the host directory
