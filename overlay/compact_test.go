@@ -212,6 +212,21 @@ func TestEmptyFilesShareTheirHashAndLines(t *testing.T) {
 			t.Fatalf("%06d: sha256 %q, lines %p; want the shared ones", i, e.SHA256, e.lines)
 		}
 	}
+	// A second snapshot names each file with the same bytes as the first.
+	keys := func(s Snapshot) map[string]*byte {
+		m := map[string]*byte{}
+		for p := range s.Entries {
+			m[p] = unsafeData(p)
+		}
+		return m
+	}
+	first, second := keys(s), keys(snap(t, u))
+	for i := range 20 {
+		p := fmt.Sprintf("/tmp/f/%06d", i)
+		if first[p] == nil || first[p] != second[p] {
+			t.Fatalf("%s: a copy of its path a snapshot", p)
+		}
+	}
 	// The new directory was looked up in the image, its files were not.
 	if _, ok := u.lower["/tmp/f"]; !ok {
 		t.Error("/tmp/f not looked up")

@@ -27,6 +27,10 @@ import (
 
 // hashed remembers a file's hash with what would change if it were written.
 type hashed struct {
+	// path is the file's path as first met: the snapshots name the file
+	// with it, so that they and this cache hold one copy of it, not one a
+	// walk.
+	path                    string
 	ino, size, mtime, ctime int64
 	sum                     string
 	prefix                  string // hash of the first prefixLen bytes
@@ -80,6 +84,9 @@ func (u *UpperDir) SnapshotWith(ctx context.Context, opts SnapshotOptions) (Snap
 		}
 		last = n.rel
 		rel := n.rel
+		if h, ok := u.hashes[rel]; ok {
+			rel = h.path
+		}
 		info := statInfo{name: rel, st: n.st}
 		e := Entry{Type: TypeOf(info.Mode()), Mode: info.Mode(), Size: info.Size(), ModTime: n.st.Mtim.Nano(),
 			UID: int(n.st.Uid), GID: int(n.st.Gid), Ctime: n.st.Ctim.Nano()}
@@ -248,6 +255,7 @@ func (u *UpperDir) remember(rel string, h hashed, lim Limits) hashed {
 		h.lines = nil
 	}
 	u.lineCount += h.lines.n()
+	h.path = rel
 	u.hashes[rel] = h
 	return h
 }
