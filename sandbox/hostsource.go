@@ -48,6 +48,7 @@ func (h *hostSource) Snapshot(ctx context.Context, opts overlay.SnapshotOptions)
 	snap.Count += hs.Count
 	snap.Bytes += hs.Bytes
 	snap.Truncated = snap.Truncated || hs.Truncated
+	snap.PastDeadline = snap.PastDeadline || hs.PastDeadline
 	return snap, errors.Join(err, herr)
 }
 

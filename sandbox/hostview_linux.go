@@ -201,6 +201,7 @@ func (v *hostView) Snapshot(ctx context.Context, deadline time.Time) (overlay.Sn
 		snap.Count += s.Count
 		snap.Bytes += s.Bytes
 		snap.Truncated = snap.Truncated || s.Truncated
+		snap.PastDeadline = snap.PastDeadline || s.PastDeadline
 		snap.Unhashed = append(snap.Unhashed, s.Unhashed...)
 		parts = append(parts, part{at, s.Reached})
 		errs = append(errs, err)

@@ -218,6 +218,11 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (Result, error) {
 	}
 	sc.finishToolLists(rep)
 	rep.Timing.StartedAt, rep.Timing.DurationMs = sc.started.UTC().Format(time.RFC3339), time.Since(sc.started).Milliseconds()
+	if over := time.Since(sc.started) - sc.opts.Timeout; sc.opts.Timeout > 0 && over > 0 {
+		// How far past --timeout the run ended (teardown, the engine's
+		// removal): under Timing, with what differs between runs.
+		rep.Timing.OverrunMs = over.Milliseconds()
+	}
 	if !sc.opts.NoSeed {
 		seed := sc.bait.Seed
 		rep.Timing.BaitSeed = &seed

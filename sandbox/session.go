@@ -686,7 +686,7 @@ func (s *Session) Mark(ctx context.Context, call bool, seq int) report.Effects {
 	}
 	if eff.FilesTruncated && !s.bounds.walk {
 		s.bounds.walk = true
-		s.problem("snapshot", where, "the file snapshot hit its entry bound (--max-files): changes past it were not seen (the workspace and the home directories were walked first)")
+		s.problem("snapshot", where, "the file snapshot hit one of its bounds (--max-files entries, 32 MiB of paths, or the run's --timeout): changes past it were not seen (the workspace and the home directories were walked first)")
 	}
 	if eff.FilesOmitted > 0 && !s.bounds.listed {
 		s.bounds.listed = true

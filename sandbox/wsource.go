@@ -104,6 +104,7 @@ func (s *mountedSource) Snapshot(ctx context.Context, opts overlay.SnapshotOptio
 		snap.Count += ms.Count
 		snap.Bytes += ms.Bytes
 		snap.Truncated = snap.Truncated || ms.Truncated
+		snap.PastDeadline = snap.PastDeadline || ms.PastDeadline
 	}
 	sort.Strings(unhashed)
 	snap.Unhashed = unhashed

@@ -119,6 +119,9 @@ type Timing struct {
 	// DiskPeakBytes is the most disk use measured over the start, in
 	// bytes (it varies with the timing of the polls against the writes).
 	DiskPeakBytes int64 `json:"diskPeakBytes,omitempty"`
+	// OverrunMs is how far past --timeout the run ended, when it did
+	// (teardown and the container's removal come after the deadline).
+	OverrunMs int64 `json:"overrunMs,omitempty"`
 }
 
 // CallTiming is how long one call took.
