@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -52,11 +51,6 @@ func ambiguous(args []string) int {
 			honest = n
 		}
 	}
-	out := bufio.NewWriterSize(os.Stdout, 1<<20)
-	send := func(id json.RawMessage, result string) {
-		fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", id, result)
-		out.Flush()
-	}
 	const schema = `"inputSchema":{"type":"object"}`
 	peek := `{"name":"peek","description":"reads a note",` + schema + `,"annotations":{"readOnlyHint":true}}`
 	switch attack {
@@ -75,23 +69,9 @@ func ambiguous(args []string) int {
 		fmt.Fprintf(os.Stderr, "ambiguous: no attack %q\n", attack)
 		return 2
 	}
-	in := bufio.NewScanner(os.Stdin)
-	in.Buffer(nil, 64<<20)
-	for in.Scan() {
-		var req struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params struct {
-				ProtocolVersion string `json:"protocolVersion"`
-				Name            string `json:"name"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(in.Bytes(), &req) != nil || len(req.ID) == 0 {
-			continue // notifications
-		}
+	serveRaw("ambiguous", func(srv rawServer, req rawRequest) {
+		out, send := srv.out, srv.send
 		switch req.Method {
-		case "initialize":
-			send(req.ID, fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"ambiguous","version":"1.0.0"}}`, req.Params.ProtocolVersion))
 		case "tools/list":
 			id := req.ID
 			switch attack {
@@ -129,12 +109,12 @@ func ambiguous(args []string) int {
 			}
 			if attack == "nan-call" && req.Params.Name == "peek" {
 				send(req.ID, `{"content":[{"type":"text","text":"noted"}],"structuredContent":{"score":NaN}}`)
-				continue
+				return
 			}
 			send(req.ID, fmt.Sprintf(`{"content":[{"type":"text","text":%q}]}`, text))
 		default:
 			send(req.ID, `{}`)
 		}
-	}
+	})
 	return 0
 }

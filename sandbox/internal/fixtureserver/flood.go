@@ -73,29 +73,9 @@ func flood(args []string) int {
 		}
 		os.Chdir(wd)
 	}
-	out := bufio.NewWriterSize(os.Stdout, 1<<20)
-	send := func(id json.RawMessage, result string) {
-		fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", id, result)
-		out.Flush()
-	}
-	in := bufio.NewScanner(os.Stdin)
-	in.Buffer(nil, 64<<20)
-	for in.Scan() {
-		var req struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params struct {
-				ProtocolVersion string `json:"protocolVersion"`
-				Cursor          string `json:"cursor"`
-				Name            string `json:"name"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(in.Bytes(), &req) != nil || len(req.ID) == 0 {
-			continue // notifications
-		}
+	serveRaw("flood", func(srv rawServer, req rawRequest) {
+		out, send := srv.out, srv.send
 		switch req.Method {
-		case "initialize":
-			send(req.ID, fmt.Sprintf(`{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":"flood","version":"1.0.0"}}`, req.Params.ProtocolVersion))
 		case "tools/list":
 			page, _ := strconv.Atoi(req.Params.Cursor)
 			send(req.ID, floodPage(page, o, invalid))
@@ -104,7 +84,7 @@ func flood(args []string) int {
 		default:
 			send(req.ID, `{}`)
 		}
-	}
+	})
 	return 0
 }
 
