@@ -289,7 +289,10 @@ type ImageFile struct {
 // Image imports an image of files alone, FROM scratch (no shell, no
 // libc, no USER: root), labelled as mcpsandbox's, and returns its
 // reference. When the test ends it is removed, with every image
-// mcpsandbox built on it (agent and workspace layers).
+// mcpsandbox built on it (agent and workspace layers), and no other: two
+// tests' images of the same files have the same layers, so what was built
+// on this one is told by the label testBase, which an image built on it
+// keeps from its config.
 func Image(t testing.TB, cli *client.Client, files ...ImageFile) string {
 	t.Helper()
 	return ImageWith(t, cli, nil, files...)
@@ -335,7 +338,7 @@ func ImageWith(t testing.TB, cli *client.Client, changes []string, files ...Imag
 	changes = append([]string{}, changes...)
 	// Owned by this process, so that no clean --images takes it before the
 	// test's containers use it.
-	for k, v := range label.Set(runID, map[string]string{label.Kind: "test", label.Owner: label.SelfOwner()}) {
+	for k, v := range label.Set(runID, map[string]string{label.Kind: "test", label.Owner: label.SelfOwner(), testBase: runID}) {
 		changes = append(changes, fmt.Sprintf("LABEL %s=%s", k, v))
 	}
 	rc, err := cli.ImageImport(ctx, image.ImportSource{Source: &buf, SourceName: "-"}, ref, image.ImportOptions{Changes: changes})
@@ -351,15 +354,21 @@ func ImageWith(t testing.TB, cli *client.Client, changes []string, files ...Imag
 	if err != nil {
 		t.Fatalf("importing a test image: %v", err)
 	}
-	t.Cleanup(func() { removeWithDerived(t, cli, base) })
+	t.Cleanup(func() { removeWithDerived(t, cli, base, runID) })
 	return ref
 }
 
-// removeWithDerived removes base and every image of mcpsandbox's whose
-// layers start with base's.
-func removeWithDerived(t testing.TB, cli *client.Client, base image.InspectResponse) {
+// testBase labels an image Image made with its run id. The images built
+// on it keep the label (the run and kind labels they get anew), so that
+// a test removes what was built on its image and not what another test,
+// of this process or another, built on an image of the same files.
+const testBase = "dev.mcpsandbox.test-base"
+
+// removeWithDerived removes base and every image of mcpsandbox's built on
+// it: labelled testBase=runID, its layers starting with base's.
+func removeWithDerived(t testing.TB, cli *client.Client, base image.InspectResponse, runID string) {
 	ctx := context.Background()
-	list, err := cli.ImageList(ctx, image.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", label.ManagedFilter))})
+	list, err := cli.ImageList(ctx, image.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", label.ManagedFilter), filters.Arg("label", testBase+"="+runID))})
 	if err != nil {
 		t.Errorf("listing images: %v", err)
 		return
