@@ -57,6 +57,8 @@ func Main(args []string) int {
 	cfg, argv, err := settings(args)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", Name, err)
+		code := 2
+		encode(os.Stderr, &Event{T: Now(), Kind: KindEnd, ExitCode: &code, Data: err.Error()})
 		return 2
 	}
 	out := &writer{w: os.Stderr, max: cfg.MaxEvents}
@@ -73,10 +75,9 @@ func Main(args []string) int {
 	out.emit(&Event{Kind: KindStart, PID: os.Getpid(), Data: cfg.Network})
 
 	sinks := startSinks(cfg.Network, out)
-	defer sinks.close()
-	stopTick := make(chan struct{})
-	defer close(stopTick)
+	stopTick, ticked := make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(ticked)
 		t := time.NewTicker(cfg.Tick)
 		defer t.Stop()
 		for {
@@ -89,8 +90,22 @@ func Main(args []string) int {
 		}
 	}()
 	code := trace(argv, cfg.Network, cfg.Pin, sinks.queries, out)
-	out.tick()
+	close(stopTick)
+	<-ticked
+	sinks.close()
+	out.last(code)
 	return code
+}
+
+// last writes what is pending, a tick, and the agent's last frame
+// (KindEnd, with the exit code), once the tracer, the ticks and the sinks
+// have stopped. It is not counted against MaxEvents, so that no flood
+// can drop it.
+func (w *writer) last(code int) {
+	w.flush(true)
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	encode(w.w, &Event{T: Now(), Kind: KindEnd, ExitCode: &code})
 }
 
 // settings reads the agent's settings from its flags (the runner's

@@ -104,6 +104,14 @@ const (
 	KindSocket  = "socket"  // a socket of a refused family (Family; Result EAFNOSUPPORT)
 	KindExe     = "exe"     // the program a process runs after its exec (Exe, SHA256)
 	KindTamper  = "tamper"  // a call aimed at the agent itself, refused (Data: what; Result EPERM)
+	// KindEnd is the agent's last frame, written as it exits once the
+	// server ended (ExitCode: the agent's own, the server's code or
+	// 128+signal; Data: why, when the agent could not run it). An agent
+	// that ends without it did not choose to: as PID 1 of its PID
+	// namespace nothing inside can SIGKILL it, so it was killed from
+	// outside (the host, the OOM killer), or crashed (its raw output then
+	// says so). The server cannot forge it: see Decode.
+	KindEnd = "end"
 )
 
 // Bounds of what the agent reads from a server and puts in a frame. Each
@@ -136,6 +144,14 @@ const (
 const frameMark = '\x1e'
 
 // Decode reads frames from r until it ends, calling fn for each event.
+// Only the agent writes frames: the server's stderr is a pipe the agent
+// reads and wraps in KindStderr frames, where JSON escapes every control
+// byte (the frame mark and the newline among them), so that nothing the
+// server writes starts a line with the mark; its stdout is another stream
+// of the attach (the engine's own headers tell them apart), never
+// decoded here; and the container's stderr is the agent's alone (the
+// server inherits no descriptor of it, and the agent is not dumpable, so
+// /proc/1/fd/2 and pidfd_getfd are closed to the server's uid).
 // Bytes that are not frames (the agent's own crash output, or an image
 // without the agent) are passed to raw. A frame longer than MaxFrame is
 // delivered as the event it starts (time, kind, pids) marked Truncated
