@@ -11,6 +11,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -138,6 +139,14 @@ type Container struct {
 	// byte has reached the tail: the container has exited.
 	drained chan struct{}
 
+	// agent is set when the agent runs as PID 1; agentEnded once its last
+	// frame (agent.KindEnd) arrived, agentRaw once it wrote bytes that are
+	// no frame (its own crash output): an agent that ended with neither
+	// was killed from outside (see Lost).
+	agent      bool
+	agentEnded atomic.Bool
+	agentRaw   atomic.Bool
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -248,7 +257,7 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 		return nil, &InfraError{Cause: fmt.Sprintf("creating the container: %v", err), Err: err}
 	}
 	c := &Container{ID: created.ID, cli: cli, stderr: &tailBuffer{max: opts.StderrLimit, find: opts.Secrets}, events: newEventStore(opts.MaxEvents),
-		life: newLifeWatch(opts.LostWait), demux: make(chan error, 1), drained: make(chan struct{})}
+		life: newLifeWatch(opts.LostWait), demux: make(chan error, 1), drained: make(chan struct{}), agent: opts.Agent}
 	// Registered before anything else can fail: the container goes away on
 	// every error path from here on.
 	defer func() {
@@ -275,12 +284,21 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 		// The agent's frames become events; the server's stderr (inside
 		// frames, or raw without an agent) goes to the bounded tail.
 		agent.Decode(er, func(e agent.Event) {
-			if e.Kind == agent.KindStderr {
+			switch e.Kind {
+			case agent.KindStderr:
 				c.stderr.Write(append([]byte(e.Data), e.Payload...))
+				return
+			case agent.KindEnd:
+				// The agent's own word that it ends: only the agent writes
+				// frames (see agent.Decode), so the server cannot send it.
+				c.agentEnded.Store(true)
 				return
 			}
 			c.events.add(e)
-		}, func(b []byte) { c.stderr.Write(b) })
+		}, func(b []byte) {
+			c.agentRaw.Store(true)
+			c.stderr.Write(b)
+		})
 		io.Copy(io.Discard, er)
 		c.events.end()
 		close(decoded)

@@ -171,11 +171,29 @@ func (w *lifeWatch) start(startedAt string) {
 
 // Lost says whether the container was lost, and how: removed, killed,
 // stopped, restarted, started again or paused by someone else than the
-// runner. It inspects the container; one that has ended is looked at once
-// the engine's event of its end has arrived (bounded by the watch's
+// runner, or its init (the agent) killed from outside. It inspects the
+// container; one that has ended is looked at once the engine's event of
+// its end has arrived and its output has drained (bounded by the watch's
 // wait), so that a kill from outside is told from the server's own exit.
 // After the runner asked for its end, only what was seen before counts.
-func (c *Container) Lost(ctx context.Context) (string, bool) {
+func (c *Container) Lost(ctx context.Context) (string, bool) { return c.lostLook(ctx, false) }
+
+// lostLook is Lost; ours says that the runner itself may have killed the
+// container's init from the host (the disk bound does), so that an agent
+// ended without its last word is no loss.
+//
+// A SIGKILL sent from the host straight to the container's PID 1 makes no
+// engine event (the engine did not send it): the container just dies, as
+// it does when the server exits. But the agent, PID 1 of its own PID
+// namespace, cannot be SIGKILLed from inside it (the kernel drops a
+// SIGKILL or SIGSTOP sent to a namespace's init by its own processes, and
+// the agent ignores the rest), and it writes a last frame
+// (agent.KindEnd) whenever it exits on its own, after the server ended
+// (whatever way: exit 0, exit 1, its own kill -9). The server cannot
+// forge that frame (see agent.Decode). So an agent that ended without it,
+// without crash output of its own (bytes that are no frame), and not by
+// the memory limit (State.OOMKilled), was killed from outside.
+func (c *Container) lostLook(ctx context.Context, ours bool) (string, bool) {
 	w := c.life
 	if w == nil {
 		return "", false
@@ -201,17 +219,42 @@ func (c *Container) Lost(ctx context.Context) (string, bool) {
 		w.lose("it was restarted from outside")
 	case startedAt != "" && in.State.StartedAt != startedAt:
 		w.lose("it was started again from outside")
-	case !in.State.Running && watched:
-		t := time.NewTimer(w.wait)
-		defer t.Stop()
-		select {
-		case <-w.died:
-		case <-t.C:
-		case <-ctx.Done():
+	case !in.State.Running:
+		deadline := time.Now().Add(w.wait)
+		if watched {
+			waitUntil(ctx, w.died, deadline)
+		}
+		if !c.agent || ours || in.State.OOMKilled || w.lostWhy() != "" {
+			break
+		}
+		// The agent's last frame, if it wrote one, is in the stream
+		// before its end. A stream that has not drained by then tells
+		// nothing: no loss is claimed on a guess.
+		if waitUntil(ctx, c.drained, deadline) && !c.agentEnded.Load() && !c.agentRaw.Load() {
+			w.lose(fmt.Sprintf("its init was killed from outside (the agent, its PID 1, ended with code %d without its last word, and not by the memory limit: nothing inside the sandbox can kill it)", in.State.ExitCode))
 		}
 	}
 	why := w.lostWhy()
 	return why, why != ""
+}
+
+// waitUntil waits for ch to close, at most until deadline or ctx's end,
+// and says whether it closed.
+func waitUntil(ctx context.Context, ch <-chan struct{}, deadline time.Time) bool {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // lostSignal is closed once the container is seen lost (nil: never).
@@ -246,7 +289,9 @@ func (s *Session) checkLost(ctx context.Context, seq int, look bool) error {
 	}
 	why := s.ctr.life.lostWhy()
 	if why == "" && look {
-		why, _ = s.ctr.Lost(context.WithoutCancel(ctx))
+		// The disk bound kills the container's init from the host: that
+		// end is the runner's.
+		why, _ = s.ctr.lostLook(context.WithoutCancel(ctx), s.DiskStopped())
 	}
 	if why == "" {
 		return nil

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -16,6 +18,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
@@ -84,6 +87,9 @@ func TestLostSandboxIsNoResult(t *testing.T) {
 		}, "from outside"},
 		{"killed", func(ctx context.Context, id string) error { return cli.ContainerKill(ctx, id, "KILL") }, "killed from outside"},
 		{"paused", func(ctx context.Context, id string) error { return cli.ContainerPause(ctx, id) }, "paused from outside"},
+		// A SIGKILL from the host straight to the container's PID 1 (the
+		// agent): the engine says nothing, the agent says no last word.
+		{"init killed from the host", func(ctx context.Context, id string) error { return killInit(ctx, cli, id) }, "init was killed from outside"},
 		{"restarted", func(ctx context.Context, id string) error {
 			err := cli.ContainerRestart(ctx, id, container.StopOptions{Timeout: &zero})
 			if err != nil && strings.Contains(err.Error(), "marked for removal") {
@@ -162,37 +168,69 @@ func removalDone(t *testing.T, cli *client.Client, runID string) {
 	}
 }
 
+// killInit sends SIGKILL from the host to container id's PID 1 (the
+// tests run as root): no engine event says so.
+func killInit(ctx context.Context, cli *client.Client, id string) error {
+	in, err := cli.ContainerInspect(ctx, id)
+	if err != nil {
+		return err
+	}
+	if in.State == nil || in.State.Pid == 0 {
+		return fmt.Errorf("container %.12s has no PID 1 on the host", id)
+	}
+	return syscall.Kill(in.State.Pid, syscall.SIGKILL)
+}
+
 // TestServerExitIsNotALoss: a server that dies on its own is a crash, as
-// before, never a lost sandbox.
+// before, never a lost sandbox: whether it exits with an error code, with
+// 0, or kills itself with SIGKILL (the agent, its PID 1, then says its
+// last word, where a SIGKILL of the agent from the host leaves none).
 func TestServerExitIsNotALoss(t *testing.T) {
 	cli := sandboxtest.Docker(t)
 	sandboxtest.NodeImage(t, cli)
 	fx := sandboxtest.Fixture(t)
 	dir := t.TempDir()
-	out := filepath.Join(dir, "r.json")
-	var stdout, stderr bytes.Buffer
-	args := []string{"scan", "--format", "json", "--out", out, "--agent", sandboxtest.Agent(t), "--linger", sandboxtest.Linger.String(), "--no-replay",
-		"--mount", fx.Source + ":" + fx.Target, "--probes", writeFile(t, dir, "p.json", `{"crash":{}}`), "--", fx.Target, "crash"}
-	if code := exitCode(run(context.Background(), args, &stdout, &stderr), &stderr); code != 2 {
-		t.Fatalf("exit %d, want 2: %s", code, stderr.String())
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r report.Report
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
-	crash := false
-	for _, p := range r.Problems {
-		crash = crash || p.Kind == "crash"
-		if p.Kind == report.ProblemSandboxLost {
-			t.Errorf("the server's own exit is not a lost sandbox: %+v", p)
-		}
-	}
-	if !crash {
-		t.Errorf("want a crash problem, got %+v", r.Problems)
+	for _, tc := range []struct {
+		name  string
+		probe string
+		argv  []string
+		code  int
+	}{
+		{"exit 3 mid-call", `{"crash":{}}`, []string{fx.Target, "crash"}, 3},
+		// The shell execs the fixture (same pid) after starting a child
+		// that kills it: the server's own process tree, mid-call or, on a
+		// slow machine, before it (a start that failed: still no loss).
+		{"kill -9 of itself", `{"hang":{}}`, []string{"/bin/sh", "-c", "(sleep 2; kill -9 $$) & exec " + fx.Target + " hang"}, 128 + 9},
+		{"exit 0 mid-call", `{"hang":{}}`, []string{"/bin/sh", "-c", fx.Target + " hang & sleep 2; exit 0"}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".json")
+			var stdout, stderr bytes.Buffer
+			args := append([]string{"scan", "--format", "json", "--out", out, "--agent", sandboxtest.Agent(t), "--linger", sandboxtest.Linger.String(), "--no-replay",
+				"--call-timeout", "2m", "--mount", fx.Source + ":" + fx.Target, "--probes", writeFile(t, dir, "p.json", tc.probe), "--"}, tc.argv...)
+			if code := exitCode(run(context.Background(), args, &stdout, &stderr), &stderr); code != 2 {
+				t.Fatalf("exit %d, want 2: %s", code, stderr.String())
+			}
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r report.Report
+			if err := json.Unmarshal(b, &r); err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range r.Problems {
+				if p.Kind == report.ProblemSandboxLost {
+					t.Errorf("the server's own exit is not a lost sandbox: %+v", p)
+				}
+			}
+			if r.Server.ExitCode == nil || *r.Server.ExitCode != tc.code {
+				t.Errorf("server exit code %v, want %d; problems %+v", r.Server.ExitCode, tc.code, r.Problems)
+			}
+			if tc.name == "exit 3 mid-call" && !slices.ContainsFunc(r.Problems, func(p report.Problem) bool { return p.Kind == "crash" }) {
+				t.Errorf("want a crash problem, got %+v", r.Problems)
+			}
+		})
 	}
 }
 
@@ -257,5 +295,87 @@ func TestClosedPipesLeaveNothing(t *testing.T) {
 	ee, ok := err.(*exec.ExitError)
 	if !ok || !ee.Exited() || ee.ExitCode() != 2 {
 		t.Fatalf("the runner: %v (want exit 2, not a signal)", err)
+	}
+}
+
+// ownedSandbox is the one sandbox the runner process pid owns.
+func ownedSandbox(t *testing.T, cli *client.Client, pid int) string {
+	t.Helper()
+	list, err := cli.ContainerList(context.Background(), container.ListOptions{All: true,
+		Filters: filters.NewArgs(filters.Arg("label", label.ManagedFilter), filters.Arg("label", label.Kind+"=sandbox"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	prefix := fmt.Sprintf("%s:%d:", host, pid)
+	var ids []string
+	for _, c := range list {
+		if strings.HasPrefix(c.Labels[label.Owner], prefix) {
+			ids = append(ids, c.ID)
+		}
+	}
+	if len(ids) != 1 {
+		t.Fatalf("want the run's one sandbox, got %d", len(ids))
+	}
+	return ids[0]
+}
+
+// TestRunLostSandboxExits2: `mcpsandbox run` whose container is removed
+// from outside, or whose init is killed from the host, while a client's
+// call is outstanding: the call fails, the runner exits 2 saying the
+// sandbox was lost, its log has the sandbox-lost problem, and nothing of
+// the run is left.
+func TestRunLostSandboxExits2(t *testing.T) {
+	cli := sandboxtest.Docker(t)
+	sandboxtest.NodeImage(t, cli)
+	fx := sandboxtest.Fixture(t)
+	for _, tc := range []struct {
+		name string
+		do   func(ctx context.Context, id string) error
+		want string
+	}{
+		{"removed", func(ctx context.Context, id string) error {
+			return cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true})
+		}, "from outside"}, // the engine kills it first: "killed from outside (signal 9)"
+		{"init killed from the host", func(ctx context.Context, id string) error { return killInit(ctx, cli, id) }, "init was killed from outside"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			logPath := filepath.Join(t.TempDir(), "run.jsonl")
+			cs, cmd, stderr := runProxy(t, nil, "--log", logPath, "--mount", fx.Source+":"+fx.Target, "--", fx.Target, "hang")
+			pid := cmd.Process.Pid
+			t.Cleanup(func() {
+				if ids := ownedBy(t, cli, pid); len(ids) > 0 {
+					t.Errorf("left behind: %v", ids)
+				}
+			})
+			id := ownedSandbox(t, cli, pid)
+			called := make(chan error, 1)
+			go func() {
+				_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "hang", Arguments: map[string]any{}})
+				called <- err
+			}()
+			// The call is outstanding (hang never answers): whether the
+			// server has read it yet or not, it is lost with the sandbox.
+			if err := tc.do(context.Background(), id); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-called; err == nil {
+				t.Error("the call to hang succeeded")
+			}
+			cs.Close() // the transport closes the runner's stdin and waits for it
+			if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 2 {
+				t.Fatalf("the runner: %v, want exit 2; stderr:\n%s", cmd.ProcessState, stderr)
+			}
+			if !strings.Contains(stderr.String(), "mcpsandbox: the sandbox was lost") || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("stderr does not say the sandbox was lost (%q):\n%s", tc.want, stderr)
+			}
+			lost := false
+			for _, r := range readLog(t, logPath) {
+				lost = lost || (r.Type == "problem" && r.Reason == report.ProblemSandboxLost && strings.Contains(r.Message, tc.want))
+			}
+			if !lost {
+				t.Errorf("the log has no sandbox-lost problem saying %q", tc.want)
+			}
+		})
 	}
 }
