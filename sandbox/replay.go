@@ -44,12 +44,20 @@ func (sc *scanner) linger(s *Session, seq int) {
 // same session without the call (the control) waits as long; an effect
 // seen during the call is reproduced when the replay has it and the
 // control does not. The outcome is the call's Replay.
-func (sc *scanner) replay(rep *report.Report) {
+//
+// A replay whose sandbox was lost (its container removed, killed, paused
+// from outside) tells nothing of the call: the call keeps no Replay, so
+// that its effects stay with it as seen (as with --no-replay), never
+// handed to its candidates' claims; a replay problem says why, the
+// report is incomplete, and the error wraps ErrIncomplete and
+// ErrSandboxLost. The other suspects are still replayed.
+func (sc *scanner) replay(rep *report.Report) error {
 	if sc.opts.Suspects == nil {
 		rep.Sandbox.Replay = "off"
-		return
+		return nil
 	}
 	rep.Sandbox.Replay = "findings"
+	var lost []error
 	seqs := sc.opts.Suspects(rep)
 	for n, seq := range seqs {
 		i := slices.IndexFunc(rep.Calls, func(c report.Call) bool { return c.Seq == seq })
@@ -87,6 +95,17 @@ func (sc *scanner) replay(rep *report.Report) {
 		go func() { defer wg.Done(); with, werr = sc.replayOnce(prefix, &target, 0) }()
 		go func() { defer wg.Done(); without, cerr = sc.replayOnce(prefix, nil, window) }()
 		wg.Wait()
+		if errors.Is(werr, ErrSandboxLost) || errors.Is(cerr, ErrSandboxLost) {
+			c.Replay = nil
+			for _, err := range []error{werr, cerr} {
+				if errors.Is(err, ErrSandboxLost) {
+					rep.Problems = append(rep.Problems, report.Problem{Kind: "replay", Call: seq, Message: fmt.Sprintf(
+						"replaying call %d: %s; the call's effects stay with it, unreplayed", seq, report.OneLine(lostCause(err).Error()))})
+					lost = append(lost, fmt.Errorf("replaying call %d: %w", seq, lostCause(err)))
+				}
+			}
+			continue
+		}
 		if werr != nil || cerr != nil {
 			for _, err := range []error{werr, cerr} {
 				if err != nil {
@@ -98,6 +117,26 @@ func (sc *scanner) replay(rep *report.Report) {
 		c.Replay.Status = "replayed"
 		c.Replay.Reproduced = reproduced(originalKeys(rep, c), with, without)
 	}
+	if len(lost) == 0 {
+		return nil
+	}
+	// What was seen is kept, but a scan whose replays were lost is no
+	// result.
+	rep.Complete = false
+	return fmt.Errorf("%w: %w", ErrIncomplete, errors.Join(lost...))
+}
+
+// lostCause is the part of a replay's error that says its sandbox was
+// lost (a session's Close joins it to what else went wrong).
+func lostCause(err error) error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if errors.Is(e, ErrSandboxLost) {
+				return lostCause(e)
+			}
+		}
+	}
+	return err
 }
 
 // reproduced are the keys of orig (the call's effects) that happened with
@@ -227,6 +266,9 @@ func (sc *scanner) replayOnce(prefix []probes.Call, target *probes.Call, window 
 		if c.ErrorKind == "" && !c.IsError {
 			st.Harvest(i+1, p.Tool, c.Result, s.Structured())
 		}
+		if err := s.LostErr(sc.ctx, i+1); err != nil {
+			return nil, err // Close says it again: the error is the loss
+		}
 		if c.ErrorKind == "transport" || c.ErrorKind == "interrupted" {
 			return nil, fmt.Errorf("call %d of the replay's prefix (%s): %s", i+1, p.Tool, c.Error)
 		}
@@ -243,16 +285,23 @@ func (sc *scanner) replayOnce(prefix []probes.Call, target *probes.Call, window 
 			return nil, fmt.Errorf("the replayed call: %s", c.Error)
 		}
 		effs = append(effs, s.Mark(sc.ctx, true, len(prefix)+1))
+		if err := s.LostErr(sc.ctx, len(prefix)+1); err != nil {
+			return nil, err
+		}
 		if len(s.Background()) > 0 {
 			s.Settle(sc.ctx, sc.opts.Settle)
 		}
 	} else {
-		sleepCtx(sc.ctx, window)
+		sleepLost(sc.ctx, s, window)
 	}
 	if sc.opts.Linger > 0 {
-		sleepCtx(sc.ctx, sc.opts.Linger)
+		sleepLost(sc.ctx, s, sc.opts.Linger)
 	}
 	effs = append(effs, s.Mark(sc.ctx, false, len(prefix)+1))
+	if err := s.LostErr(sc.ctx, 0); err != nil {
+		// What the window saw was cut short: it is no replay.
+		return nil, err
+	}
 	// Compared with the report's keys, which are sanitized and show the
 	// bait as placeholders.
 	ps := sc.bait.Placeholders()
@@ -266,11 +315,14 @@ func (sc *scanner) replayOnce(prefix []probes.Call, target *probes.Call, window 
 	return keys, sc.ctx.Err()
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) {
+// sleepLost waits d, or until ctx ends or s's container is seen lost (a
+// replay's window, which a lost sandbox cuts short).
+func sleepLost(ctx context.Context, s *Session, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 	case <-ctx.Done():
+	case <-s.ctr.lostSignal():
 	}
 }

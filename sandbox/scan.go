@@ -201,7 +201,7 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (Result, error) {
 		err = diskVerdict(rep, err)
 	}
 	if err == nil && !rep.Sandbox.DiskExceeded {
-		sc.replay(rep)
+		err = sc.replay(rep) // a replay's lost sandbox: incomplete (see replay)
 		if sc.ctx.Err() != nil {
 			// The run's bound ended the replays early: a call left
 			// unreplayed keeps its effects unpinned, which is not a
