@@ -202,7 +202,10 @@ func (r *SandboxScripts) RunScripts(ctx context.Context, t ScriptTree) (InstallR
 	}
 	switch {
 	case errors.Is(err, sandbox.ErrSandboxLost):
-		// What the install did until then is kept; it is no install.
+		// What the install did until then is kept; it is no install, and
+		// no result: the package is failed (StatusOf), never scanned as
+		// fetched as if its scripts had failed (scriptsFailed).
+		lostInstall(rep)
 		return InstallRun{}, &InstallError{Report: rep, Err: fmt.Errorf("%w: the install sandbox: %w", ErrInstall, err)}
 	case err != nil && !errors.Is(err, sandbox.ErrPhaseExtract) && !lw.over:
 		return InstallRun{}, fmt.Errorf("%w: the install sandbox: %w", ErrInstall, err)
@@ -296,6 +299,17 @@ func installReport(res sandbox.PhaseResult, t ScriptTree, build string, network 
 	rep.Install = in
 	rep.Timing = nil
 	return rep
+}
+
+// lostInstall is the install's report once its sandbox was lost: the
+// container's end (a kill's 137, or its removal before it ended) is not
+// the scripts', so the install neither exited nor timed out, and the
+// phase's bound, which a container gone before its end seemed to pass,
+// is no problem of it.
+func lostInstall(rep *report.Report) {
+	in := rep.Install
+	in.ExitCode, in.TimedOut = nil, false
+	in.Problems = slices.DeleteFunc(in.Problems, func(p report.Problem) bool { return p.Kind == problemRunTimeout })
 }
 
 // MergeInstall puts an install's record into the scan's report: Install,

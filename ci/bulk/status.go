@@ -35,9 +35,9 @@ const (
 	// StatusNotScannedHere: a kind of server this command does not scan
 	// (remote, PyPI, MCPB); Why says which.
 	StatusNotScannedHere
-	// StatusFailed: the scan's sandbox was lost (its container removed,
-	// killed, restarted or paused from outside): what was seen is kept in
-	// the report, but it is no result.
+	// StatusFailed: the scan's or the install's sandbox was lost (its
+	// container removed, killed, restarted or paused from outside): what
+	// was seen is kept in the report, but it is no result.
 	StatusFailed
 )
 
@@ -128,6 +128,8 @@ func StatusOf(rep *report.Report, err error, failOn verdict.FailOn) Status {
 // statusOfInstall maps an installer's error to a status.
 func statusOfInstall(err error) Status {
 	switch {
+	case errors.Is(err, sandbox.ErrSandboxLost):
+		return StatusFailed // the install's sandbox was lost: no result
 	case errors.Is(err, ErrNotScannedHere):
 		return StatusNotScannedHere
 	case errors.Is(err, ErrInstall):
