@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -371,9 +372,28 @@ func startError(opts ContainerOptions, err error) error {
 	return &InfraError{Cause: fmt.Sprintf("starting the container: %v", err), Err: err}
 }
 
-// removeTimeout bounds removing a container; an engine under load (other
-// scans, every CPU busy) has been seen to take over 30 s.
+// removeTimeout bounds removing a container, in a teardown within the
+// run's --timeout (past it, TeardownGrace does); an engine under load
+// (other scans, every CPU busy) has been seen to take over 30 s.
 const removeTimeout = 2 * time.Minute
+
+// TeardownGrace bounds a session's teardown past the run's deadline
+// (--timeout): its engine calls (the server's state, its kill, the last
+// snapshot, the container's removal) are cut at the deadline plus
+// TeardownGrace, so that a run ends within a few seconds of --timeout
+// whatever the engine takes (removing a container of 200,000 files has
+// taken it 20 s on a loaded machine). A removal still under way then is
+// not waited for once the engine has the request: the engine goes on with
+// it whatever becomes of the request (dockerd's removal takes no context),
+// and the report says so (a teardown problem). Should the engine not
+// finish it, the next run's reaper removes the container: its owner, this
+// runner, is gone by then.
+const TeardownGrace = 2 * time.Second
+
+// removeSendWait is how long, past the teardown's bound, a removal whose
+// request has not reached the engine yet is still waited for: a request
+// never sent leaves the container to the next run's reaper.
+const removeSendWait = time.Second
 
 // stdoutBuffer bounds the server's stdout held before the runner reads it
 // (see elasticPipe).
@@ -465,15 +485,19 @@ func (c *Container) Stop(ctx context.Context) error {
 	return nil
 }
 
-// Close removes the container with everything in it. It is idempotent and
-// safe on a partly started container; a container already gone counts as
+// Close removes the container with everything in it, whatever ctx says
+// (the removal is bounded by removeTimeout). It is idempotent and safe on
+// a partly started container; a container already gone counts as
 // removed.
-func (c *Container) Close(ctx context.Context) error {
+func (c *Container) Close(ctx context.Context) error { return c.closeBy(ctx, time.Time{}) }
+
+// closeBy is Close, except that the runner stops waiting for the removal
+// at until (zero: no such bound) once the engine has the request: it then
+// returns a *removalLeft (see TeardownGrace).
+func (c *Container) closeBy(ctx context.Context, until time.Time) error {
 	c.closeOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
-		defer cancel()
 		c.life.ask()
-		c.closeErr = removeContainer(ctx, c.cli, c.ID)
+		c.closeErr = removeBy(ctx, c.cli, c.ID, until, removeTimeout)
 		c.life.stop()
 		if c.attach.Conn != nil {
 			c.attach.Close()
@@ -484,6 +508,89 @@ func (c *Container) Close(ctx context.Context) error {
 	})
 	return c.closeErr
 }
+
+// removeBy removes container id as removeContainer does, whatever ctx
+// says, waiting for the engine at most timeout. With until set, the
+// runner stops waiting at until once the request has been written to the
+// engine (or removeSendWait later if it still has not been), and returns
+// a *removalLeft that keeps what the request ended with.
+func removeBy(ctx context.Context, cli interface {
+	ContainerRemove(ctx context.Context, containerID string, options container.RemoveOptions) error
+}, id string, until time.Time, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+	defer cancel()
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	wrote := make(chan struct{}) // closed once the request is written
+	if !until.IsZero() {
+		var once sync.Once
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(w httptrace.WroteRequestInfo) {
+			if w.Err == nil {
+				once.Do(func() { close(wrote) })
+			}
+		}})
+		go stopWaiting(ctx, until, wrote, stop)
+	}
+	err := removeContainer(ctx, cli, id)
+	switch {
+	case err == nil:
+	case errors.Is(context.Cause(ctx), errStoppedWaiting):
+		sent := false
+		select {
+		case <-wrote:
+			sent = true
+		default:
+		}
+		return &removalLeft{sent: sent, err: err}
+	case ctx.Err() != nil:
+		// Said as what it is, not only the client's "context deadline
+		// exceeded": the container may still be there.
+		return fmt.Errorf("%w (the engine did not answer within %s: it may go on with the removal; if it does not, the next run's reaper removes the container)", err, timeout)
+	}
+	return err
+}
+
+// stopWaiting stops a removal's wait at until once its request is
+// written (wrote), or removeSendWait later if it still is not.
+func stopWaiting(ctx context.Context, until time.Time, wrote <-chan struct{}, stop context.CancelCauseFunc) {
+	at := time.NewTimer(time.Until(until))
+	defer at.Stop()
+	select {
+	case <-at.C:
+	case <-ctx.Done():
+		return
+	}
+	unsent := time.NewTimer(removeSendWait)
+	defer unsent.Stop()
+	select {
+	case <-wrote:
+	case <-unsent.C:
+	case <-ctx.Done():
+		return
+	}
+	stop(errStoppedWaiting)
+}
+
+// errStoppedWaiting is the cause of a removal's context that the runner
+// stopped waiting for (see removeBy).
+var errStoppedWaiting = errors.New("the runner stopped waiting at the teardown's bound")
+
+// removalLeft is a removal the runner stopped waiting for at the
+// teardown's bound, past the run's deadline: a note, not a failure, as
+// long as the engine has the request.
+type removalLeft struct {
+	sent bool  // the request reached the engine, which goes on with it
+	err  error // what the request ended with
+}
+
+func (e *removalLeft) Error() string {
+	if e.sent {
+		return fmt.Sprintf("the container's removal was not waited for past --timeout and %s of teardown: the engine has the request and goes on with it; should it not finish, the next run's reaper removes the container (%v)", TeardownGrace, e.err)
+	}
+	return fmt.Sprintf("the container's removal was not asked of the engine by --timeout and %s of teardown: the next run's reaper removes the container (%v)", TeardownGrace+removeSendWait, e.err)
+}
+
+func (e *removalLeft) Unwrap() error { return e.err }
 
 // release gives up the container without removing it (for --keep).
 func (c *Container) release() {
