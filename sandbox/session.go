@@ -1124,8 +1124,9 @@ func (s *Session) Exited(ctx context.Context) (State, bool) {
 // never started.
 func (s *Session) Close(ctx context.Context) error {
 	// Teardown runs to its end whatever ctx says (the container must go),
-	// but its snapshot hashes nothing past ctx's deadline: the run's
-	// --timeout bounds hashing at teardown too.
+	// but its snapshot hashes nothing past ctx's deadline (the run's
+	// --timeout bounds hashing at teardown too), and its engine calls end
+	// TeardownGrace past it.
 	deadline, _ := ctx.Deadline()
 	s.closeOnce.Do(func() { s.closeErr = s.teardown(context.WithoutCancel(ctx), deadline) })
 	// A lost sandbox is an error of the session's, whoever met it first.
@@ -1141,6 +1142,16 @@ func (s *Session) Kept() string { return s.kept }
 
 func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 	var errs []error
+	// Past the run's deadline the engine is waited for TeardownGrace more,
+	// no longer: what it has not done by then is said, not waited for.
+	var until time.Time
+	unbounded := ctx
+	if !deadline.IsZero() {
+		until = deadline.Add(TeardownGrace)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, until)
+		defer cancel()
+	}
 	if s.ctr == nil {
 		if s.cs != nil {
 			closeSession(s.cs)
@@ -1183,7 +1194,20 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 	} else {
 		edits <- nil
 	}
-	defer func() { s.rep.Problems = append(s.rep.Problems, <-edits...) }()
+	defer func() {
+		select {
+		case p := <-edits:
+			s.rep.Problems = append(s.rep.Problems, p...)
+			return
+		default:
+		}
+		select {
+		case p := <-edits:
+			s.rep.Problems = append(s.rep.Problems, p...)
+		case <-ctx.Done(): // past the teardown's bound
+			s.problem("workspace", 0, "the host directories were not checked for edits during the run: the check had not ended by --timeout and %s of teardown", TeardownGrace)
+		}
+	}()
 	// The session is closed (stdin at EOF): give the server a moment to
 	// exit on its own, so its exit status is its own, not our kill's.
 	// Not past the run's deadline, though: a scan that timed out is
@@ -1205,22 +1229,42 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 			break
 		}
 	}
-	errs = append(errs, ctr.Stop(ctx))
+	if err := ctr.Stop(ctx); err != nil && ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
+		// Cut by the teardown's bound (the engine's kill waits for the
+		// container's end, which takes it seconds under load): the
+		// removal, forced, kills it all the same. A note.
+		s.problem("teardown", 0, "%s (not waited for past --timeout and %s of teardown: the container's forced removal kills it)", report.OneLine(err.Error()), TeardownGrace)
+	} else {
+		errs = append(errs, err)
+	}
 	if s.idle != nil {
 		s.idle()
 	}
 	s.stopAllow()
 	s.netns.close()
-	s.finishDisk()
 	// What the server (or what it left running) did since the last mark,
-	// read before the container and its upper dir go away.
-	eff, unhashed, err := s.rec.mark(ctx, false, deadline)
+	// read before the container and its upper dir go away, and before the
+	// disk's last measurement: past the deadline the snapshot stops at
+	// once (overlay's walk), and is made within TeardownGrace, whereas the
+	// measurement of a layer of 200,000 files takes seconds.
+	// The snapshot stops at the deadline by itself (a walk of the layer
+	// does at once past it), so it is made whatever the teardown's bound
+	// says; what it asks of the engine (the API source) is bounded too, by
+	// TeardownGrace from now at the latest.
+	mctx := unbounded
+	if !until.IsZero() {
+		var cancel context.CancelFunc
+		mctx, cancel = context.WithDeadline(unbounded, latest(until, time.Now().Add(TeardownGrace)))
+		defer cancel()
+	}
+	eff, unhashed, err := s.rec.mark(mctx, false, deadline)
 	switch {
 	case err != nil && lost != nil:
 		s.problem(s.lostKind(), 0, "the teardown's file effects were not read, the sandbox being lost: %s", report.OneLine(err.Error()))
 	case err != nil:
 		errs = append(errs, fmt.Errorf("reading file effects at teardown: %w", err))
 	}
+	s.finishDisk()
 	s.unhashed(0, unhashed, deadline)
 	s.rep.Phases = append(s.rep.Phases, report.Phase{Name: "teardown", Effects: eff})
 	s.saveState()
@@ -1263,10 +1307,29 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 	if s.opts.Keep && lost == nil {
 		s.kept = ctr.ID
 		ctr.release()
-	} else {
-		errs = append(errs, ctr.Close(ctx))
+	} else if err := ctr.closeBy(ctx, until); err != nil {
+		var left *removalLeft
+		if errors.As(err, &left) && left.sent {
+			// The engine goes on with it: a note, not a failure.
+			s.problem("teardown", 0, "%s", report.OneLine(err.Error()))
+		} else {
+			errs = append(errs, err)
+		}
+	}
+	if errors.Join(errs...) != nil && ctx.Err() != nil {
+		// Say why a call was cut short, beyond the client's "context
+		// deadline exceeded".
+		errs = append(errs, fmt.Errorf("(the teardown's engine calls end at --timeout and %s)", TeardownGrace))
 	}
 	return s.teardownErr(errs)
+}
+
+// latest is the later of two times.
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // refusedElsewhere counts the messages refused over a bound and reports
