@@ -217,10 +217,14 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (Result, error) {
 		rep.Timing = &report.Timing{}
 	}
 	sc.finishToolLists(rep)
-	rep.Timing.StartedAt, rep.Timing.DurationMs = sc.started.UTC().Format(time.RFC3339), time.Since(sc.started).Milliseconds()
-	if over := time.Since(sc.started) - sc.opts.Timeout; sc.opts.Timeout > 0 && over > 0 {
-		// How far past --timeout the run ended (teardown, the engine's
-		// removal): under Timing, with what differs between runs.
+	// Measured after every session's teardown, the container's removal
+	// included as far as it was waited for (past the deadline, at most
+	// TeardownGrace: a removal left to the engine is a teardown problem).
+	took := time.Since(sc.started)
+	rep.Timing.StartedAt, rep.Timing.DurationMs = sc.started.UTC().Format(time.RFC3339), took.Milliseconds()
+	if over := took - sc.opts.Timeout; sc.opts.Timeout > 0 && over > 0 {
+		// How far past --timeout the run ended: under Timing, with what
+		// differs between runs.
 		rep.Timing.OverrunMs = over.Milliseconds()
 	}
 	if !sc.opts.NoSeed {
