@@ -76,7 +76,6 @@ func RunPhase(ctx context.Context, cli Engine, opts SessionOptions, po PhaseOpti
 		opts.Secrets = po.Bait.Find
 		opts.Placeholders = po.Bait.Placeholders()
 	}
-	opts.StartTimeout = po.Timeout
 	s := newSession(cli, opts)
 	res.Report = s.rep
 	finish := func() {
@@ -88,12 +87,17 @@ func RunPhase(ctx context.Context, cli Engine, opts SessionOptions, po PhaseOpti
 		s.rep.Normalize()
 		res.Stderr = s.rep.Server.StderrTail
 	}
-	runCtx, cancel := context.WithTimeout(ctx, po.Timeout)
-	defer cancel()
-	if err := s.launch(ctx, runCtx); err != nil {
+	// The phase's bound is the command's, from its exec: the container's
+	// start, slow on a loaded engine, is bounded apart (StartTimeout), as
+	// a server's is, so that a load never reads as a command past its bound.
+	startCtx, cancelStart := context.WithTimeout(ctx, s.opts.StartTimeout)
+	defer cancelStart()
+	if err := s.launch(ctx, startCtx); err != nil {
 		finish()
 		return res, err
 	}
+	runCtx, cancel := context.WithTimeout(ctx, po.Timeout)
+	defer cancel()
 	// Nothing reads the command's stdout but this: a command that writes
 	// there must not block on a full pipe.
 	go io.Copy(io.Discard, s.ctr.Stdout())
@@ -104,7 +108,9 @@ func RunPhase(ctx context.Context, cli Engine, opts SessionOptions, po PhaseOpti
 	}
 	s.Phase(ctx, po.Name, 0)
 	res.Ended, res.ExitCode = ended, st.ExitCode
-	if !ended {
+	// A container gone before its end seems not to have ended: that is
+	// a lost sandbox (recorded by checkLost), not a command past its bound.
+	if !ended && s.checkLost(ctx, 0, true) == nil {
 		s.problem("run-timeout", 0, "the %s did not end within %s: killed", po.Name, po.Timeout)
 	}
 	if ended && st.ExitCode == 0 && po.Extract != "" {
