@@ -15,6 +15,7 @@ import (
 // TestActionScriptOutsideGitHub runs the GitHub Action's steps as a plain
 // script, with the variables GitHub would set, against the lying fixture.
 func TestActionScriptOutsideGitHub(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	sandboxtest.NodeImage(t, cli)
 	fx := sandboxtest.Fixture(t)

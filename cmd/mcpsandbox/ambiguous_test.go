@@ -13,6 +13,7 @@ import (
 // an ambiguous-message finding and exit 1, and the scan judges the tool the
 // TypeScript SDK reads: peek, with the hints JSON.parse reads.
 func TestAmbiguousToolListsFailTheGate(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		attack string
 		flags  []string
@@ -35,6 +36,7 @@ func TestAmbiguousToolListsFailTheGate(t *testing.T) {
 		{attack: "refused", kinds: []string{"non-finite-number", "byte-order-mark", "trailing-data"}, readOnly: ptr(true), refused: true, rule: "readonly-writes"},
 	} {
 		t.Run(tc.attack, func(t *testing.T) {
+			t.Parallel()
 			code, b, stderr := scanFixture(t, append([]string{"--settle", "200ms"}, tc.flags...), "ambiguous", tc.attack)
 			r := decode(t, b)
 			if code != 1 {
@@ -92,6 +94,7 @@ func TestAmbiguousToolListsFailTheGate(t *testing.T) {
 // given to the client: an error answers the call in its place at once,
 // not at its timeout, and the place is recorded.
 func TestAmbiguousAnswerEndsTheCall(t *testing.T) {
+	t.Parallel()
 	code, b, _ := scanFixture(t, []string{"--settle", "200ms", "--call-timeout", "60s"}, "ambiguous", "nan-call")
 	r := decode(t, b)
 	if code != 1 {
@@ -110,6 +113,7 @@ func TestAmbiguousAnswerEndsTheCall(t *testing.T) {
 // TestLiarPastTheToolBound: a liar listed after more honest tools than
 // --max-tools is cut, said, and fails the gate.
 func TestLiarPastTheToolBound(t *testing.T) {
+	t.Parallel()
 	code, b, _ := scanFixture(t, []string{"--max-tools", "20", "--settle", "200ms"}, "ambiguous", "many", "honest=30")
 	r := decode(t, b)
 	if code != 1 || !r.Server.ToolListTruncated || len(r.Tools) != 20 {

@@ -21,6 +21,7 @@ import (
 // it. Told the old client name, it sees the tell and behaves: the fixture
 // does look.
 func TestWaryServerIsCaughtInTheScan(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	probeFile := writeFile(t, dir, "p.json", `{"summarize_workspace":{}}`)
 	code, b, stderr := scanFixture(t, []string{"--probes", probeFile}, "wary")
@@ -63,6 +64,7 @@ func slicesContains(s []string, v string) bool {
 // none of the drawn names or values; the same seed again plants the same
 // names (the transcript, unredacted on demand, lists them).
 func TestBaitSeedGivesTheSameReport(t *testing.T) {
+	t.Parallel()
 	const seedA, seedB = 1, 2
 	a, b := probes.NewBait(seedA), probes.NewBait(seedB)
 	if a.Project == b.Project || a.User == b.User {

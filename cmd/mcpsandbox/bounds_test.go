@@ -52,6 +52,7 @@ func TestRunnerMemoryLimit(t *testing.T) {
 // protocol-bound problem and a tool-list-truncated finding that fails the
 // default gate.
 func TestToolListCutFailsTheGate(t *testing.T) {
+	t.Parallel()
 	probes := writeFile(t, t.TempDir(), "p.json", `[]`)
 	code, b, stderr := scanFixture(t, []string{"--probes", probes, "--max-tools", "2"}, "flood", "pages=3", "tools=2", "page-bytes=500")
 	r := decode(t, b)
@@ -74,6 +75,7 @@ func TestToolListCutFailsTheGate(t *testing.T) {
 // timing), valid against the schema, with a report-bound problem and a
 // report-truncated finding that fails the default gate.
 func TestReportBoundFailsTheGate(t *testing.T) {
+	t.Parallel()
 	text := strings.Repeat("x", 3000)
 	probes := writeFile(t, t.TempDir(), "p.json", fmt.Sprintf(`[{"tool":"echo","arguments":{"text":%q},"repeat":4}]`, text))
 	const bound = 16 << 10

@@ -18,6 +18,7 @@ import (
 // coverage, the text and Markdown say what it means and let no control
 // character through, and --min-coverage makes it fail the gate.
 func TestCoverageInEveryFormat(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	flags := []string{"--no-seed"}
 	for _, f := range []string{"text", "markdown", "sarif", "junit"} {

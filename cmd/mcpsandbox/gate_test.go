@@ -17,6 +17,16 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
 )
 
+// Tests that do nothing but scans of their own (scanFixture: a report and
+// workspace in their temporary directories, containers of their own run)
+// call t.Parallel: a scan mostly waits (container starts, settle, linger
+// and replay windows), so scans side by side overlap their waits. Go
+// starts the parallel tests once every other test of the package has
+// ended, so a test that sets the environment, counts or removes this
+// process's containers or images, cleans, evicts, reaps or signals stays
+// serial and never runs beside them; so does TestDeterministicUnderLoad,
+// whose load is its own.
+
 // scanFixture runs `mcpsandbox scan` on the fixture server with the given
 // extra flags and server arguments; it returns the exit code and the JSON
 // report.
@@ -66,6 +76,7 @@ const lyingProbes = `[{"tool":"echo","arguments":{"text":"x"}},{"tool":"counter"
 // the whole set of findings: every rule on the tools that break it, none
 // on an honest tool; over stdio, streamable HTTP and HTTP+SSE alike.
 func TestEachRuleFiresExactlyWhereItShould(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		transport []string // flags
 		serve     []string // the fixture's
@@ -78,7 +89,7 @@ func TestEachRuleFiresExactlyWhereItShould(t *testing.T) {
 		if tc.transport != nil {
 			name = tc.transport[1]
 		}
-		t.Run(name, func(t *testing.T) { eachRuleFires(t, tc.transport, tc.serve) })
+		t.Run(name, func(t *testing.T) { t.Parallel(); eachRuleFires(t, tc.transport, tc.serve) })
 	}
 }
 
@@ -145,6 +156,7 @@ func seedWorkspaceDir(t *testing.T) string {
 // TestSameScenarioSameBytes: two scans of one scenario give byte-identical
 // JSON outside the timing block.
 func TestSameScenarioSameBytes(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ws := seedWorkspaceDir(t)
 	probes := writeFile(t, dir, "p.json", lyingProbes)
@@ -185,6 +197,7 @@ func mustJSON(t *testing.T, v any) []byte {
 // TestReportsForCI writes SARIF, JUnit and Markdown of a real scan in one
 // run, validates the SARIF and parses the JUnit.
 func TestReportsForCI(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sarif, junitPath, md := filepath.Join(dir, "r.sarif"), filepath.Join(dir, "r.xml"), filepath.Join(dir, "r.md")
 	code, _, _ := scanFixture(t, []string{"--report", "sarif=" + sarif, "--report", "junit=" + junitPath, "--report", "markdown=" + md, "--fail-on", "never"}, "liar")
@@ -207,6 +220,7 @@ func TestReportsForCI(t *testing.T) {
 // TestContractDriftFailsTheBump: a release that renames a property and
 // flips readOnlyHint fails --contract.
 func TestContractDriftFailsTheBump(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	pin := filepath.Join(dir, "contract.json")
 	if code, _, stderr := scanFixture(t, []string{"--contract-out", pin, "--probes", writeFile(t, dir, "p.json", `[]`)}, "honest"); code != 0 {
@@ -232,6 +246,7 @@ func TestContractDriftFailsTheBump(t *testing.T) {
 // TestStaleBaselineFailsTheGate: accepted findings pass; a baseline entry
 // that no longer occurs fails.
 func TestStaleBaselineFailsTheGate(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	base := filepath.Join(dir, "baseline.json")
 	probes := writeFile(t, dir, "p.json", `[{"tool":"lying_read"},{"tool":"echo"}]`)
@@ -257,6 +272,7 @@ func TestStaleBaselineFailsTheGate(t *testing.T) {
 // TestNegativesFindTheToolThatDoesNotValidate: --negatives lists each
 // violation the lax twin accepts, and none for the validating twin.
 func TestNegativesFindTheToolThatDoesNotValidate(t *testing.T) {
+	t.Parallel()
 	code, b, stderr := scanFixture(t, []string{"--negatives", "--fail-on", "never"}, "schema")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
@@ -296,6 +312,7 @@ func TestNegativesFindTheToolThatDoesNotValidate(t *testing.T) {
 // ~/.aws/credentials and posts it to an outside host, in sinkhole mode,
 // yields secret-exfiltration naming the tokens, never their values.
 func TestHoneytokenExfiltrationIsCritical(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	code, b, stderr := scanFixture(t, []string{"--network", "sinkhole", "--probes", writeFile(t, dir, "p.json", `{"exfiltrate":{},"echo":{"text":"x"}}`)}, "honest", "liar")
 	if code != 1 {

@@ -73,6 +73,7 @@ func readonlyFinding(r report.Report, seq int) *report.Finding {
 // content all the same, in both isolation modes, whether the workspace
 // is mounted or copied, and the gate fails on readonly-writes.
 func TestWritesThroughASharedMappingAreFound(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name  string
 		flags []string
@@ -110,6 +111,7 @@ func TestWritesThroughASharedMappingAreFound(t *testing.T) {
 // writing from startup, written by a read-only tool that then puts its
 // mtime back, is found modified by its content.
 func TestFileHeldOpenAndWrittenWithMtimeRestored(t *testing.T) {
+	t.Parallel()
 	code, r, _, stderr := heldScan(t, `{"scribble":{}}`)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1; %s", code, stderr)
@@ -128,6 +130,7 @@ func TestFileHeldOpenAndWrittenWithMtimeRestored(t *testing.T) {
 // a server-level hash-budget-exceeded finding that fails the default
 // gate.
 func TestHashBudgetExceededFailsTheGate(t *testing.T) {
+	t.Parallel()
 	ws := seedWorkspaceDir(t)
 	big := bytes.Repeat([]byte("x"), 2<<20)
 	if err := os.WriteFile(filepath.Join(ws, "big.bin"), big, 0o644); err != nil {
@@ -166,6 +169,7 @@ func TestHashBudgetExceededFailsTheGate(t *testing.T) {
 // files cannot be found; the report says so instead of passing in
 // silence.
 func TestAPISourceSaysWhatItCannotSee(t *testing.T) {
+	t.Parallel()
 	_, r, _, stderr := heldScan(t, `{"scribble":{}}`, "--changes", "api")
 	for _, p := range r.Problems {
 		if p.Kind == "effects" && strings.Contains(p.Message, "--changes api") {
@@ -192,6 +196,7 @@ func contains(list []string, s string) bool {
 // run-timeout. The hash budget is ample: only the deadline stops
 // hashing.
 func TestTimeoutBoundsHashing(t *testing.T) {
+	t.Parallel()
 	ws := seedWorkspaceDir(t)
 	for i := range 8 {
 		f, err := os.Create(filepath.Join(ws, fmt.Sprintf("large%d.bin", i)))

@@ -19,6 +19,7 @@ import (
 // command. An image the engine does not have is exit 2, saying so; no
 // command and no --image is a usage error.
 func TestScanImageOwnCommand(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	img := sandboxtest.ImageWith(t, cli, []string{`ENTRYPOINT ["` + sandboxtest.FixtureMount + `", "liar"]`, `CMD ["echo"]`},
 		sandboxtest.ImageFile{Path: strings.TrimPrefix(sandboxtest.FixtureMount, "/"), Mode: 0o755, Source: sandboxtest.Fixture(t).Source})

@@ -34,6 +34,7 @@ func findingsOf(r report.Report, rule string) []report.Finding {
 // within the linger window, and replaying the call pins the write on it:
 // a readonly-writes error on that tool, the gate fails.
 func TestLateWritesArePinnedByReplay(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct{ tool, probes, linger string }{
 		"timer 1s":       {"timer_write", `[{"tool":"timer_write","arguments":{"ms":1000,"name":"t1.txt"}}]`, "1500ms"},
 		"timer 3s":       {"timer_write", `[{"tool":"timer_write","arguments":{"ms":3000,"name":"t3.txt"}}]`, "3500ms"},
@@ -41,6 +42,7 @@ func TestLateWritesArePinnedByReplay(t *testing.T) {
 		"detached child": {"detach_write", `[{"tool":"detach_write","arguments":{"ms":2500,"name":"ch.txt"}}]`, "3500ms"},
 	} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			r := lateScan(t, []string{tc.tool}, tc.probes, "--linger", tc.linger, "--settle", "200ms")
 			fs := findingsOf(r, "readonly-writes")
 			if len(fs) != 1 || fs[0].Tool == "" || fs[0].Call != 1 || !strings.HasPrefix(fs[0].Evidence[0], "created /workspace/") {
@@ -60,8 +62,10 @@ func TestLateWritesArePinnedByReplay(t *testing.T) {
 // be read-only too) as the candidates, and fails the gate. B's own note
 // (when B is additive) is B's and no finding.
 func TestATimerFromALandingInBIsNotBs(t *testing.T) {
+	t.Parallel()
 	for _, b := range []string{"slow_note", "slow_read"} {
 		t.Run(b, func(t *testing.T) {
+			t.Parallel()
 			r := lateScan(t, []string{"timer_write", b}, `[{"tool":"timer_write","arguments":{"ms":300,"name":"a.txt"}},{"tool":"`+b+`","arguments":{"ms":1200,"name":"b"}}]`,
 				"--settle", "200ms")
 			for _, f := range r.Findings {
@@ -91,6 +95,7 @@ func TestATimerFromALandingInBIsNotBs(t *testing.T) {
 // TestNoReplaySaysSo: with --no-replay the write lands on the call it was
 // seen in, and the report says replay is off.
 func TestNoReplaySaysSo(t *testing.T) {
+	t.Parallel()
 	r := lateScan(t, []string{"timer_write", "slow_read"}, `[{"tool":"timer_write","arguments":{"ms":300,"name":"a.txt"}},{"tool":"slow_read","arguments":{"ms":1200}}]`,
 		"--settle", "200ms", "--no-replay")
 	if r.Sandbox.Replay != "off" || r.Calls[1].Replay != nil {

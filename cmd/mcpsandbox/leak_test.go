@@ -28,6 +28,7 @@ import (
 // the -v log) carries none of them, each output decodes strictly, and the
 // exfiltration is still found.
 func TestNoPlantedValueIsWritten(t *testing.T) {
+	t.Parallel()
 	const seed = 7
 	bait := probes.NewBait(seed)
 	dir := t.TempDir()

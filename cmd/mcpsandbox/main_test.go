@@ -69,6 +69,7 @@ func binary(t *testing.T) string {
 }
 
 func TestScanExitCodesAndReport(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	sandboxtest.NodeImage(t, cli)
 	fx := sandboxtest.Fixture(t)

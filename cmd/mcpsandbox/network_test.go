@@ -13,6 +13,7 @@ import (
 // page fetches (200) and nothing leaves; with --no-agent, which the
 // sinkhole needs, the default is none.
 func TestDefaultNetworkIsTheSinkhole(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	probes := writeFile(t, dir, "p.json", `{"fetch_page":{"url":"http://example.com/"}}`)
 	code, b, stderr := scanFixture(t, []string{"--probes", probes, "--fail-on", "never"}, "env")

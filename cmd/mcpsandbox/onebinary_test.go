@@ -20,6 +20,7 @@ import (
 // --agent: it is its own agent) scans a server in an image FROM scratch
 // that holds nothing but the static server binary.
 func TestOneBinaryScansAScratchImage(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	cc, err := exec.Command("go", "env", "CC").Output()
 	if err != nil {

@@ -26,6 +26,7 @@ const ownerProbes = `[{"tool":"owner_status"},{"tool":"owner_search"},{"tool":"o
 //     findings, and the spawn is one process entry, not one per PATH
 //     directory.
 func TestEffectsGoToTheirOwner(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	probes := writeFile(t, dir, "p.json", ownerProbes)
 	code, b, stderr := scanFixture(t, []string{"--network", "sinkhole", "--probes", probes, "--workspace", seedWorkspaceDir(t)}, "owner")

@@ -14,6 +14,7 @@ import (
 // the documented severities, and the default gate fails. Its one tool is
 // honest: nothing is pinned on it.
 func TestHarmOutsideCallsFailsTheGate(t *testing.T) {
+	t.Parallel()
 	for set, where := range map[string]string{
 		"startup-hostile":    "startup",
 		"initialize-hostile": "startup",
@@ -78,6 +79,7 @@ func TestHarmOutsideCallsFailsTheGate(t *testing.T) {
 // child doing the same harm a moment after it returned is judged for it:
 // the "between" phase after a call is part of that call.
 func TestHarmLeftBehindByACallIsThatCalls(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	code, b, stderr := scanFixture(t, []string{"--network", "sinkhole", "--workspace", seedWorkspaceDir(t),
 		"--probes", writeFile(t, dir, "p.json", `{"arm_later":{},"no_op":{}}`)}, "between-hostile")
@@ -107,6 +109,7 @@ func TestHarmLeftBehindByACallIsThatCalls(t *testing.T) {
 // snapshot-truncated finding that fails the gate, and the tampering is
 // still found (the workspace is walked first, copied or mounted).
 func TestAFloodCannotBlindTheSnapshot(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"mount", "copy"} {
 		t.Run(how, func(t *testing.T) {
 			dir := t.TempDir()

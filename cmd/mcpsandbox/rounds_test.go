@@ -17,6 +17,7 @@ import (
 // same, so only a test that reaches into the engine can make one round
 // lie; a lie drawn from the clock would make this test flaky.)
 func TestRoundsOfADeterministicServer(t *testing.T) {
+	t.Parallel()
 	flags := []string{"--bait-seed", "7"}
 	code, b, stderr := scanFixture(t, append(flags, "--rounds", "2"), "honest", "liar", "flaky")
 	if code != 1 {

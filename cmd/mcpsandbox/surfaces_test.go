@@ -19,6 +19,7 @@ import (
 // reads and the tool raise nothing. With --isolation call, the reads are
 // made in the first session, alike.
 func TestEverySurfaceIsRead(t *testing.T) {
+	t.Parallel()
 	for _, iso := range []string{"session", "call"} {
 		t.Run(iso, func(t *testing.T) { everySurface(t, iso) })
 	}

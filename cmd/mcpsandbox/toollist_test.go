@@ -27,6 +27,7 @@ func findingSet(r report.Report) []string {
 // late tool is called like the others and its lie caught; the default
 // gate fails. The same in both isolation modes.
 func TestToolListHostile(t *testing.T) {
+	t.Parallel()
 	want := []string{
 		"readonly-writes error late_writer",
 		"tool-appeared-late warning late_writer",
@@ -90,6 +91,7 @@ func toolIndex(r report.Report, name string) int {
 // so two scans give the same report outside timing, though the
 // notifications arrive when they arrive.
 func TestToolListChangesSameBytes(t *testing.T) {
+	t.Parallel()
 	var outs [][]byte
 	for i := 0; i < 2; i++ {
 		_, b, _ := scanFixture(t, nil, "toollist-hostile")
@@ -109,6 +111,7 @@ func TestToolListChangesSameBytes(t *testing.T) {
 // listing: the tools are listed at the fixed points only (first, after the
 // call, at the end), and the count is in timing.
 func TestToolListFlood(t *testing.T) {
+	t.Parallel()
 	code, b, stderr := scanFixture(t, nil, "list_flood")
 	if code != 0 {
 		t.Fatalf("exit %d, want 0 (nothing changed); %s", code, stderr)
@@ -126,6 +129,7 @@ func TestToolListFlood(t *testing.T) {
 // not called, and fail the gate; so does a server that refuses to list
 // its tools again.
 func TestToolListBounds(t *testing.T) {
+	t.Parallel()
 	code, b, _ := scanFixture(t, []string{"--max-late-tools", "2"}, "spawn_tools")
 	if code != 1 {
 		t.Errorf("late tools past the bound: exit %d, want 1", code)
@@ -155,6 +159,7 @@ func TestToolListBounds(t *testing.T) {
 // TestToolListStillHonest: a server whose list does not move gets no
 // tool list finding, and is listed at every fixed point.
 func TestToolListStillHonest(t *testing.T) {
+	t.Parallel()
 	_, b, _ := scanFixture(t, nil, "honest")
 	r := decode(t, b)
 	if len(r.ToolChanges) != 0 || len(r.ToolListing.Unchecked) != 0 {

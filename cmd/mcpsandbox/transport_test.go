@@ -37,6 +37,7 @@ func TestTransportFlags(t *testing.T) {
 // TestSameScenarioSameBytesOverHTTP: over streamable HTTP too, two scans
 // of one scenario give byte-identical JSON outside the timing block.
 func TestSameScenarioSameBytesOverHTTP(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ws := seedWorkspaceDir(t)
 	probes := writeFile(t, dir, "p.json", lyingProbes)

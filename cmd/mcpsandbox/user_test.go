@@ -17,6 +17,7 @@ import (
 // TestUserRootWarnsAndFails: --user 0 runs the server as root, says so on
 // stderr, records it, and fails the gate with a server-level finding.
 func TestUserRootWarnsAndFails(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	sandboxtest.NodeImage(t, cli)
 	fx := sandboxtest.Fixture(t)
