@@ -73,6 +73,7 @@ func dialCall(r *report.Report, host string, port int) *report.Call {
 // name, not the host's other loopback server. The connection is in the
 // report as the allowed host's, not as the loopback.
 func TestAllowHostReachesOnlyIt(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	for _, mode := range []sandbox.NetworkMode{sandbox.NetworkSinkhole, sandbox.NetworkNone} {
 		t.Run(mode.String(), func(t *testing.T) {
@@ -129,6 +130,7 @@ func TestAllowHostReachesOnlyIt(t *testing.T) {
 // port. With the sinkhole it is refused (the sinkhole's redirects land
 // on the container's loopback).
 func TestAllowHostLoopbackAddress(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	allowed, other := newLoopbackServer(t, "allowed"), newLoopbackServer(t, "other")
 	opts := fixtureOpts(t, "runws")

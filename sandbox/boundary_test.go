@@ -22,6 +22,7 @@ import (
 // answered, and the same tools are found; --no-boundary makes no
 // boundary call.
 func TestBoundaryProbes(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	for _, net := range []sandbox.NetworkMode{sandbox.NetworkNone, sandbox.NetworkSinkhole} {
 		t.Run(net.String(), func(t *testing.T) {

@@ -28,6 +28,7 @@ func problemsOf(r *report.Report, kind string) []report.Problem {
 // happened, the results are counted and hashed, the session goes on (a
 // later call is answered), nothing is blamed on the server's exit.
 func TestBoundedRunnerHostileServer(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	opts := fixtureOpts(t, "flood", "result-bytes=200000", "depth=80", "notify-bytes=100000", "schema-bytes=5000", "stderr-bytes=300000")
 	opts.Probes = steps(t, `[{"tool": "big"}, {"tool": "deep"}, {"tool": "chatty"}, {"tool": "echo"}]`)
@@ -93,6 +94,7 @@ func TestBoundedRunnerHostileServer(t *testing.T) {
 // kept, the report says so (toolListTruncated and a protocol-bound problem),
 // and the scan goes on with the tools kept.
 func TestToolListBounds(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	for _, c := range []struct {
 		name   string

@@ -81,6 +81,7 @@ func resultOf(t *testing.T, r *report.Report, tool string) string {
 // upper bits set in the domain included; io_uring fails with ENOSYS.
 // Sockets are created and closed, never connected.
 func TestSocketFamiliesInEveryMode(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	img := sandboxtest.FixtureImage(t, cli)
 	want := strings.Join([]string{"AF_UNIX=ok", "AF_INET=ok", "AF_INET6=ok", "AF_NETLINK=ok", "AF_PACKET=EAFNOSUPPORT",
@@ -97,6 +98,7 @@ func TestSocketFamiliesInEveryMode(t *testing.T) {
 		{"agent, bridge", "", sandbox.NetworkBridge},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			res, err := scan(t, cli, sandbox.ScanOptions{Image: img, Argv: []string{sandboxtest.FixtureMount, "confine"},
 				Agent: tc.agent, Network: tc.network, NoSeed: true, Probes: steps(t, `{"socket_families": {}}`)})
 			if err != nil {
@@ -113,6 +115,7 @@ func TestSocketFamiliesInEveryMode(t *testing.T) {
 // server as the sandbox user; User "0" runs it as root, and the report
 // says so.
 func TestServerRunsAsTheSandboxUser(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	img := sandboxtest.FixtureImage(t, cli)
 	for _, tc := range []struct {

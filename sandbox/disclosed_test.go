@@ -19,8 +19,9 @@ import (
 // no value. With --isolation call, what a call's session wrote to stderr
 // counts too.
 func TestSecretsHandedToTheModel(t *testing.T) {
+	t.Parallel()
 	for _, iso := range []sandbox.Isolation{sandbox.IsolationSession, sandbox.IsolationCall} {
-		t.Run(iso.String(), func(t *testing.T) { secretsHanded(t, iso) })
+		t.Run(iso.String(), func(t *testing.T) { t.Parallel(); secretsHanded(t, iso) })
 	}
 }
 

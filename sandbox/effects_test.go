@@ -30,6 +30,7 @@ func effects(c report.Call) []string {
 // call; that an honest read-only tool called three times shows nothing;
 // and that the upper-dir path and the API fallback agree.
 func TestFileEffectsOnTheLyingFixture(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	want := map[string][]string{
 		"echo":           {},
@@ -119,9 +120,11 @@ func TestFileEffectsOnTheLyingFixture(t *testing.T) {
 // links and never read, odd names are escaped and kept, floods are bounded
 // and counted.
 func TestHostileFilesystem(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	for _, mode := range []sandbox.ChangesMode{sandbox.ChangesUpperDir, sandbox.ChangesAPI} {
 		t.Run(mode.String(), func(t *testing.T) {
+			t.Parallel()
 			opts := fixtureOpts(t, "hostile")
 			opts.Changes = mode
 			opts.MaxListed = 50

@@ -61,6 +61,7 @@ func TestSeededProjectIsAGitRepo(t *testing.T) {
 // gets 200 and a small page (HTML, or JSON when asked), the request is
 // recorded, and nothing leaves: every connection went to the agent.
 func TestSinkholeServesAPage(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	opts := fixtureOpts(t, "env")
 	opts.Network = sandbox.NetworkSinkhole
@@ -102,6 +103,7 @@ func TestSinkholeServesAPage(t *testing.T) {
 // and the host copy is untouched; given as --mount, it stays read-only
 // and the write fails.
 func TestRealServerWritesNextToItsCode(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	npm := sandboxtest.NPM(t)
 	server := []string{"node", sandboxtest.NPMMount + "/@modelcontextprotocol/server-memory/dist/index.js"}

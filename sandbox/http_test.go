@@ -18,6 +18,7 @@ import (
 // header it requires: the tools, the calls, their effects and the
 // transcript are what they are over stdio (TestScanFixture).
 func TestScanOverHTTP(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	bearer := http.Header{"Authorization": {"Bearer t0k"}}
 	for _, tc := range []struct {
@@ -33,6 +34,7 @@ func TestScanOverHTTP(t *testing.T) {
 		{"sse auto", sandbox.Transport{Kind: sandbox.TransportSSE}, []string{"--sse=:0"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			opts := fixtureOpts(t, append([]string{"honest", "liar"}, tc.serve...)...)
 			opts.Transport = tc.transport
 			opts.Probes = steps(t, `{"read_file": {"path": "seed.txt"}, "echo": {"text": "hi"}}`)
@@ -93,6 +95,7 @@ func hasFile(e report.Effects, path string) bool {
 // stdio server, scanned over HTTP) ends the scan within --start-timeout
 // with an error that says what was waited for and what the server said.
 func TestServerThatNeverOpensItsPort(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	for _, tc := range []struct {
 		name string
@@ -103,6 +106,7 @@ func TestServerThatNeverOpensItsPort(t *testing.T) {
 		{"auto", 0, []string{"printed no port", "--start-timeout 10s", "fixture server starting"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			opts := fixtureOpts(t, "--banner", "honest")
 			opts.Transport = sandbox.Transport{Kind: sandbox.TransportHTTP, Port: tc.port}
 			// The container starts within it on a busy engine (3 s was
@@ -128,6 +132,7 @@ func TestServerThatNeverOpensItsPort(t *testing.T) {
 // streamableHttp mode, its port read from what it prints: every tool is
 // listed and called as over stdio, none fails on the transport.
 func TestRealServerOverStreamableHTTP(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	npm := sandboxtest.NPM(t)
 	res, err := scan(t, cli, sandbox.ScanOptions{
@@ -153,6 +158,7 @@ func TestRealServerOverStreamableHTTP(t *testing.T) {
 // TestHTTPServerThatWantsAToken: a server that answers 401 without the
 // header it wants is a failed start that says how to send one.
 func TestHTTPServerThatWantsAToken(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	opts := fixtureOpts(t, "honest", "--http=:3000", "--want-header=Authorization: Bearer t0k")
 	opts.Transport = sandbox.Transport{Kind: sandbox.TransportHTTP, Port: 3000}

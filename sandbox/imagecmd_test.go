@@ -25,6 +25,7 @@ import (
 // the liar's lies are caught as when the same server is given as a
 // command in the node image, but for the one that needs a shell.
 func TestImageOwnCommand(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	argv := []string{sandboxtest.FixtureMount, "honest", "liar", "confine"}
 	img := sandboxtest.ImageWith(t, cli, []string{`ENTRYPOINT ["` + argv[0] + `"]`, `CMD ["honest", "liar", "confine"]`, "WORKDIR /opt/fixture"},

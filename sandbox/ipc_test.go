@@ -41,6 +41,7 @@ func readonlyFinding(r *report.Report, seq int) bool {
 // and without the agent (without it, the server runs before the host
 // view is opened), and with the API change source (the engine is local).
 func TestWritablePlacesOutsideTheOverlay(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	want := map[string][]string{
 		"shm_write": {"created shm /dev/shm/x", "modified shm /dev/shm/x"},
@@ -56,6 +57,7 @@ func TestWritablePlacesOutsideTheOverlay(t *testing.T) {
 		changes sandbox.ChangesMode
 	}{{"agent", "", sandbox.ChangesUpperDir}, {"no-agent", "none", sandbox.ChangesUpperDir}, {"api", "", sandbox.ChangesAPI}} {
 		t.Run(run.name, func(t *testing.T) {
+			t.Parallel()
 			opts := fixtureOpts(t, "ipc")
 			opts.Agent, opts.Changes = run.agent, run.changes
 			var js []string
@@ -134,6 +136,7 @@ func phaseFiles(r *report.Report, name string) []string {
 // the owner of /dev and of the files the engine binds into /etc) writes
 // places the overlay does not hold: each is an effect.
 func TestRootWritesTheEnginesFiles(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	opts := fixtureOpts(t, "ipc")
 	opts.User = "0"
@@ -161,6 +164,7 @@ func TestRootWritesTheEnginesFiles(t *testing.T) {
 // TestImageVolumeIsObserved: an image's VOLUME is an anonymous volume the
 // overlay does not hold; a write there is an effect all the same.
 func TestImageVolumeIsObserved(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	img := sandboxtest.ImageWith(t, cli, []string{"VOLUME /data"},
 		sandboxtest.ImageFile{Path: strings.TrimPrefix(sandboxtest.FixtureMount, "/"), Mode: 0o755, Source: sandboxtest.Fixture(t).Source},

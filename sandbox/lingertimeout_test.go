@@ -17,6 +17,7 @@ import (
 // not claim every step ran. (Found by the bulk benchmark's warm-up, whose
 // 1 s bound reported such scans complete.)
 func TestRunTimeoutInTheLingerIsSaid(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	opts := fixtureOpts(t, "honest")
 	opts.Linger = time.Hour
@@ -46,6 +47,7 @@ func TestRunTimeoutInTheLingerIsSaid(t *testing.T) {
 // replays, and the report said complete). The suspects are asked for
 // only once the deadline has passed, so every replay meets it.
 func TestRunTimeoutInTheReplaysIsSaid(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	opts := fixtureOpts(t, "honest")
 	opts.Timeout = 6 * time.Second

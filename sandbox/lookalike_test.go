@@ -35,6 +35,7 @@ import (
 // same way. It compares all it sees and allows only the differences the
 // README lists as the tells that remain.
 func TestScanLooksLikeDockerRunInit(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	img := sandboxtest.NodeImage(t, cli)
 	argv := []string{sandboxtest.FixtureMount, "confine"}

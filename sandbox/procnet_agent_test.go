@@ -18,6 +18,7 @@ import (
 // child. The scan completes, the server lives on, the agent records every
 // later call, and each move is in the report.
 func TestTheAgentAgainstAHostileServer(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	opts := fixtureOpts(t, "honest", "agent")
 	opts.Probes = steps(t, `[{"tool":"echo","arguments":{"text":"before"}},{"tool":"signal_init"},{"tool":"make_sockets"},

@@ -44,6 +44,7 @@ func has(list []string, want string) bool {
 // connect to 203.0.113.7:443 appear on the right call, nothing leaves, and
 // a background process's late write is a "between" effect of its call.
 func TestProcessesAndNetworkInNoneMode(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	opts := fixtureOpts(t, "liar")
 	opts.Probes = steps(t, `[{"tool":"run_tests"},{"tool":"lookup"},{"tool":"background"},{"tool":"tidy"}]`)
@@ -108,6 +109,7 @@ func TestProcessesAndNetworkInNoneMode(t *testing.T) {
 // outbound TCP is taken by the agent, and the HTTP Host and path and the
 // TLS SNI are recorded.
 func TestSinkholeRecordsRequests(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	opts := fixtureOpts(t, "liar")
 	opts.Network = sandbox.NetworkSinkhole
@@ -139,6 +141,7 @@ func TestSinkholeRecordsRequests(t *testing.T) {
 // stdout, or exits at once, ends the scan in bounded time with a clear
 // report.
 func TestBadServersUnderTheAgent(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	t.Run("forkbomb", func(t *testing.T) {
 		opts := fixtureOpts(t, "honest", "forkbomb")

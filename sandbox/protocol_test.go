@@ -20,6 +20,7 @@ import (
 // drawn although the tools send hints (the report keeps them as sent and
 // a protocol problem says why they are not judged).
 func TestProtocolVersions(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	versions := sandbox.ProtocolVersions()
 	if want := []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}; !slices.Equal(versions, want) {
@@ -30,6 +31,7 @@ func TestProtocolVersions(t *testing.T) {
 	}
 	for _, v := range versions {
 		t.Run(v, func(t *testing.T) {
+			t.Parallel()
 			opts := fixtureOpts(t, "liar", "--protocol="+v)
 			opts.NoSeed, opts.NoBoundary = true, true
 			res, err := scan(t, cli, opts)
@@ -84,6 +86,7 @@ func TestProtocolVersions(t *testing.T) {
 // (errorKind client, the client's doing), before it the server's own
 // error once the client refused its elicitation request (rpc).
 func TestToolAsksForInput(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	for v, kind := range map[string]string{"2026-07-28": "client", "2025-11-25": "rpc"} {
 		t.Run(v, func(t *testing.T) {
@@ -107,6 +110,7 @@ func TestToolAsksForInput(t *testing.T) {
 // TestProtocolNoteOnce: with --isolation call every session meets the
 // version without annotations; the report says so once.
 func TestProtocolNoteOnce(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	opts := fixtureOpts(t, "flaky", "asks", "--protocol=2024-11-05")
 	opts.NoSeed, opts.NoBoundary, opts.Isolation = true, true, sandbox.IsolationCall

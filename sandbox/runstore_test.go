@@ -86,6 +86,7 @@ func TestDefaultRunName(t *testing.T) {
 // directory) is there again in the next scan with the same --state, as
 // the starting state (not an effect), and not in a scan without it.
 func TestStateAcrossScans(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	store := sandbox.RunStore{Root: t.TempDir()}
 	scanWith := func(state bool, probe string) *report.Report {

@@ -31,6 +31,16 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
+// Tests that do nothing but scans of their own (scan: containers of their
+// own run, a temporary workspace) call t.Parallel, and so do their
+// subtests when the test checks nothing after them: a scan mostly waits
+// (container starts, settle and linger windows, the engine's diff for
+// ChangesAPI), so scans side by side overlap their waits. Go starts the
+// parallel tests once every other test of the package has ended, so a
+// test that sets the environment, counts or removes this process's
+// containers or images, cleans, evicts or reaps stays serial and never
+// runs beside them.
+
 // scan runs a scan of the fixture server with the given tool sets and
 // probes, checking that nothing is left behind.
 func scan(t *testing.T, cli *client.Client, opts sandbox.ScanOptions) (sandbox.Result, error) {
@@ -96,6 +106,7 @@ func callsOf(r *report.Report, tool string) []report.Call {
 }
 
 func TestScanFixture(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	opts := fixtureOpts(t, "honest", "liar")
 	opts.Probes = steps(t, `{"read_file": {"path": "seed.txt"}, "echo": {"text": "hi"}}`)
@@ -236,6 +247,7 @@ func tree(t *testing.T, dir string) map[string]string {
 }
 
 func TestHostWorkspaceNeverModified(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	ws := seedWorkspace(t)
 	before := tree(t, ws)
@@ -260,6 +272,7 @@ func TestHostWorkspaceNeverModified(t *testing.T) {
 }
 
 func TestHangingCallTimesOutAndScanGoesOn(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	opts := fixtureOpts(t, "honest", "hang", "crash")
 	opts.Probes = steps(t, `{"hang": {}, "echo": {"text": "after"}}`)
@@ -302,6 +315,7 @@ func hasProblem(r *report.Report, kind string) bool {
 // HTTP+SSE: the server that dies during a call is a crash, the call a
 // transport failure, whatever carried it.
 func TestCrashMidCallKeepsPartialReport(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	for _, tc := range []struct {
 		transport sandbox.Transport
@@ -388,6 +402,7 @@ func TestMissingImageAndCommand(t *testing.T) {
 }
 
 func TestRealNPMServers(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	npm := sandboxtest.NPM(t)
 	ws := t.TempDir()
@@ -454,6 +469,7 @@ func TestRealNPMServers(t *testing.T) {
 // server-everything every tool is called with arguments its schema
 // accepts, or listed as not called with a reason.
 func TestEveryToolOfRealServersIsCalled(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	npm := sandboxtest.NPM(t)
 	for _, srv := range [][]string{
@@ -461,6 +477,7 @@ func TestEveryToolOfRealServersIsCalled(t *testing.T) {
 		{"node", sandboxtest.NPMMount + "/@modelcontextprotocol/server-everything/dist/index.js"},
 	} {
 		t.Run(filepath.Base(filepath.Dir(filepath.Dir(srv[1]))), func(t *testing.T) {
+			t.Parallel()
 			res, err := scan(t, cli, sandbox.ScanOptions{Argv: srv, Mounts: []sandbox.Mount{npm}})
 			if err != nil {
 				t.Fatalf("scan: %v", err)
@@ -496,6 +513,7 @@ func TestEveryToolOfRealServersIsCalled(t *testing.T) {
 // state, so a second add_note makes note-1 again; the report says which
 // mode ran.
 func TestCallIsolation(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	opts := fixtureOpts(t, "honest")
 	opts.Isolation = sandbox.IsolationCall

@@ -20,9 +20,11 @@ var statefulTools = []string{"set_working_dir", "list_here", "create_session", "
 // given to use_session, a real time zone, the boolean of a union, and a
 // retry after a -32602 refusal, each attempt in the report.
 func TestStatefulToolsAllExercised(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	for _, iso := range []sandbox.Isolation{sandbox.IsolationSession, sandbox.IsolationCall} {
 		t.Run(iso.String(), func(t *testing.T) {
+			t.Parallel()
 			opts := fixtureOpts(t, "stateful")
 			opts.Isolation = iso
 			res, err := scan(t, cli, opts)

@@ -83,6 +83,7 @@ func manifest(t *testing.T, dir string) map[string]string {
 // (and ctime for ctime) what it was; the container's mount table names no
 // host path of ours.
 func TestWorkspaceIsMountedNotCopied(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	ws := hostWorkspace(t)
 	before := manifest(t, ws)
@@ -143,6 +144,7 @@ const stateDirName = "mcpsandbox-ws"
 // as the server's. (Whether the server sees it depends on what overlayfs
 // cached: it does not promise to show changes made under it.)
 func TestHostEditDuringRunIsReported(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	ws := hostWorkspace(t)
 	opts := fixtureOpts(t, "ws")
@@ -190,6 +192,7 @@ func TestHostEditDuringRunIsReported(t *testing.T) {
 // TestAPIChangesGetTheCopiedWorkspace: the Engine API cannot see a mount,
 // so --changes api copies the workspace, and the report says so.
 func TestAPIChangesGetTheCopiedWorkspace(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	opts := fixtureOpts(t, "honest")
 	opts.Workspace = hostWorkspace(t)
@@ -315,6 +318,7 @@ func scanWithRunID(t *testing.T, cli *client.Client, opts sandbox.ScanOptions) (
 // package target where the image has nothing is made before the baseline,
 // not an effect.
 func TestPackageIsCopyOnWrite(t *testing.T) {
+	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	for _, copied := range []bool{false, true} {
 		t.Run(map[bool]string{false: "mount", true: "copy"}[copied], func(t *testing.T) {
