@@ -128,3 +128,33 @@ func BenchmarkDiskMeasure(b *testing.B) {
 		})
 	}
 }
+
+// TestDiskLastMeasurementPastTheDeadline: past the run's deadline the
+// teardown makes no last measurement (a walk of a large layer takes
+// seconds) and says so; before it, it does. Engine-free: this process
+// stands for the container.
+func TestDiskLastMeasurementPastTheDeadline(t *testing.T) {
+	for _, past := range []bool{false, true} {
+		w, err := newDiskWatch(os.Getpid(), 1<<30, time.Hour, []string{t.TempDir()}, nil, []string{"/"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.shm >= 0 {
+			closeFD(&w.shm)
+		}
+		s := newSession(nil, SessionOptions{Disk: 1 << 30})
+		s.disk = w
+		deadline := time.Now().Add(time.Hour)
+		if past {
+			deadline = time.Now().Add(-time.Second)
+		}
+		s.finishDisk(deadline)
+		said := false
+		for _, p := range s.rep.Problems {
+			said = said || p.Kind == "disk"
+		}
+		if polls := w.polls; (polls == 0) != past || said != past {
+			t.Errorf("past the deadline %v: %d measurement(s), said %v", past, polls, said)
+		}
+	}
+}

@@ -185,13 +185,15 @@ type diskResult struct {
 
 // finish stops polling and measures once more (the server stopped: what
 // it wrote since the last poll counts too), then lets go of everything.
-func (w *diskWatch) finish() diskResult {
+func (w *diskWatch) finish(last bool) diskResult {
 	if w.stop != nil {
 		close(w.stop)
 		<-w.done
 		w.stop = nil
 	}
-	w.poll()
+	if last {
+		w.poll()
+	}
 	w.close()
 	w.mu.Lock()
 	defer w.mu.Unlock()

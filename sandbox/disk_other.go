@@ -22,6 +22,6 @@ func newDiskWatch(pid int, bound int64, interval time.Duration, dirs, files, mou
 	return nil, errors.New("watching the disk needs Linux")
 }
 
-func (w *diskWatch) start()             {}
-func (w *diskWatch) finish() diskResult { return diskResult{} }
-func (w *diskWatch) stopped() bool      { return false }
+func (w *diskWatch) start()                 {}
+func (w *diskWatch) finish(bool) diskResult { return diskResult{} }
+func (w *diskWatch) stopped() bool          { return false }

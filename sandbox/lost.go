@@ -291,7 +291,16 @@ func (s *Session) checkLost(ctx context.Context, seq int, look bool) error {
 	if why == "" && look {
 		// The disk bound kills the container's init from the host: that
 		// end is the runner's.
-		why, _ = s.ctr.lostLook(context.WithoutCancel(ctx), s.DiskStopped())
+		// A look is not cut by ctx's end (a call past its bound is when
+		// a loss is looked for), but past the run's deadline it is
+		// bounded as the teardown is: TeardownGrace past it.
+		lctx := context.WithoutCancel(ctx)
+		if d, ok := ctx.Deadline(); ok {
+			var cancel context.CancelFunc
+			lctx, cancel = context.WithDeadline(lctx, d.Add(TeardownGrace))
+			defer cancel()
+		}
+		why, _ = s.ctr.lostLook(lctx, s.DiskStopped())
 	}
 	if why == "" {
 		return nil

@@ -1158,7 +1158,7 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 		}
 		s.stopAllow()
 		s.netns.close()
-		s.finishDisk()
+		s.finishDisk(deadline)
 		if s.rec != nil && s.rec.src != nil {
 			errs = append(errs, s.rec.src.Close(ctx))
 		}
@@ -1264,7 +1264,7 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 	case err != nil:
 		errs = append(errs, fmt.Errorf("reading file effects at teardown: %w", err))
 	}
-	s.finishDisk()
+	s.finishDisk(deadline)
 	s.unhashed(0, unhashed, deadline)
 	s.rep.Phases = append(s.rep.Phases, report.Phase{Name: "teardown", Effects: eff})
 	s.saveState()
