@@ -29,7 +29,7 @@ import (
 // connect as any other; the report shows it with the allowed host's name
 // and the result "allowed:ok" (see allowedEvent), so the rules judge it as
 // a connection out. Everything else stays refused or sinkholed as the
-// network mode says. See README "Run workspaces, named runs, allowed
+// network mode says. See docs/run.md "Run workspaces, named runs, allowed
 // hosts".
 
 // AllowHost is one host the server may reach.

@@ -206,8 +206,8 @@ func runView(t *testing.T, cli *client.Client, img string, underAgent bool) view
 // user and hardening: PID 1's command line and name, the mounts (ours
 // have no /sbin/docker-init bind mount, and no host path of ours), the
 // hostname (the container id's prefix), the environment, the ids and the
-// working directory are the same. What differs is listed, and is what the
-// README lists as the tells that remain.
+// working directory are the same. What differs is listed, and is what
+// docs/effects.md lists as the tells that remain.
 func TestAgentLooksLikeDockerInit(t *testing.T) {
 	cli := sandboxtest.Docker(t)
 	img := sandboxtest.FixtureImage(t, cli)
@@ -245,7 +245,7 @@ func TestAgentLooksLikeDockerInit(t *testing.T) {
 		}
 	}
 
-	// The tells that remain (README: "The agent in the container").
+	// The tells that remain (docs/effects.md: "The agent in the container").
 	tells := map[string][2]string{
 		"TracerPid (the server is traced by PID 1)":    {ours.Status["TracerPid"], ref.Status["TracerPid"]},
 		"Seccomp_filters (the agent's filter on top)":  {ours.Status["Seccomp_filters"], ref.Status["Seccomp_filters"]},
@@ -284,7 +284,7 @@ func TestAgentLooksLikeDockerInit(t *testing.T) {
 }
 
 // pinnedToOneOf checks the tell of the agent's pinning at the default
-// --cpus 1 (README: the tells that remain): the server may run where
+// --cpus 1 (docs/effects.md: the tells that remain): the server may run where
 // docker-init's may, or, while it stops often, on one of those CPUs only.
 func pinnedToOneOf(t *testing.T, ours, ref string) {
 	t.Helper()
@@ -418,7 +418,7 @@ func ownerOf(t *testing.T, r io.Reader) string {
 // TestAgentPinsInTheSandbox: in a container at the default --cpus 1, where
 // the agent runs as the server's user, a burst of execs keeps the server
 // on one CPU, and it gets the container's CPUs back once it stops execing
-// (README: "Processes and network").
+// (docs/effects.md: "Processes and network").
 func TestAgentPinsInTheSandbox(t *testing.T) {
 	cli := sandboxtest.Docker(t)
 	img := sandboxtest.NodeImage(t, cli)

@@ -17,7 +17,7 @@ const DefaultDisk = 1 << 30
 
 // DefaultDiskInterval is how often the disk use is measured; a writer
 // gets past the bound by what it writes in one interval and one
-// measurement (see README "Hostile inputs and bounds").
+// measurement (see docs/bounds.md).
 const DefaultDiskInterval = 100 * time.Millisecond
 
 // diskTick is how often the cheap signal between measurements is read

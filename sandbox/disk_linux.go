@@ -28,7 +28,7 @@ import (
 //   - files deleted while a process of the container still holds them
 //     open or mapped (their blocks stay in use, and no walk sees them);
 //   - what its /dev/shm tmpfs holds (its size is the bound too).
-// See README "Hostile inputs and bounds" for the overshoot.
+// See docs/bounds.md ("Overshoot") for the overshoot.
 
 // diskWatch polls one container's disk use.
 type diskWatch struct {

@@ -12,7 +12,7 @@ import (
 )
 
 // hostSource adds to the container's changes what its hostView reads: the
-// writable places outside the overlay (README "Writable places").
+// writable places outside the overlay (docs/effects.md "Writable places").
 type hostSource struct {
 	changeSource
 	view *hostView // nil until the container has started, or if it cannot be read

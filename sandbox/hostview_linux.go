@@ -25,7 +25,7 @@ import (
 )
 
 // hostView observes, from the host, the places a container can write that
-// its overlay does not hold (see README "Writable places"): the tmpfs at
+// its overlay does not hold (see docs/effects.md "Writable places"): the tmpfs at
 // /dev (writable by uid 0 only), /dev/shm, the mqueue mount at /dev/mqueue,
 // the files the engine binds at /etc/hosts, /etc/hostname and
 // /etc/resolv.conf (uid 0 only), and the System V IPC objects of the

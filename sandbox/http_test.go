@@ -74,7 +74,7 @@ func TestScanOverHTTP(t *testing.T) {
 				t.Fatalf("transcript: %d frames, %d dropped", len(frames), dropped)
 			}
 			// The handshake opens with server/discover at the newest version
-			// (see Protocol versions), over HTTP as over stdio.
+			// (see docs/wire.md, Protocol versions), over HTTP as over stdio.
 			if frames[0].Dir != "send" || !bytes.Contains(frames[0].Message, []byte(`"server/discover"`)) {
 				t.Errorf("first frame = %s %s, want the server/discover request", frames[0].Dir, frames[0].Message)
 			}

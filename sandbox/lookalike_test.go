@@ -32,8 +32,8 @@ import (
 // run --init` of the same image with the same hardening flags (no
 // capabilities, no-new-privileges, the same seccomp profile, no network),
 // user, limits, working directory and mount, spoken to over stdio the
-// same way. It compares all it sees and allows only the differences the
-// README lists as the tells that remain.
+// same way. It compares all it sees and allows only the differences
+// docs/effects.md lists as the tells that remain.
 func TestScanLooksLikeDockerRunInit(t *testing.T) {
 	t.Parallel()
 	cli := sandboxtest.Docker(t)
@@ -103,7 +103,7 @@ func TestScanLooksLikeDockerRunInit(t *testing.T) {
 		}
 	}
 
-	// The bait (README: the tells that remain): the honeytokens in the
+	// The bait (docs/effects.md: the tells that remain): the honeytokens in the
 	// environment, the canary project and .env in the workspace, the
 	// credentials in the home directory; nothing else.
 	var baitEnv []string
@@ -130,7 +130,7 @@ func TestScanLooksLikeDockerRunInit(t *testing.T) {
 		t.Errorf("the bait is not where it was planted: %q %q", ours.WorkspaceEntries, ours.HomeEntries)
 	}
 
-	// The agent's own tells (README: "The agent in the container").
+	// The agent's own tells (docs/effects.md: "The agent in the container").
 	want := map[string][2]string{
 		"TracerPid":       {"1", "0"},
 		"Seccomp_filters": {"2", "1"},

@@ -28,7 +28,7 @@ import (
 // with the container), built with the new mount API and moved into the
 // container's mount namespace after it starts and before the server does.
 // Layers are given to overlayfs by descriptor, so the mount's options name
-// no host path. See README "The workspace" for the choice and its costs.
+// no host path. See docs/effects.md "The workspace" for the choice and its costs.
 
 // ErrMountUnsupported marks a kernel, engine or filesystem that cannot
 // mount the workspace; the copy into an image layer is the fallback.

@@ -360,7 +360,7 @@ type Call struct {
 	// which run before the tools that read the state they make.
 	Setup bool `json:"setup,omitempty"`
 	// ValuesFrom are the seqs of the earlier calls whose results gave the
-	// arguments' ids or names (see Probes in the README).
+	// arguments' ids or names (see docs/probes.md).
 	ValuesFrom []int `json:"valuesFrom,omitempty"`
 	// Negative names the input-schema rule the arguments break, for the
 	// calls --negatives makes (source "negative"): the tool should refuse
@@ -372,8 +372,8 @@ type Call struct {
 	Late bool `json:"late,omitempty"`
 	// Boundary is set on the boundary probes (source "boundary"): a path
 	// property given a traversal out of the canary project, or a URL
-	// property given a link-local or loopback URL (see Probes in the
-	// README). Their effects are judged by path-escape and ssrf-followed
+	// property given a link-local or loopback URL (see docs/probes.md,
+	// boundary probes). Their effects are judged by path-escape and ssrf-followed
 	// (and secret-exfiltration), not by the hint rules.
 	Boundary *Boundary `json:"boundary,omitempty"`
 	// IsError is the result's isError flag.

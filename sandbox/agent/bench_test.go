@@ -65,7 +65,7 @@ func BenchmarkOverhead(b *testing.B) {
 		for _, r := range []string{"bare", "seccomp", "seccomp-1cpu", "agent", "agent-unpinned", "strace-f", "usernotif", "ptrace"} {
 			cmdline := runners[r]
 			// strace -f takes minutes over a million rounds (it stops every
-			// syscall): the 100k-round figure is in the README.
+			// syscall): the 100k-round figure is in docs/measurements.md.
 			if r == "strace-f" && (strace == "" || name == "stat-open-read-1m") {
 				continue
 			}

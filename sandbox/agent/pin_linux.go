@@ -19,7 +19,7 @@ import (
 // to the other CPU each way, which on a VM is an exit to the hypervisor:
 // 1,000 execs of /bin/true from a Go parent, five stops each, cost 1.40x
 // the untraced time with the tasks free and 1.20x with them on the
-// tracer's CPU (README, Benchmarks). Pinned for good, a server loses its
+// tracer's CPU (docs/measurements.md, Benchmarks). Pinned for good, a server loses its
 // second CPU for work that never stops (1.08x instead of 1.03x on the
 // benchmark's file workload, whose Go runtime collects garbage on another
 // thread), so the tasks are pinned only while the stops come at least

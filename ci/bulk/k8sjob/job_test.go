@@ -19,8 +19,8 @@ func exampleOptions() Options {
 	}
 }
 
-// The README quotes testdata/job.yaml: it is what `bulk k8s` prints for
-// the README's flags.
+// docs/bulk.md quotes testdata/job.yaml: it is what `bulk k8s` prints for
+// the flags it shows.
 func TestGolden(t *testing.T) {
 	var b bytes.Buffer
 	if err := Write(&b, exampleOptions()); err != nil {

@@ -5,7 +5,7 @@
 // that stops execve and execveat, and does nothing at each stop but
 // resume the task. Same stops as the agent on an exec workload, none of
 // its work: the difference from the agent is what the agent itself
-// costs, the rest is ptrace's (see README, "Benchmarks").
+// costs, the rest is ptrace's (see docs/measurements.md, "Benchmarks").
 package main
 
 import (

@@ -7,7 +7,7 @@
 // stop for anything else, but no fork events, no exit statuses of
 // grandchildren and no way to refuse a call after reading it safely (the
 // memory may change after the read). It records nothing: only its cost
-// is of interest (see README, "Processes and network").
+// is of interest (see docs/effects.md, "Processes and network").
 package main
 
 import (
