@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"os"
-	"slices"
 	"testing"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
@@ -57,18 +56,5 @@ func TestSampleReportValidates(t *testing.T) {
 	bad, _ = json.Marshal(m)
 	if err := reporttest.Validate(bad); err == nil {
 		t.Error("a report with severity fatal validates")
-	}
-}
-
-// TestCandidatesLateCalls: with call isolation, a late tool's calls were
-// made in the session of the call before them.
-func TestCandidatesLateCalls(t *testing.T) {
-	r := report.New()
-	r.Sandbox.Isolation = "call"
-	r.Calls = []report.Call{{Seq: 1, Tool: "a"}, {Seq: 2, Tool: "b"}, {Seq: 3, Tool: "late", Late: true}, {Seq: 4, Tool: "late", Source: "repeat", Late: true}, {Seq: 5, Tool: "c"}}
-	for i, want := range [][]int{{1}, {2}, {2, 3}, {2, 3, 4}, {5}} {
-		if got := report.Candidates(r, i); !slices.Equal(got, want) {
-			t.Errorf("Candidates(%d) = %v, want %v", i, got, want)
-		}
 	}
 }
