@@ -112,7 +112,7 @@ func scanSeeingLayer(t *testing.T, cli *client.Client, opts sandbox.ScanOptions)
 	opts.Linger = sandboxtest.Linger
 	opts.RunID = label.NewRunID()
 	sandboxtest.NoLeftovers(t, cli, opts.RunID)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), scanBound)
 	defer cancel()
 	found := make(chan string, 1)
 	stop := make(chan struct{})

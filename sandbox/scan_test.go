@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,12 +35,22 @@ var update = flag.Bool("update", false, "rewrite golden files")
 // Tests that do nothing but scans of their own (scan: containers of their
 // own run, a temporary workspace) call t.Parallel, and so do their
 // subtests when the test checks nothing after them: a scan mostly waits
-// (container starts, settle and linger windows, the engine's diff for
-// ChangesAPI), so scans side by side overlap their waits. Go starts the
-// parallel tests once every other test of the package has ended, so a
-// test that sets the environment, counts or removes this process's
-// containers or images, cleans, evicts or reaps stays serial and never
-// runs beside them.
+// (container starts, settle and linger windows), so scans side by side
+// overlap their waits. Go starts the parallel tests once every other test
+// of the package has ended, so a test that sets the environment, counts
+// or removes this process's containers or images, cleans, evicts or reaps
+// stays serial and never runs beside them.
+
+// apiScans lets one ChangesAPI scan of this process run at a time: its
+// snapshots are the engine's work (a diff of the container, a stat per
+// changed path), not a wait, and four side by side on a loaded engine
+// (load 24-38) took the engine's calls past their bounds.
+var apiScans sync.Mutex
+
+// scanBound bounds a test's scan as the scan's own default --timeout
+// does, not by a guess at how long it takes: on a loaded engine a
+// ChangesAPI scan of the lying fixture took past 3 minutes (50 s idle).
+const scanBound = 10 * time.Minute
 
 // scan runs a scan of the fixture server with the given tool sets and
 // probes, checking that nothing is left behind.
@@ -58,7 +69,11 @@ func scan(t *testing.T, cli *client.Client, opts sandbox.ScanOptions) (sandbox.R
 	}
 	opts.RunID = label.NewRunID()
 	sandboxtest.NoLeftovers(t, cli, opts.RunID)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	if opts.Changes == sandbox.ChangesAPI {
+		apiScans.Lock()
+		defer apiScans.Unlock()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), scanBound)
 	defer cancel()
 	res, err := sandbox.Scan(ctx, cli, opts)
 	// The observations' counts; verdicts are ci/verdict's, not tested here.

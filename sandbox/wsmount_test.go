@@ -304,7 +304,7 @@ func scanWithRunID(t *testing.T, cli *client.Client, opts sandbox.ScanOptions) (
 		opts.Agent = sandboxtest.Agent(t)
 	}
 	sandboxtest.NoLeftovers(t, cli, opts.RunID)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), scanBound)
 	defer cancel()
 	res, err := sandbox.Scan(ctx, cli, opts)
 	res.Report.Finish()
