@@ -1,6 +1,6 @@
 // Package clientverdict decides what `mcpsandbox client` found: whether an
 // untrusted server's readOnlyHint decides that a client asks no human.
-// It is pure logic over what the runs observed (see sandbox/client), so
+// It is pure logic over what the runs observed (see sandbox/clientrun), so
 // that every path is tested without an engine.
 //
 // The twin reads each message a client sends once, as the judge

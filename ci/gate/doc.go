@@ -1,4 +1,5 @@
 // Package gate is the CI gate as one call: it scans a server, gives the
-// verdict, writes the reports and says whether the gate fails. Commands
-// (scan, and later bulk) parse their flags into Options and call Run.
+// verdict, writes the reports and says whether the gate fails.
+// `mcpsandbox scan` parses its flags into Options and calls Run; bulk
+// scans each package through it (ci/bulk's GateScanner).
 package gate
