@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
 )
 
 // whenRunning waits, bounded, for this process's one sandbox container
@@ -40,23 +40,8 @@ func whenRunning(cli *client.Client, cmd string, do func(ctx context.Context, id
 // said to have timed out or exited, and nothing is left.
 func TestBulkLostInstallFails(t *testing.T) {
 	cli := docker(t)
-	for _, tc := range []struct {
-		name string
-		do   func(ctx context.Context, id string) error
-		want string
-	}{
-		{"removed", func(ctx context.Context, id string) error {
-			return cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true})
-		}, "from outside"},
-		{"init killed from the host", func(ctx context.Context, id string) error {
-			in, err := cli.ContainerInspect(ctx, id)
-			if err != nil || in.State == nil || in.State.Pid == 0 {
-				return fmt.Errorf("no PID 1 on the host (%v)", err)
-			}
-			return syscall.Kill(in.State.Pid, syscall.SIGKILL)
-		}, "init was killed from outside"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, tc := range sandboxtest.Losses(cli) {
+		t.Run(tc.Name, func(t *testing.T) {
 			slow := packDir(t, map[string]string{
 				"package.json": `{"name": "mcpsandbox-fixture-stuck", "version": "1.0.0", "bin": "server.js", "scripts": {"postinstall": "sleep 600"}}`,
 				"server.js":    "#!/usr/bin/env node\n",
@@ -66,7 +51,7 @@ func TestBulkLostInstallFails(t *testing.T) {
 			o.Installers = map[Kind]Installer{KindNPM: NPM{Cache: cache, Node: "20.0.0", Scripts: sandboxScripts(t, cli, cache)}}
 			specs, _ := ParseList("l", strings.NewReader("tgz:"+slow+"\n"))
 			done := make(chan error, 1)
-			go func() { done <- whenRunning(cli, "sleep 600", tc.do) }()
+			go func() { done <- whenRunning(cli, "sleep 600", tc.Do) }()
 			res, err := Run(context.Background(), specs, o)
 			if derr := <-done; derr != nil {
 				t.Fatal(derr)
@@ -84,13 +69,13 @@ func TestBulkLostInstallFails(t *testing.T) {
 			}
 			lost := false
 			for _, p := range rep.Install.Problems {
-				lost = lost || (p.Kind == "install" && strings.Contains(p.Message, "the sandbox was lost") && strings.Contains(p.Message, tc.want))
+				lost = lost || (p.Kind == "install" && strings.Contains(p.Message, "the sandbox was lost") && strings.Contains(p.Message, tc.Want))
 				if p.Kind == "run-timeout" || p.Kind == "sandbox-lost" {
 					t.Errorf("a lost install sandbox is no %s: %+v", p.Kind, p)
 				}
 			}
 			if !lost {
-				t.Errorf("want an install problem saying the sandbox was lost %q; problems %+v", tc.want, rep.Install.Problems)
+				t.Errorf("want an install problem saying the sandbox was lost %q; problems %+v", tc.Want, rep.Install.Problems)
 			}
 			if rep.Install.TimedOut || rep.Install.ExitCode != nil {
 				t.Errorf("install %+v: a lost sandbox neither timed out nor exited", rep.Install)

@@ -89,7 +89,7 @@ func TestLostSandboxIsNoResult(t *testing.T) {
 		{"paused", func(ctx context.Context, id string) error { return cli.ContainerPause(ctx, id) }, "paused from outside"},
 		// A SIGKILL from the host straight to the container's PID 1 (the
 		// agent): the engine says nothing, the agent says no last word.
-		{"init killed from the host", func(ctx context.Context, id string) error { return killInit(ctx, cli, id) }, "init was killed from outside"},
+		{"init killed from the host", func(ctx context.Context, id string) error { return sandboxtest.KillInit(ctx, cli, id) }, "init was killed from outside"},
 		{"restarted", func(ctx context.Context, id string) error {
 			err := cli.ContainerRestart(ctx, id, container.StopOptions{Timeout: &zero})
 			if err != nil && strings.Contains(err.Error(), "marked for removal") {
@@ -166,19 +166,6 @@ func removalDone(t *testing.T, cli *client.Client, runID string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// killInit sends SIGKILL from the host to container id's PID 1 (the
-// tests run as root): no engine event says so.
-func killInit(ctx context.Context, cli *client.Client, id string) error {
-	in, err := cli.ContainerInspect(ctx, id)
-	if err != nil {
-		return err
-	}
-	if in.State == nil || in.State.Pid == 0 {
-		return fmt.Errorf("container %.12s has no PID 1 on the host", id)
-	}
-	return syscall.Kill(in.State.Pid, syscall.SIGKILL)
 }
 
 // TestServerExitIsNotALoss: a server that dies on its own is a crash, as
@@ -337,7 +324,7 @@ func TestRunLostSandboxExits2(t *testing.T) {
 		{"removed", func(ctx context.Context, id string) error {
 			return cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true})
 		}, "from outside"}, // the engine kills it first: "killed from outside (signal 9)"
-		{"init killed from the host", func(ctx context.Context, id string) error { return killInit(ctx, cli, id) }, "init was killed from outside"},
+		{"init killed from the host", func(ctx context.Context, id string) error { return sandboxtest.KillInit(ctx, cli, id) }, "init was killed from outside"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			logPath := filepath.Join(t.TempDir(), "run.jsonl")

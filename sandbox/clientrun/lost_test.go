@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -46,23 +45,8 @@ func whenClientRuns(cli *client.Client, runID string, do func(ctx context.Contex
 // is kept, with a sandbox-lost problem saying how; nothing is left.
 func TestLostLegIsErrored(t *testing.T) {
 	cli := sandboxtest.Docker(t)
-	for _, tc := range []struct {
-		name string
-		do   func(ctx context.Context, id string) error
-		want string
-	}{
-		{"removed", func(ctx context.Context, id string) error {
-			return cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true})
-		}, "from outside"},
-		{"init killed from the host", func(ctx context.Context, id string) error {
-			in, err := cli.ContainerInspect(ctx, id)
-			if err != nil || in.State == nil || in.State.Pid == 0 {
-				return fmt.Errorf("no PID 1 on the host (%v)", err)
-			}
-			return syscall.Kill(in.State.Pid, syscall.SIGKILL)
-		}, "init was killed from outside"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
+	for _, tc := range sandboxtest.Losses(cli) {
+		t.Run(tc.Name, func(t *testing.T) {
 			a, _ := clientadapter.Builtin("fixture")
 			// The client hangs far longer than the test waits: only the
 			// loss ends its leg.
@@ -70,7 +54,7 @@ func TestLostLegIsErrored(t *testing.T) {
 				Mounts: []sandbox.Mount{fixtureClient(t)}, Agent: sandboxtest.Agent(t), RunID: label.NewRunID(), Timeout: 10 * time.Minute, NoControl: true}
 			sandboxtest.NoLeftovers(t, cli, o.RunID)
 			done := make(chan error, 1)
-			go func() { done <- whenClientRuns(cli, o.RunID, tc.do) }()
+			go func() { done <- whenClientRuns(cli, o.RunID, tc.Do) }()
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			rep, err := clientrun.Run(ctx, cli, o)
@@ -85,10 +69,10 @@ func TestLostLegIsErrored(t *testing.T) {
 			}
 			lost := false
 			for _, p := range rep.Legs[0].Problems {
-				lost = lost || (p.Kind == report.ProblemSandboxLost && strings.Contains(p.Message, tc.want))
+				lost = lost || (p.Kind == report.ProblemSandboxLost && strings.Contains(p.Message, tc.Want))
 			}
 			if !lost {
-				t.Errorf("the leg has no sandbox-lost problem saying %q: %+v", tc.want, rep.Legs[0].Problems)
+				t.Errorf("the leg has no sandbox-lost problem saying %q: %+v", tc.Want, rep.Legs[0].Problems)
 			}
 		})
 	}
