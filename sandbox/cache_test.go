@@ -198,8 +198,8 @@ func TestParallelScansWithEviction(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			opts := sandbox.ScanOptions{Image: base, Argv: []string{sandboxtest.FixtureMount, "honest"}, RunID: runID,
-				Workspace: ws, CopyWorkspace: true, NoSeed: true, Linger: sandboxtest.Linger}
+			opts := sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Image: base, Argv: []string{sandboxtest.FixtureMount, "honest"}, RunID: runID,
+				Workspace: ws, CopyWorkspace: true}, NoSeed: true, Linger: sandboxtest.Linger}
 			opts.Probes = steps(t, `[{"tool":"read_file","arguments":{"path":"f.txt"}}]`)
 			for range 2 {
 				res, err := scanWithRunID(t, cli, opts)
@@ -233,8 +233,8 @@ func TestKeptContainerIsNeitherReapedNorEvicted(t *testing.T) {
 	evictAll(t, cli, runID)
 	ctx := context.Background()
 	ws := cacheDir(t, 1<<10)
-	res, err := scanWithRunID(t, cli, sandbox.ScanOptions{Image: base, Argv: []string{sandboxtest.FixtureMount, "honest"}, RunID: runID,
-		Workspace: ws, CopyWorkspace: true, NoSeed: true, Linger: sandboxtest.Linger, Keep: true})
+	res, err := scanWithRunID(t, cli, sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Image: base, Argv: []string{sandboxtest.FixtureMount, "honest"}, RunID: runID,
+		Workspace: ws, CopyWorkspace: true, Keep: true}, NoSeed: true, Linger: sandboxtest.Linger})
 	must(t, err)
 	if res.ContainerID == "" {
 		t.Fatal("no container kept")

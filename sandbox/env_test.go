@@ -110,7 +110,7 @@ func TestRealServerWritesNextToItsCode(t *testing.T) {
 	memory := sandboxtest.NPMMount + "/@modelcontextprotocol/server-memory/dist/memory.jsonl"
 	probe := `[{"tool":"create_entities","arguments":{"entities":[{"name":"a","entityType":"t","observations":["o"]}]}}]`
 
-	res, err := scan(t, cli, sandbox.ScanOptions{Argv: server, Package: npm.Source, PackageTarget: sandboxtest.NPMMount, Probes: steps(t, probe)})
+	res, err := scan(t, cli, sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Argv: server, Package: npm.Source, PackageTarget: sandboxtest.NPMMount}, Probes: steps(t, probe)})
 	if err != nil {
 		t.Fatalf("scan --package: %v", err)
 	}
@@ -129,7 +129,7 @@ func TestRealServerWritesNextToItsCode(t *testing.T) {
 		t.Error("the write reached the host's package directory")
 	}
 
-	res, err = scan(t, cli, sandbox.ScanOptions{Argv: server, Mounts: []sandbox.Mount{npm}, Probes: steps(t, probe)})
+	res, err = scan(t, cli, sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Argv: server, Mounts: []sandbox.Mount{npm}}, Probes: steps(t, probe)})
 	if err != nil {
 		t.Fatalf("scan --mount: %v", err)
 	}

@@ -135,11 +135,11 @@ func TestRealServerOverStreamableHTTP(t *testing.T) {
 	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	npm := sandboxtest.NPM(t)
-	res, err := scan(t, cli, sandbox.ScanOptions{
+	res, err := scan(t, cli, sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{
 		Argv:      []string{"node", sandboxtest.NPMMount + "/@modelcontextprotocol/server-everything/dist/index.js", "streamableHttp"},
 		Mounts:    []sandbox.Mount{npm},
 		Transport: sandbox.Transport{Kind: sandbox.TransportHTTP},
-	})
+	}})
 	if err != nil {
 		t.Fatalf("scan: %v", err)
 	}

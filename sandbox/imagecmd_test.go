@@ -33,7 +33,7 @@ func TestImageOwnCommand(t *testing.T) {
 	seed := uint64(18)
 	// The whole sandbox_view, not the report's first 4 KiB of it.
 	bounds := sandbox.Bounds{MaxResultText: 1 << 20}
-	res, err := scan(t, cli, sandbox.ScanOptions{Image: img, BaitSeed: &seed, Bounds: bounds})
+	res, err := scan(t, cli, sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Image: img, Bounds: bounds}, BaitSeed: &seed})
 	if err != nil {
 		t.Fatalf("scan of %s with no command: %v", img, err)
 	}
@@ -112,7 +112,7 @@ func TestImageNotInTheEngine(t *testing.T) {
 		agent string
 	}{{"own command", nil, ""}, {"command", []string{"/server"}, ""}, {"no agent", nil, "none"}} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := scan(t, cli, sandbox.ScanOptions{Image: ref, Argv: tc.argv, Agent: tc.agent, NoSeed: true})
+			_, err := scan(t, cli, sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Image: ref, Argv: tc.argv, Agent: tc.agent}, NoSeed: true})
 			var ie *sandbox.InfraError
 			if !errors.Is(err, sandbox.ErrImageNotFound) || !errors.As(err, &ie) || !strings.Contains(err.Error(), ref+" is not in the local Docker engine") ||
 				!strings.Contains(err.Error(), "never pulls") {
@@ -127,7 +127,7 @@ func TestImageNotInTheEngine(t *testing.T) {
 func TestImageWithoutCommand(t *testing.T) {
 	cli := sandboxtest.Docker(t)
 	img := sandboxtest.FixtureImage(t, cli)
-	_, err := scan(t, cli, sandbox.ScanOptions{Image: img, NoSeed: true})
+	_, err := scan(t, cli, sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Image: img}, NoSeed: true})
 	if err == nil || !strings.Contains(err.Error(), "no entrypoint and no command") {
 		t.Errorf("scan of an image without a command: %v", err)
 	}

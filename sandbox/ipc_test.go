@@ -170,7 +170,7 @@ func TestImageVolumeIsObserved(t *testing.T) {
 		sandboxtest.ImageFile{Path: strings.TrimPrefix(sandboxtest.FixtureMount, "/"), Mode: 0o755, Source: sandboxtest.Fixture(t).Source},
 		sandboxtest.ImageFile{Path: "data", Dir: true, Mode: 0o755, UID: 10001, GID: 10001},
 		sandboxtest.ImageFile{Path: "data/seed.txt", Mode: 0o644, Content: []byte("from the image\n"), UID: 10001, GID: 10001})
-	opts := sandbox.ScanOptions{Image: img, Argv: []string{sandboxtest.FixtureMount, "ipc"}}
+	opts := sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Image: img, Argv: []string{sandboxtest.FixtureMount, "ipc"}}}
 	opts.Probes = steps(t, `{"data_write":{}}`)
 	res, err := scan(t, cli, opts)
 	if err != nil {

@@ -41,7 +41,7 @@ func TestScanLooksLikeDockerRunInit(t *testing.T) {
 	argv := []string{sandboxtest.FixtureMount, "confine"}
 	fx := sandboxtest.Fixture(t)
 
-	res, err := scan(t, cli, sandbox.ScanOptions{Image: img, Argv: argv, Mounts: []sandbox.Mount{fx}, Probes: steps(t, `{"sandbox_view": {}}`)})
+	res, err := scan(t, cli, sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Image: img, Argv: argv, Mounts: []sandbox.Mount{fx}}, Probes: steps(t, `{"sandbox_view": {}}`)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -198,7 +198,7 @@ func TestBadServersUnderTheAgent(t *testing.T) {
 		}
 	})
 	t.Run("exits at once", func(t *testing.T) {
-		res, err := scan(t, cli, sandbox.ScanOptions{Argv: []string{"/bin/true"}})
+		res, err := scan(t, cli, sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Argv: []string{"/bin/true"}}})
 		if !errors.Is(err, sandbox.ErrIncomplete) || res.Report.Server.ExitCode == nil || *res.Report.Server.ExitCode != 0 {
 			t.Fatalf("err = %v, exit %v", err, res.Report.Server.ExitCode)
 		}

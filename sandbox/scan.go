@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"sort"
@@ -18,58 +17,26 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
-	"github.com/mcpsandbox/mcpsandbox/overlay"
 	"github.com/mcpsandbox/mcpsandbox/probes"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/wire"
 )
 
-// ScanOptions configures a scan.
+// ScanOptions configures a scan: each session's options, and the scan's
+// own.
 type ScanOptions struct {
-	Image string
-	// Argv is the server's command; empty runs the image's own entrypoint
-	// and command, in its working directory.
-	Argv   []string
-	Env    []string
-	Mounts []Mount
-	// Workspace is a host directory the server sees at /workspace; it is
-	// never modified. Empty means a fresh empty workspace.
-	Workspace string
-	// Package is a host directory (the server's code) the server sees at
-	// PackageTarget (default DefaultPackageTarget) as it sees the
-	// workspace: writable, copy-on-write, never modified.
-	Package, PackageTarget string
-	// CopyWorkspace copies the workspace and the package into image layers
-	// even where they could be mounted copy-on-write.
-	CopyWorkspace bool
-	Probes        []probes.Step
-	Limits        Limits
-	// User is the server's UID[:GID] (default images.User(), the sandbox
-	// user, whatever the image's USER); uid 0 makes a server-runs-as-root
-	// finding.
-	User string
-	// Timeout bounds the whole run; StartTimeout the start and initialize;
-	// CallTimeout each call.
-	Timeout, StartTimeout, CallTimeout time.Duration
-	RunID                              string
-	// Keep leaves the container in place (stopped) for debugging.
-	Keep bool
-	// Log, if set, receives progress lines.
-	Log io.Writer
-	// ClientInfo is what the client calls itself in initialize.
-	ClientInfo mcp.Implementation
-	// Changes picks how file effects are read (default ChangesAuto).
-	Changes ChangesMode
-	// FileLimits bound each snapshot of the changes; MaxListed bounds the
-	// files listed per call or phase (default 1000; the rest are counted).
-	FileLimits overlay.Limits
-	MaxListed  int
-	// Agent is the host path of the static agent binary (mcpsandbox
-	// itself, see FindAgent) that records processes and network attempts;
-	// empty runs without it.
-	Agent string
-	// Network is the server's network (default NetworkNone).
-	Network NetworkMode
+	// SessionOptions are every session's of the scan (the main one,
+	// --isolation call's, the replays'), as given but for what the scan
+	// sets (scanner.sessionOptions and newScanner): RunID (default: a new
+	// one), Log (the bait shown as its placeholders), and unless NoSeed
+	// Env (the bait's first), Seeds (the bait's and the boundary
+	// probes'), Secrets and Placeholders (the bait's). State is not with
+	// IsolationCall; past the Disk bound the report has a disk problem
+	// and a disk-bound-exceeded finding.
+	SessionOptions
+	Probes []probes.Step
+	// Timeout bounds the whole run (default 10m).
+	Timeout time.Duration
 	// Settle bounds the wait, after a call, while processes it left behind
 	// still run (default 2s).
 	Settle time.Duration
@@ -84,8 +51,6 @@ type ScanOptions struct {
 	// MaxReplays bounds the calls replayed (default 16); a call past it
 	// has its replay "skipped": nothing is pinned on it.
 	MaxReplays int
-	// MaxEvents bounds the agent's events (default 100,000).
-	MaxEvents int
 	// NoSeed leaves out the canary workspace and the honeytokens.
 	NoSeed bool
 	// BaitSeed draws the canary's names and the honeytokens' values
@@ -100,15 +65,6 @@ type ScanOptions struct {
 	// traversal out of the canary project, URL properties a link-local
 	// and a loopback URL (see probes.WithBoundary).
 	NoBoundary bool
-	// Bounds limit what is read and kept of what the server sends (zero
-	// fields: DefaultBounds).
-	Bounds Bounds
-	// Disk bounds the space the server's writes may hold (default
-	// DefaultDisk), measured every DiskInterval (default
-	// DefaultDiskInterval); past it the server is stopped, and the report
-	// has a disk problem and a disk-bound-exceeded finding.
-	Disk         int64
-	DiskInterval time.Duration
 	// Isolation is IsolationSession (default: one container, calls in
 	// order) or IsolationCall (a fresh container from the same starting
 	// state for each call, so that one tool's deletions cannot hide
@@ -119,21 +75,6 @@ type ScanOptions struct {
 	// lists (default 1000). Past either, the report says so and the gate
 	// fails (tool-list-unchecked).
 	MaxLateTools, MaxToolChanges int
-	// Transport is how the server is reached: stdio (default), or HTTP on
-	// a port it opens on the container's loopback (see Transport).
-	Transport Transport
-	// AllowHosts may be reached by the server through the runner
-	// (--allow-host); AllowDial dials them (default: a plain dial).
-	AllowHosts []AllowHost
-	AllowDial  DialFunc
-	// State keeps the server's files outside the workspace from one scan
-	// to the next (--state; see StateDir). Not with IsolationCall.
-	State *StateDir
-	// LostWait bounds the wait for the engine's word on how a container
-	// ended (default DefaultLostWait; see Container.Lost).
-	LostWait time.Duration
-	// created is ContainerOptions.created: a test's seam.
-	created func(id string)
 	// OnKept, with Keep, is told of the main session's kept container
 	// (not the replays'), to record it as a named run.
 	OnKept func(KeptSession)
@@ -342,24 +283,24 @@ func (sc *scanner) why() report.Problem {
 	return report.Problem{Kind: "run-timeout", Message: fmt.Sprintf("the run exceeded --timeout %s", sc.opts.Timeout)}
 }
 
-// open starts one session with the scan's options and the run's bait.
-func (sc *scanner) open() (*Session, error) {
-	o := sc.opts
-	so := SessionOptions{Image: o.Image, Argv: o.Argv, Env: append([]string{}, o.Env...), Mounts: o.Mounts, Workspace: o.Workspace, CopyWorkspace: o.CopyWorkspace,
-		Package: o.Package, PackageTarget: o.PackageTarget,
-		Limits: o.Limits, RunID: o.RunID, User: o.User, Keep: o.Keep, Log: o.Log, Changes: o.Changes, FileLimits: o.FileLimits,
-		MaxListed: o.MaxListed, Agent: o.Agent, Network: o.Network, MaxEvents: o.MaxEvents,
-		StartTimeout: o.StartTimeout, CallTimeout: o.CallTimeout, ClientInfo: o.ClientInfo, Bounds: o.Bounds,
-		Disk: o.Disk, DiskInterval: o.DiskInterval, AllowHosts: o.AllowHosts, AllowDial: o.AllowDial, State: o.State}
-	so.Transport = o.Transport
-	if !o.NoSeed {
+// sessionOptions are a session's options: the scan's SessionOptions,
+// with the run's bait (unless NoSeed) planted in it. Each session gets its
+// own Env.
+func (sc *scanner) sessionOptions() SessionOptions {
+	so := sc.opts.SessionOptions
+	so.Env = append([]string{}, so.Env...)
+	if !sc.opts.NoSeed {
 		so.Env = append(sc.bait.Env(), so.Env...)
 		so.Seeds = append(sc.bait.Seeds(), sc.boundarySeeds()...)
 		so.Secrets = sc.bait.Find
 		so.Placeholders = sc.bait.Placeholders()
 	}
-	so.LostWait, so.created = o.LostWait, o.created
-	s, err := Open(sc.ctx, sc.cli, so)
+	return so
+}
+
+// open starts one session with the scan's options and the run's bait.
+func (sc *scanner) open() (*Session, error) {
+	s, err := Open(sc.ctx, sc.cli, sc.sessionOptions())
 	sc.mu.Lock()
 	s.rep.Problems = append(s.rep.Problems, sc.reaped...)
 	sc.reaped = nil

@@ -82,10 +82,10 @@ func scan(t *testing.T, cli *client.Client, opts sandbox.ScanOptions) (sandbox.R
 }
 
 func fixtureOpts(t *testing.T, sets ...string) sandbox.ScanOptions {
-	return sandbox.ScanOptions{
+	return sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{
 		Argv:   append([]string{sandboxtest.FixtureMount}, sets...),
 		Mounts: []sandbox.Mount{sandboxtest.Fixture(t)},
-	}
+	}}
 }
 
 func steps(t *testing.T, js string) []probes.Step {
@@ -399,8 +399,8 @@ func TestGarbageOnStdoutIsDroppedAndCounted(t *testing.T) {
 func TestMissingImageAndCommand(t *testing.T) {
 	cli := sandboxtest.Docker(t)
 	for name, opts := range map[string]sandbox.ScanOptions{
-		"image":   {Image: "mcpsandbox/does-not-exist:latest", Argv: []string{"node"}},
-		"command": {Argv: []string{"/no/such/server", "--stdio"}},
+		"image":   {SessionOptions: sandbox.SessionOptions{Image: "mcpsandbox/does-not-exist:latest", Argv: []string{"node"}}},
+		"command": {SessionOptions: sandbox.SessionOptions{Argv: []string{"/no/such/server", "--stdio"}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			res, err := scan(t, cli, opts)
@@ -423,10 +423,12 @@ func TestRealNPMServers(t *testing.T) {
 	ws := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(ws, "a.txt"), []byte("hello\n"), 0o644))
 	opts := sandbox.ScanOptions{
-		Argv:      []string{"node", sandboxtest.NPMMount + "/@modelcontextprotocol/server-filesystem/dist/index.js", "/workspace"},
-		Mounts:    []sandbox.Mount{npm},
-		Workspace: ws,
-		Probes:    steps(t, `{"read_text_file": {"path": "/workspace/a.txt"}, "write_file": {"path": "/workspace/b.txt", "content": "x"}}`),
+		SessionOptions: sandbox.SessionOptions{
+			Argv:      []string{"node", sandboxtest.NPMMount + "/@modelcontextprotocol/server-filesystem/dist/index.js", "/workspace"},
+			Mounts:    []sandbox.Mount{npm},
+			Workspace: ws,
+		},
+		Probes: steps(t, `{"read_text_file": {"path": "/workspace/a.txt"}, "write_file": {"path": "/workspace/b.txt", "content": "x"}}`),
 	}
 	res, err := scan(t, cli, opts)
 	if err != nil {
@@ -468,10 +470,10 @@ func TestRealNPMServers(t *testing.T) {
 		t.Error("server-filesystem: no boundary call")
 	}
 
-	mem, err := scan(t, cli, sandbox.ScanOptions{
+	mem, err := scan(t, cli, sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{
 		Argv:   []string{"node", sandboxtest.NPMMount + "/@modelcontextprotocol/server-memory/dist/index.js"},
 		Mounts: []sandbox.Mount{npm},
-	})
+	}})
 	if err != nil {
 		t.Fatalf("scan server-memory: %v", err)
 	}
@@ -493,7 +495,7 @@ func TestEveryToolOfRealServersIsCalled(t *testing.T) {
 	} {
 		t.Run(filepath.Base(filepath.Dir(filepath.Dir(srv[1]))), func(t *testing.T) {
 			t.Parallel()
-			res, err := scan(t, cli, sandbox.ScanOptions{Argv: srv, Mounts: []sandbox.Mount{npm}})
+			res, err := scan(t, cli, sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Argv: srv, Mounts: []sandbox.Mount{npm}}})
 			if err != nil {
 				t.Fatalf("scan: %v", err)
 			}

@@ -45,8 +45,9 @@ type SessionOptions struct {
 	CopyWorkspace bool
 	Limits        Limits
 	RunID         string
-	// User is the server's UID[:GID] (default images.User()); uid 0 makes
-	// a server-runs-as-root finding.
+	// User is the server's UID[:GID] (default images.User(), the sandbox
+	// user, whatever the image's USER); uid 0 makes a server-runs-as-root
+	// finding.
 	User string
 	// Keep leaves the container in place (stopped) at Close.
 	Keep bool

@@ -20,7 +20,7 @@ echo "Error: cannot read the config: key $AWS_SECRET_ACCESS_KEY refused" >&2
 i=0; while [ $i -lt 1500 ]; do echo "    at frame $i of a long and useless stack trace" >&2; i=$((i+1)); done
 echo "last words" >&2
 exit 3`
-	res, err := scan(t, cli, sandbox.ScanOptions{Argv: []string{"/bin/sh", "-c", script}})
+	res, err := scan(t, cli, sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Argv: []string{"/bin/sh", "-c", script}}})
 	var exit *sandbox.ExitBeforeInitialize
 	if !errors.Is(err, sandbox.ErrIncomplete) || !errors.Is(err, sandbox.ErrServerStart) || !errors.As(err, &exit) {
 		t.Fatalf("scan: %v, want an ExitBeforeInitialize", err)

@@ -100,9 +100,9 @@ func BenchmarkScanWorkspace(b *testing.B) {
 					}
 					runID := label.NewRunID()
 					b.StartTimer()
-					res, err := sandbox.Scan(ctx, cli, sandbox.ScanOptions{Image: "mcpsandbox/node:latest", Argv: []string{fx.Target, "honest"},
-						Mounts: []sandbox.Mount{fx}, Agent: agentPath, Workspace: ws, CopyWorkspace: copy, NoSeed: true,
-						Probes: benchProbe(b), RunID: runID})
+					res, err := sandbox.Scan(ctx, cli, sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Image: "mcpsandbox/node:latest", Argv: []string{fx.Target, "honest"},
+						Mounts: []sandbox.Mount{fx}, Agent: agentPath, Workspace: ws, CopyWorkspace: copy, RunID: runID}, NoSeed: true,
+						Probes: benchProbe(b)})
 					if err != nil {
 						b.Fatal(err)
 					}

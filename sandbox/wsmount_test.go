@@ -335,7 +335,7 @@ func TestPackageIsCopyOnWrite(t *testing.T) {
 			}))
 			ws := hostWorkspace(t)
 			before, wsBefore := manifest(t, pkg), manifest(t, ws)
-			opts := sandbox.ScanOptions{Argv: []string{"/srv/mcp/pkg/server", "ws"}, Workspace: ws, Package: pkg, PackageTarget: "/srv/mcp/pkg", CopyWorkspace: copied}
+			opts := sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Argv: []string{"/srv/mcp/pkg/server", "ws"}, Workspace: ws, Package: pkg, PackageTarget: "/srv/mcp/pkg", CopyWorkspace: copied}}
 			opts.Probes = steps(t, `[{"tool":"write_beside"},{"tool":"read_any","arguments":{"path":"/workspace/rootdir/r.txt"}}]`)
 			res, err := scan(t, cli, opts)
 			if err != nil {

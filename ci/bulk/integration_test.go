@@ -43,10 +43,10 @@ func (c *countingScanner) Scan(ctx context.Context, j Job) (*report.Report, erro
 // from reg installed with the real npm (scripts off) into a fresh cache.
 func integrationOptions(t *testing.T, cli *client.Client, reg NPMRegistry, log *syncBuffer) Options {
 	t.Helper()
-	base := sandbox.ScanOptions{Image: sandboxtest.NodeImage(t, cli), Agent: sandboxtest.Agent(t), Changes: sandbox.ChangesAuto, Network: sandbox.DefaultNetwork,
-		Isolation: sandbox.IsolationSession, User: images.User(), Limits: sandbox.DefaultLimits(), Linger: sandboxtest.Linger,
-		NoBoundary: true, ClientInfo: sandbox.DefaultClientInfo(), Disk: sandbox.DefaultDisk, DiskInterval: sandbox.DefaultDiskInterval,
-		StartTimeout: 60 * time.Second, CallTimeout: 10 * time.Second} // the start as scan's default bounds it: 20 s was passed under load 27
+	base := sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Image: sandboxtest.NodeImage(t, cli), Agent: sandboxtest.Agent(t), Changes: sandbox.ChangesAuto, Network: sandbox.DefaultNetwork,
+		User: images.User(), Limits: sandbox.DefaultLimits(), ClientInfo: sandbox.DefaultClientInfo(), Disk: sandbox.DefaultDisk, DiskInterval: sandbox.DefaultDiskInterval,
+		StartTimeout: 60 * time.Second, CallTimeout: 10 * time.Second}, // the start as scan's default bounds it: 20 s was passed under load 27
+		Isolation: sandbox.IsolationSession, Linger: sandboxtest.Linger, NoBoundary: true}
 	if log != nil {
 		base.Log = log
 	}

@@ -69,8 +69,8 @@ func TestRoundsFlakyServer(t *testing.T) {
 	eng := &roundEnv{Client: cli, lies: map[int]bool{2: true}}
 	var out bytes.Buffer
 	opts := gate.Options{
-		Scan: sandbox.ScanOptions{Image: img, Argv: []string{fx.Target, "flaky", "honest"}, Mounts: []sandbox.Mount{fx},
-			Agent: sandboxtest.Agent(t), Linger: sandboxtest.Linger},
+		Scan: sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Image: img, Argv: []string{fx.Target, "flaky", "honest"}, Mounts: []sandbox.Mount{fx},
+			Agent: sandboxtest.Agent(t)}, Linger: sandboxtest.Linger},
 		NoReplay: true, Rounds: 3,
 		Outputs: []gate.Output{{Format: "json"}}, Stdout: &out,
 	}

@@ -124,9 +124,10 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		*image = built.Ref
 	}
-	base := sandbox.ScanOptions{Image: *image, Changes: sandbox.ChangesAuto, Network: network, Isolation: sandbox.IsolationSession,
-		User: images.User(), Limits: sandbox.DefaultLimits(), StartTimeout: *startTimeout, CallTimeout: *callTimeout, Linger: *linger,
-		NoBoundary: *noBoundary, ClientInfo: sandbox.DefaultClientInfo(), Disk: sandbox.DefaultDisk, DiskInterval: sandbox.DefaultDiskInterval}
+	base := sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Image: *image, Changes: sandbox.ChangesAuto, Network: network,
+		User: images.User(), Limits: sandbox.DefaultLimits(), StartTimeout: *startTimeout, CallTimeout: *callTimeout,
+		ClientInfo: sandbox.DefaultClientInfo(), Disk: sandbox.DefaultDisk, DiskInterval: sandbox.DefaultDiskInterval},
+		Isolation: sandbox.IsolationSession, Linger: *linger, NoBoundary: *noBoundary}
 	if base.Linger == 0 {
 		base.Linger = -1
 	}

@@ -27,7 +27,7 @@ import (
 func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("scan", "scan [flags] -- COMMAND [ARG...] | scan [flags] --image REF", stderr)
 	limits := sandbox.DefaultLimits()
-	opts := sandbox.ScanOptions{Changes: sandbox.ChangesAuto, Network: sandbox.DefaultNetwork, Isolation: sandbox.IsolationSession}
+	opts := sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Changes: sandbox.ChangesAuto, Network: sandbox.DefaultNetwork}, Isolation: sandbox.IsolationSession}
 	fs.StringVar(&opts.Image, "image", "mcpsandbox/node:latest", "image to run the server in (must be in the local engine; never pulled); with no command, the server is the image's own entrypoint and command")
 	fs.StringVar(&opts.Workspace, "workspace", "", "host directory the server sees at /workspace, read-write, never modified (default: empty)")
 	pkg := fs.String("package", "", "DIR[:/TARGET]: the server's code, seen at TARGET (default "+sandbox.DefaultPackageTarget+") as the workspace is: writable copy-on-write, never modified, its changes effects")
