@@ -26,7 +26,11 @@ import (
 type RunOptions struct {
 	// Session is the container, the agent, the workspace and the limits,
 	// as for a scan. Its Workspace, with SamePath, is seen at the host's
-	// absolute path instead of /workspace.
+	// absolute path instead of /workspace; its State keeps the server's
+	// own files outside the workspace from one run to the next (--state);
+	// its AllowHosts (--allow-host) are the policy's allowed hosts too,
+	// so that reaching them is no open-world finding. Not embedded: run's
+	// own Log and Secrets are not the session's.
 	Session SessionOptions
 	// SamePath mounts the workspace at its absolute host path, so that the
 	// paths a client sends in arguments are the server's too. Without it,
@@ -70,13 +74,6 @@ type RunOptions struct {
 	Name string
 	// Store is where a named run is recorded (zero: DefaultRunStore).
 	Store RunStore
-	// State keeps the server's own files outside the workspace from one
-	// run to the next (--state).
-	State *StateDir
-	// AllowHosts may be reached by the server, through the runner
-	// (--allow-host); they are the policy's allowed hosts too, so that
-	// reaching them is no open-world finding.
-	AllowHosts []AllowHost
 }
 
 // DefaultPhaseInterval is how often run collects, between calls, what the
@@ -285,10 +282,6 @@ func (o RunOptions) sessionOptions() (SessionOptions, *rootMap, error) {
 	if so.RunID == "" {
 		so.RunID = label.NewRunID()
 	}
-	if o.State != nil {
-		so.State = o.State
-	}
-	so.AllowHosts = append(slices.Clone(so.AllowHosts), o.AllowHosts...)
 	if o.Stdin == nil || o.Stdout == nil {
 		return so, nil, errors.New("run: no client stream")
 	}

@@ -128,10 +128,10 @@ func runFlags(fs *pflag.FlagSet, stderr io.Writer) (*sandbox.RunOptions, func() 
 		if so.Mounts, err = parseMounts(*mounts); err != nil {
 			return err
 		}
-		if opts.AllowHosts, err = allowHosts(); err != nil {
+		if so.AllowHosts, err = allowHosts(); err != nil {
 			return err
 		}
-		if opts.State, err = state(); err != nil {
+		if so.State, err = state(); err != nil {
 			return err
 		}
 		if err := runName(opts, *rm, fs.Args()); err != nil {
