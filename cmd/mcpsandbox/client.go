@@ -89,8 +89,8 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return usageError{fmt.Sprintf("--env %q: want KEY=VAL", e)}
 		}
 	}
-	opts := clientrun.Options{Command: command, Adapter: a, Transport: *transportName, Prompt: *prompt, Image: *image,
-		Env: *env, Limits: sandbox.DefaultLimits(), RunID: label.NewRunID(), Timeout: *timeout, NoControl: *noControl}
+	opts := clientrun.Options{Command: command, Adapter: a, TwinTransport: *transportName, Prompt: *prompt, ClientEnv: *env,
+		Timeout: *timeout, NoControl: *noControl, SessionOptions: sandbox.SessionOptions{Image: *image, Limits: sandbox.DefaultLimits(), RunID: label.NewRunID()}}
 	for _, m := range *mounts {
 		src, dst, ok := strings.Cut(m, ":")
 		if !ok || src == "" || !strings.HasPrefix(dst, "/") {

@@ -34,9 +34,9 @@ func (r *runner) leg(ctx context.Context, name, tool string, trusted bool) (_ *l
 	res := &legResult{run: clientverdict.LegRun{Name: name, Tool: tool, Trusted: trusted, Home: Home,
 		Ledger: []json.RawMessage{}, Turns: []json.RawMessage{}, Markers: []string{}, Files: []string{}, Effects: report.NewEffects()},
 		self: clientverdict.SelfTestLeg{Leg: name, Conns: []string{}, Markers: []string{}}}
-	s, err := sandbox.Open(ctx, r.cli, sandbox.SessionOptions{Image: o.Image, Argv: []string{agent.Path, twin.HostArg},
-		Mounts: o.Mounts, Package: o.Package, PackageTarget: o.PackageTarget, Agent: o.Agent, Network: sandbox.NetworkNone,
-		Limits: o.Limits, RunID: o.RunID, Log: o.Log, StartTimeout: o.StartTimeout, CallTimeout: o.Timeout + callMargin})
+	so := o.SessionOptions
+	so.Argv, so.Network, so.CallTimeout = []string{agent.Path, twin.HostArg}, sandbox.NetworkNone, o.Timeout+callMargin
+	s, err := sandbox.Open(ctx, r.cli, so)
 	defer func() {
 		if cerr := s.Close(context.WithoutCancel(ctx)); errors.Is(cerr, sandbox.ErrSandboxLost) {
 			// What the leg saw is kept, but it is no result.
@@ -113,7 +113,7 @@ func (r *runner) leg(ctx context.Context, name, tool string, trusted bool) (_ *l
 	res.fresh, res.run.Fresh, res.run.Files = po.Fresh, po.Fresh, po.Written
 	// Over the container's environment (the image's PATH and the like).
 	env := []string{"HOME=" + Home, "LANG=C.UTF-8", "TERM=dumb"}
-	env = append(append(env, o.Env...), rd.Env...)
+	env = append(append(env, o.ClientEnv...), rd.Env...)
 	argv := append(slices.Clone(o.Command), rd.Args...)
 	res.run.Argv = argv
 	var ro twin.RunOut

@@ -50,8 +50,8 @@ func TestLostLegIsErrored(t *testing.T) {
 			a, _ := clientadapter.Builtin("fixture")
 			// The client hangs far longer than the test waits: only the
 			// loss ends its leg.
-			o := clientrun.Options{Adapter: a, Command: []string{fixtureMount, "--policy", "hang"}, Image: base(t, cli),
-				Mounts: []sandbox.Mount{fixtureClient(t)}, Agent: sandboxtest.Agent(t), RunID: label.NewRunID(), Timeout: 10 * time.Minute, NoControl: true}
+			o := clientrun.Options{Adapter: a, Command: []string{fixtureMount, "--policy", "hang"}, SessionOptions: sandbox.SessionOptions{Image: base(t, cli),
+				Mounts: []sandbox.Mount{fixtureClient(t)}, Agent: sandboxtest.Agent(t), RunID: label.NewRunID()}, Timeout: 10 * time.Minute, NoControl: true}
 			sandboxtest.NoLeftovers(t, cli, o.RunID)
 			done := make(chan error, 1)
 			go func() { done <- whenClientRuns(cli, o.RunID, tc.Do) }()

@@ -15,7 +15,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/clientverdict"
@@ -29,29 +28,27 @@ import (
 
 // Options configures a client test.
 type Options struct {
+	// SessionOptions are each leg's sandbox: the image the client runs
+	// in, its code (Mounts, or Package at PackageTarget as for scan's
+	// --package), Agent (the host path of mcpsandbox: the agent and the
+	// twin), the limits, the run id, the progress Log, the StartTimeout.
+	// Each leg sets Argv (the twin), Network (none) and CallTimeout
+	// (Timeout and a margin). Env is the twin's; the client's is
+	// ClientEnv.
+	sandbox.SessionOptions
 	// Command is the client's command (CLIENT_COMMAND [ARG...]); the
 	// adapter's arguments follow it.
 	Command []string
 	Adapter *clientadapter.Adapter
-	// Transport is the twin's transport the client is pointed at (""
+	// TwinTransport is the twin's transport the client is pointed at (""
 	// the adapter's default).
-	Transport string
-	Prompt    string
-	Image     string
-	Mounts    []sandbox.Mount
-	// Package is a host directory (the client's code) seen at
-	// PackageTarget, as scan's --package.
-	Package, PackageTarget string
-	// Env is added to the client's environment (before the adapter's).
-	Env []string
-	// Agent is the host path of mcpsandbox (the agent and the twin).
-	Agent  string
-	Limits sandbox.Limits
-	RunID  string
-	Log    io.Writer
-	// Timeout bounds each client run (default DefaultTimeout);
-	// StartTimeout the sandbox's start (default 60s).
-	Timeout, StartTimeout time.Duration
+	TwinTransport string
+	Prompt        string
+	// ClientEnv is added to the client's environment (before the
+	// adapter's).
+	ClientEnv []string
+	// Timeout bounds each client run (default DefaultTimeout).
+	Timeout time.Duration
 	// NoControl leaves out the positive control: a REFUTED is unbacked.
 	NoControl bool
 	// Faults break the twin, for the harness's own tests.
@@ -96,7 +93,7 @@ func Run(ctx context.Context, cli sandbox.Engine, opts Options) (*clientverdict.
 		rep.Decision = clientverdict.Decide(in)
 		return rep, nil
 	}
-	transport, err := a.Transport(opts.Transport)
+	transport, err := a.Transport(opts.TwinTransport)
 	if err != nil {
 		return fail(rep, err)
 	}
@@ -158,7 +155,7 @@ func Preflight(opts Options) error {
 	if opts.Adapter.Missing != "" {
 		return nil
 	}
-	transport, err := opts.Adapter.Transport(opts.Transport)
+	transport, err := opts.Adapter.Transport(opts.TwinTransport)
 	if err != nil {
 		return err
 	}

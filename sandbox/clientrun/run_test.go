@@ -170,7 +170,7 @@ func TestReadOnlyAutoApproverIsConfirmed(t *testing.T) {
 // with a streamed Anthropic model.
 func TestAskAllIsRefutedAndBacked(t *testing.T) {
 	cli := sandboxtest.Docker(t)
-	rep := run(t, cli, clientrun.Options{Transport: "http"}, "--policy", "ask-all", "--api", "anthropic", "--stream")
+	rep := run(t, cli, clientrun.Options{TwinTransport: "http"}, "--policy", "ask-all", "--api", "anthropic", "--stream")
 	want(t, rep, clientverdict.Refuted, "", 0)
 	if rep.Control != clientverdict.ControlPassed || !rep.Backed || len(rep.Legs) != 3 {
 		t.Fatalf("control %s backed %t legs %d", rep.Control, rep.Backed, len(rep.Legs))
@@ -287,8 +287,8 @@ func TestClientCannotReadTheTwin(t *testing.T) {
 func TestClientKillingTheTwinIsErrored(t *testing.T) {
 	cli := sandboxtest.Docker(t)
 	a, _ := clientadapter.Builtin("fixture")
-	o := clientrun.Options{Adapter: a, Command: []string{fixtureMount, "--policy", "kill-parent"}, Image: base(t, cli),
-		Mounts: []sandbox.Mount{fixtureClient(t)}, Agent: sandboxtest.Agent(t), RunID: label.NewRunID(), Timeout: 30 * time.Second}
+	o := clientrun.Options{Adapter: a, Command: []string{fixtureMount, "--policy", "kill-parent"}, SessionOptions: sandbox.SessionOptions{Image: base(t, cli),
+		Mounts: []sandbox.Mount{fixtureClient(t)}, Agent: sandboxtest.Agent(t), RunID: label.NewRunID()}, Timeout: 30 * time.Second}
 	sandboxtest.NoLeftovers(t, cli, o.RunID)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
