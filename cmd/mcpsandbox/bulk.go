@@ -42,11 +42,7 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	findingsAt := fs.String("findings-at", "error", "a package's status is findings when it has a finding at or above this severity (critical, error, warning, note)")
 	image := fs.String("image", "mcpsandbox/node:latest", "image npm packages are scanned in (must be in the local engine; never pulled); by default the node image, built from the host's files when missing, by its content tag")
 	node := fs.String("node", "", "the image's node version, for engines ranges (default: the host's node --version: images are built from the host's files)")
-	network := sandbox.DefaultNetwork
-	fs.Var(&network, "network", "the scans' network: sinkhole (default), none, bridge or host")
-	agentPath := fs.String("agent", "", "a static build of mcpsandbox to run as the in-container agent (default: this binary)")
-	startTimeout := fs.Duration("start-timeout", 0, "bound on each server's start and initialize (default 60s)")
-	callTimeout := fs.Duration("call-timeout", 0, "bound on each call (default 30s)")
+	session := sessionFlags(fs, flagNetwork|flagAgent|flagStart|flagCall, stderr)
 	linger := fs.Duration("linger", sandbox.DefaultLinger, "after the last call, keep observing this long; 0: not at all")
 	noReplay := fs.Bool("no-replay", false, "do not replay the calls whose effects raise findings")
 	noBoundary := fs.Bool("no-boundary", false, "leave out the boundary probes")
@@ -124,9 +120,9 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		*image = built.Ref
 	}
-	base := sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Image: *image, Changes: sandbox.ChangesAuto, Network: network,
-		User: images.User(), Limits: sandbox.DefaultLimits(), StartTimeout: *startTimeout, CallTimeout: *callTimeout,
-		ClientInfo: sandbox.DefaultClientInfo(), Disk: sandbox.DefaultDisk, DiskInterval: sandbox.DefaultDiskInterval},
+	base := sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Image: *image, Changes: sandbox.ChangesAuto,
+		User: images.User(), Limits: sandbox.DefaultLimits(), ClientInfo: sandbox.DefaultClientInfo(),
+		Disk: sandbox.DefaultDisk, DiskInterval: sandbox.DefaultDiskInterval},
 		Isolation: sandbox.IsolationSession, Linger: *linger, NoBoundary: *noBoundary}
 	if base.Linger == 0 {
 		base.Linger = -1
@@ -134,11 +130,10 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if *verbose {
 		base.Log = stderr
 	}
-	a, err := sandbox.FindAgent(*agentPath)
-	if err != nil {
+	// The network, the agent, the start and call bounds.
+	if err := session(&base.SessionOptions); err != nil {
 		return err
 	}
-	base.Agent = a
 	npm := bulk.NPM{Cache: *cache, Node: *node}
 	if !*noScripts {
 		npm.Scripts = &bulk.SandboxScripts{Engine: cli, RuntimeImage: *image, Cache: *cache, Timeout: *fetchTimeout,

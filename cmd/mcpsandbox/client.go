@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/clientverdict"
@@ -32,18 +31,16 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	adapterName := fs.String("adapter", "", "how the client is pointed at the server and the model, and told a server is trusted: a built-in ("+strings.Join(clientadapter.Names(), ", ")+") or an adapter file (JSON)")
 	printAdapter := fs.String("print-adapter", "", "print a built-in adapter's file, to start one's own from, and exit")
 	transportName := fs.String("transport", "", "the twin's transport the client is pointed at: stdio or http (default: the adapter's first)")
-	image := fs.String("image", "mcpsandbox/node:latest", "image to run the client in (must be in the local engine; never pulled)")
+	session := sessionFlags(fs, flagImage|flagCode, stderr)
 	prompt := fs.String("prompt", clientrun.DefaultPrompt, "what the client is asked")
 	timeout := fs.Duration("timeout", clientrun.DefaultTimeout, "bound on each client run (each leg)")
-	mounts := fs.StringArray("mount", nil, "HOST:CONTAINER path to mount read-only, for the client's code (repeatable)")
-	pkg := fs.String("package", "", "DIR[:/TARGET]: the client's code, seen at TARGET (default "+sandbox.DefaultPackageTarget+"), writable copy-on-write, never modified")
 	env := fs.StringArray("env", nil, "environment variable KEY=VAL for the client (repeatable)")
 	noControl := fs.Bool("no-control", false, "leave out the positive control (a REFUTED is then unbacked)")
 	format := fs.String("format", "", "report format on stdout or --out: text or json (default: text on a terminal, else json)")
 	out := fs.String("out", "", "write the report to this file instead of stdout")
 	jsonOut := fs.String("json", "", "also write the JSON report to this file")
 	junit := fs.String("junit", "", "also write a JUnit test case to this file")
-	agentPath := fs.String("agent", "", "a static build of mcpsandbox to run as the in-container agent and twin (default: this binary)")
+	agentPath := agentFlag(fs) // looked for only when the client runs
 	verbose := fs.BoolP("verbose", "v", false, "print progress to stderr")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -90,30 +87,10 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 	}
 	opts := clientrun.Options{Command: command, Adapter: a, TwinTransport: *transportName, Prompt: *prompt, ClientEnv: *env,
-		Timeout: *timeout, NoControl: *noControl, SessionOptions: sandbox.SessionOptions{Image: *image, Limits: sandbox.DefaultLimits(), RunID: label.NewRunID()}}
-	for _, m := range *mounts {
-		src, dst, ok := strings.Cut(m, ":")
-		if !ok || src == "" || !strings.HasPrefix(dst, "/") {
-			return usageError{fmt.Sprintf("--mount %q: want HOST:/CONTAINER/PATH", m)}
-		}
-		abs, err := filepath.Abs(src)
-		if err != nil {
-			return usageError{fmt.Sprintf("--mount %q: %v", m, err)}
-		}
-		if _, err := os.Stat(abs); err != nil {
-			return usageError{fmt.Sprintf("--mount %q: %v", m, err)}
-		}
-		opts.Mounts = append(opts.Mounts, sandbox.Mount{Source: abs, Target: dst})
-	}
-	if *pkg != "" {
-		dir, target := *pkg, ""
-		if i := strings.LastIndex(dir, ":"); i >= 0 && strings.HasPrefix(dir[i+1:], "/") {
-			dir, target = dir[:i], dir[i+1:]
-		}
-		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-			return usageError{fmt.Sprintf("--package %q: %q is not a directory", *pkg, dir)}
-		}
-		opts.Package, opts.PackageTarget = dir, target
+		Timeout: *timeout, NoControl: *noControl, SessionOptions: sandbox.SessionOptions{Limits: sandbox.DefaultLimits(), RunID: label.NewRunID()}}
+	// The image, the mounts and the package.
+	if err := session(&opts.SessionOptions); err != nil {
+		return err
 	}
 	if *verbose {
 		opts.Log = stderr

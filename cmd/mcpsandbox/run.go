@@ -17,8 +17,6 @@ import (
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/ci/rules"
-	"github.com/mcpsandbox/mcpsandbox/images"
-	"github.com/mcpsandbox/mcpsandbox/overlay"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 )
 
@@ -61,33 +59,12 @@ func runRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 // runFlags defines run's flags on fs; the function it returns checks
 // them once parsed and fills in the options.
 func runFlags(fs *pflag.FlagSet, stderr io.Writer) (*sandbox.RunOptions, func() error) {
-	limits := sandbox.DefaultLimits()
 	opts := &sandbox.RunOptions{Hints: sandbox.HintsVerified}
 	so := &opts.Session
-	so.Network, so.Changes = sandbox.DefaultNetwork, sandbox.ChangesAuto
-	fs.StringVar(&so.Image, "image", "mcpsandbox/node:latest", "image to run the server in (must be in the local engine; never pulled)")
-	fs.StringVar(&so.Workspace, "workspace", "", "host directory the server sees at /workspace (or at its own path with --same-path), copy-on-write: the server's changes are effects, the directory is never modified")
+	session := sessionFlags(fs, serverFlags, stderr)
 	fs.BoolVar(&opts.SamePath, "same-path", false, "with --workspace: the server sees it at its absolute host path, so the paths a client sends are the server's too (without it, the client's roots under it are translated to /workspace)")
-	pkg := fs.String("package", "", "DIR[:/TARGET]: the server's code, seen at TARGET (default "+sandbox.DefaultPackageTarget+"), copy-on-write")
-	fs.BoolVar(&so.CopyWorkspace, "copy-workspace", false, "copy the workspace and the package into image layers instead of mounting them copy-on-write")
 	env := fs.StringArray("env", nil, "environment variable KEY=VAL for the server, or KEY for the host's value (repeatable)")
 	fs.StringArrayVar(&opts.Secrets, "secret", nil, "NAME of an --env variable whose value is watched as a honeytoken: seen leaving the sandbox, it is a secret-exfiltration finding (repeatable)")
-	fs.StringVar(&so.User, "user", images.User(), "UID[:GID] the server runs as")
-	mounts := fs.StringArray("mount", nil, "HOST:CONTAINER path to mount read-only, for the server's code (repeatable)")
-	fs.DurationVar(&so.StartTimeout, "start-timeout", 0, "bound on the server's start (default 60s)")
-	fs.Int64Var(&limits.Pids, "pids", limits.Pids, "process limit")
-	fs.Int64Var(&limits.MemoryMB, "memory", limits.MemoryMB, "memory limit in MiB")
-	fs.Float64Var(&limits.CPUs, "cpus", limits.CPUs, "CPU limit")
-	hashBudget := fs.Int64("hash-budget", overlay.DefaultHashBudget>>20, "MiB each snapshot may read to compare files by content")
-	disk := byteSize(sandbox.DefaultDisk)
-	fs.Var(&disk, "disk", "bound on the space the server's writes may hold; past it the server is stopped")
-	fs.DurationVar(&so.DiskInterval, "disk-interval", sandbox.DefaultDiskInterval, "how often the disk use is measured")
-	fs.Var(&so.Changes, "changes", "how file effects are read: auto, upperdir or api")
-	fs.IntVar(&so.FileLimits.MaxEntries, "max-files", 0, "entries walked per file snapshot (default 200,000)")
-	agentPath := fs.String("agent", "", "a static build of mcpsandbox to run as the in-container agent (default: this binary)")
-	noAgent := fs.Bool("no-agent", false, "run without the agent: processes and network attempts are not recorded")
-	fs.Var(&so.Network, "network", "sinkhole (default), none, bridge or host (the server can reach other machines)")
-	transport := transportFlags(fs)
 	policyFile := fs.String("policy", "", "policy file (as for scan); its run section says per rule or tool: log, correct or deny")
 	verdictsFile := fs.String("verdicts", "", "a scan's JSON report: its findings correct the liars' hints (or deny them, by policy) before their first call")
 	fs.Var(&opts.Hints, "hints", "what the client is told of the safety hints: verified (corrected toward the safe side once contradicted), strip (none: clients always ask) or pass (as the server sent them)")
@@ -96,21 +73,9 @@ func runFlags(fs *pflag.FlagSet, stderr io.Writer) (*sandbox.RunOptions, func() 
 	verbose := fs.BoolP("verbose", "v", false, "also print the sandbox's progress to stderr")
 	fs.DurationVar(&opts.StaleAfter, "stale-after", sandbox.DefaultStaleAfter, "a call the server has not answered for this long is ended for its effects (its answer, later, still goes to the client); negative: never")
 	fs.DurationVar(&opts.PhaseInterval, "phase-interval", sandbox.DefaultPhaseInterval, "between calls, how often what the server does on its own is collected as a phase; negative: only at the end")
-	bounds := boundFlags(fs)
 	fs.StringVar(&opts.Name, "name", "", "name of the run (default: the time and the command): its container is kept, stopped, until 'mcpsandbox clean NAME'; 'changes NAME' lists what it changed in the --workspace, 'apply NAME' writes it to the host")
 	rm := fs.Bool("rm", false, "remove the container when the run ends: no named run is kept (its workspace changes are lost)")
-	allowHosts := allowHostFlag(fs)
-	state := stateFlag(fs)
 	return opts, func() error {
-		var err error
-		if so.Bounds, err = bounds(); err != nil {
-			return err
-		}
-		so.Limits = limits
-		if so.FileLimits.HashBudget, err = sessionChecks(*hashBudget, so.DiskInterval, so.User, stderr); err != nil {
-			return err
-		}
-		so.Disk = int64(disk)
 		for _, e := range *env {
 			k, _, ok := strings.Cut(e, "=")
 			if k == "" {
@@ -125,30 +90,16 @@ func runFlags(fs *pflag.FlagSet, stderr io.Writer) (*sandbox.RunOptions, func() 
 			}
 			so.Env = append(so.Env, e)
 		}
-		if so.Mounts, err = parseMounts(*mounts); err != nil {
-			return err
-		}
-		if so.AllowHosts, err = allowHosts(); err != nil {
-			return err
-		}
-		if so.State, err = state(); err != nil {
+		if err := session(so); err != nil {
 			return err
 		}
 		if err := runName(opts, *rm, fs.Args()); err != nil {
 			return err
 		}
-		if so.Workspace != "" {
-			if fi, err := os.Stat(so.Workspace); err != nil || !fi.IsDir() {
-				return usageError{fmt.Sprintf("--workspace %q is not a directory", so.Workspace)}
-			}
-		} else if opts.SamePath {
+		if so.Workspace == "" && opts.SamePath {
 			return usageError{"--same-path needs --workspace"}
 		}
-		if *pkg != "" {
-			if so.Package, so.PackageTarget, err = parsePackage(*pkg); err != nil {
-				return err
-			}
-		}
+		var err error
 		if *policyFile != "" {
 			if opts.Verdict.Policy, err = rules.LoadPolicy(*policyFile); err != nil {
 				return usageError{err.Error()}
@@ -171,19 +122,6 @@ func runFlags(fs *pflag.FlagSet, stderr io.Writer) (*sandbox.RunOptions, func() 
 		}
 		if *verbose {
 			so.Log = stderr
-		}
-		if *noAgent && !fs.Changed("network") {
-			so.Network = sandbox.NetworkNone
-		}
-		if so.Transport, err = transport(so.Network); err != nil {
-			return err
-		}
-		if !*noAgent {
-			a, err := sandbox.FindAgent(*agentPath)
-			if err != nil {
-				return err
-			}
-			so.Agent = a
 		}
 		return nil
 	}
