@@ -25,6 +25,7 @@ func (sc *scanner) scanPerCall() (res Result, err error) {
 	func() {
 		defer sc.close(disc, &derr)
 		if derr != nil {
+			sc.startCut(rep)
 			derr = sc.startError(derr)
 			return
 		}

@@ -50,10 +50,11 @@ func TestRunTimeoutInTheReplaysIsSaid(t *testing.T) {
 	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	opts := fixtureOpts(t, "honest")
-	opts.Timeout = 6 * time.Second
-	deadline := time.Now().Add(opts.Timeout)
+	opts.Timeout = 3 * time.Second
 	opts.Suspects = func(*report.Report) []int {
-		time.Sleep(time.Until(deadline) + 100*time.Millisecond) // past the run's bound, whatever the load
+		// Past the run's bound, whatever the load: the scan began before
+		// its first session, so a whole bound from now is past it.
+		time.Sleep(opts.Timeout + 100*time.Millisecond)
 		return []int{1}
 	}
 	res, err := scan(t, cli, opts)
@@ -72,5 +73,40 @@ func TestRunTimeoutInTheReplaysIsSaid(t *testing.T) {
 	}
 	if n != 1 {
 		t.Errorf("%d run-timeout problems, want 1: %+v", n, r.Problems)
+	}
+}
+
+// TestRunTimeoutInTheStartIsSaid: a --timeout reached before the server's
+// container has started (under load a start takes seconds) leaves an
+// incomplete report with a run-timeout problem, as a bound that cuts a
+// call does, not an engine failure; nothing is left on the engine. The
+// bound here is a nanosecond, so that it is passed whatever the load.
+func TestRunTimeoutInTheStartIsSaid(t *testing.T) {
+	t.Parallel()
+	cli := sandboxtest.Docker(t)
+	for name, iso := range map[string]sandbox.Isolation{"session": sandbox.IsolationSession, "call": sandbox.IsolationCall} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			opts := fixtureOpts(t, "honest")
+			opts.Isolation = iso
+			opts.Timeout = time.Nanosecond
+			res, err := scan(t, cli, opts)
+			if !errors.Is(err, sandbox.ErrIncomplete) {
+				t.Fatalf("scan: %v, want ErrIncomplete", err)
+			}
+			r := res.Report
+			if r.Complete {
+				t.Error("the report says complete")
+			}
+			n := 0
+			for _, p := range r.Problems {
+				if p.Kind == "run-timeout" {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("%d run-timeout problems, want 1: %+v", n, r.Problems)
+			}
+		})
 	}
 }

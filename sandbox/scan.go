@@ -261,7 +261,8 @@ func newScanner(ctx context.Context, cli Engine, opts ScanOptions) (*scanner, er
 		}
 		sc.opts.Log = lw
 	}
-	if reaped, err := ReapAll(sc.ctx, cli); err != nil {
+	if reaped, err := ReapAll(sc.ctx, cli); err != nil && sc.ctx.Err() == nil {
+		// (A reap the run's bound cut is the run-timeout problem's to say.)
 		sc.reaped = append(sc.reaped, report.Problem{Kind: "reap", Message: err.Error()})
 	} else if len(reaped.Removed)+len(reaped.Stopped) > 0 {
 		sc.logf("removed %d and stopped %d container(s) left by runs that died", len(reaped.Removed), len(reaped.Stopped))
@@ -305,9 +306,6 @@ func (sc *scanner) open() (*Session, error) {
 	s.rep.Problems = append(s.rep.Problems, sc.reaped...)
 	sc.reaped = nil
 	sc.mu.Unlock()
-	if err != nil && sc.ctx.Err() != nil {
-		s.rep.Problems = append(s.rep.Problems, sc.why())
-	}
 	return s, err
 }
 
@@ -341,6 +339,7 @@ func (sc *scanner) scanSession() (res Result, err error) {
 		}
 	}()
 	if err != nil {
+		sc.startCut(s.rep)
 		return res, sc.startError(err)
 	}
 	tools, err := sc.list(s)
@@ -368,12 +367,27 @@ func (sc *scanner) scanSession() (res Result, err error) {
 	return res, nil
 }
 
-// startError is what a session that did not start means for the scan.
+// startError is what a session that did not start means for the scan. A
+// start the run's bound (or an interrupt) cut short, however the engine
+// words it, is the run ending early, as a call it cuts is: incomplete,
+// never an engine failure. The caller says why in the report
+// (startCut).
 func (sc *scanner) startError(err error) error {
+	if sc.ctx.Err() != nil && !errors.Is(err, ErrSandboxLost) {
+		return fmt.Errorf("%w: %s: %w", ErrIncomplete, sc.why().Message, err)
+	}
 	if errors.Is(err, ErrServerStart) {
 		return fmt.Errorf("%w: %w", ErrIncomplete, err)
 	}
 	return err
+}
+
+// startCut records in rep why the first session did not start when the
+// run's bound or an interrupt is the reason (see startError).
+func (sc *scanner) startCut(rep *report.Report) {
+	if sc.ctx.Err() != nil {
+		rep.Problems = append(rep.Problems, sc.why())
+	}
 }
 
 // list lists the tools and closes the tools/list phase.

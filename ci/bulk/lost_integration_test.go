@@ -24,6 +24,11 @@ func TestBulkLostPackageFails(t *testing.T) {
 		t.Fatal(bad)
 	}
 	var once sync.Once
+	// The removal from outside is waited for before looking for leftovers:
+	// the runner, its sandbox lost, may end while the engine still removes
+	// the container for the test (state "removing"), which is the test's
+	// removal and not a leftover of the runner.
+	var removing sync.WaitGroup
 	log := &syncBuffer{}
 	log.onLine = func(l string) {
 		if !strings.HasPrefix(l, "call 1: ") {
@@ -31,7 +36,9 @@ func TestBulkLostPackageFails(t *testing.T) {
 		}
 		once.Do(func() {
 			// Not on the writer's goroutine: the scan goes on meanwhile.
+			removing.Add(1)
 			go func() {
+				defer removing.Done()
 				list, err := cli.ContainerList(context.Background(), container.ListOptions{Filters: filters.NewArgs(
 					filters.Arg("label", label.Owner+"="+label.SelfOwner()), filters.Arg("label", label.Kind+"=sandbox"))})
 				if err != nil || len(list) != 1 {
@@ -60,5 +67,6 @@ func TestBulkLostPackageFails(t *testing.T) {
 	if !lost || len(rep.Tools) != 1 {
 		t.Errorf("report: tools %d, problems %+v: want the tool kept and a sandbox-lost problem", len(rep.Tools), rep.Problems)
 	}
+	removing.Wait()
 	noContainersOfThisProcess(t, cli)
 }

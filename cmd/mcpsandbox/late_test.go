@@ -56,7 +56,8 @@ func TestLateWritesArePinnedByReplay(t *testing.T) {
 }
 
 // TestATimerFromALandingInBIsNotBs: a read-only tool A arms a timer that
-// writes while tool B runs. The write is not B's (replaying B after A
+// writes while tool B runs (as B begins, or 1 s after A where B is not
+// called: the replay's control). The write is not B's (replaying B after A
 // with and without B shows it either way): B gets no finding; a
 // server-level readonly-writes finding names A (and B, when B claims to
 // be read-only too) as the candidates, and fails the gate. B's own note
@@ -66,7 +67,7 @@ func TestATimerFromALandingInBIsNotBs(t *testing.T) {
 	for _, b := range []string{"slow_note", "slow_read"} {
 		t.Run(b, func(t *testing.T) {
 			t.Parallel()
-			r := lateScan(t, []string{"timer_write", b}, `[{"tool":"timer_write","arguments":{"ms":300,"name":"a.txt"}},{"tool":"`+b+`","arguments":{"ms":1200,"name":"b"}}]`,
+			r := lateScan(t, []string{"timer_write", b}, `[{"tool":"timer_write","arguments":{"ms":1000,"name":"a.txt","next":true}},{"tool":"`+b+`","arguments":{"ms":2000,"name":"b"}}]`,
 				"--settle", "200ms")
 			for _, f := range r.Findings {
 				if f.Tool != "" {
@@ -96,7 +97,7 @@ func TestATimerFromALandingInBIsNotBs(t *testing.T) {
 // seen in, and the report says replay is off.
 func TestNoReplaySaysSo(t *testing.T) {
 	t.Parallel()
-	r := lateScan(t, []string{"timer_write", "slow_read"}, `[{"tool":"timer_write","arguments":{"ms":300,"name":"a.txt"}},{"tool":"slow_read","arguments":{"ms":1200}}]`,
+	r := lateScan(t, []string{"timer_write", "slow_read"}, `[{"tool":"timer_write","arguments":{"ms":1000,"name":"a.txt","next":true}},{"tool":"slow_read","arguments":{"ms":2000}}]`,
 		"--settle", "200ms", "--no-replay")
 	if r.Sandbox.Replay != "off" || r.Calls[1].Replay != nil {
 		t.Fatalf("replay %q, %+v", r.Sandbox.Replay, r.Calls[1].Replay)

@@ -25,7 +25,7 @@ func TestRoundsOfADeterministicServer(t *testing.T) {
 	}
 	two := decode(t, b)
 	if two.Rounds == nil || two.Rounds.Run != 2 || len(two.Rounds.Unstable) != 0 || two.Summary.Unstable != 0 {
-		t.Fatalf("rounds %+v, summary %+v: want 2 run, none unstable", two.Rounds, two.Summary)
+		t.Fatalf("rounds %+v, summary %+v: want 2 run, none unstable; problems %+v; report %s", two.Rounds, two.Summary, two.Problems, b)
 	}
 	if len(two.Findings) == 0 {
 		t.Fatal("no findings from the liar")
