@@ -125,7 +125,7 @@ func (g *frameGate) matchID(s *frameScan, msg []byte) []byte {
 	if g.passAsRead {
 		return msg // the relay matches it itself, and gives the client's own id
 	}
-	out, err := replaceMember(msg, "id", []byte(match))
+	out, err := wire.ReplaceMember(msg, "id", []byte(match))
 	if err != nil {
 		return msg
 	}

@@ -50,8 +50,8 @@ func DefaultBounds() Bounds {
 		MaxResultText: DefaultMaxResultText, MaxTranscript: DefaultMaxTranscript}
 }
 
-// withDefaults fills in the zero fields.
-func (b Bounds) withDefaults() Bounds {
+// WithDefaults is b with its zero fields filled in.
+func (b Bounds) WithDefaults() Bounds {
 	d := DefaultBounds()
 	for _, f := range []struct {
 		v   *int

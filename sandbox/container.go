@@ -1,7 +1,3 @@
-// Package sandbox runs an untrusted MCP server in a disposable, hardened
-// Docker container and speaks MCP to it over the container's stdio: the
-// container's lifecycle, the MCP session over the attach stream, the scan's
-// phases, and the evidence (transcript, stderr) they leave.
 package sandbox
 
 import (

@@ -345,7 +345,7 @@ type frameGate struct {
 const maxRefusalsKept = 64
 
 func newFrameGate(b Bounds) *frameGate {
-	return &frameGate{bounds: b.withDefaults(), byID: map[string]refusal{}, digests: map[string]digest{}, lastSent: map[string]string{}, waiting: map[string]bool{}, ambSeen: map[report.Ambiguity]bool{}}
+	return &frameGate{bounds: b.WithDefaults(), byID: map[string]refusal{}, digests: map[string]digest{}, lastSent: map[string]string{}, waiting: map[string]bool{}, ambSeen: map[report.Ambiguity]bool{}}
 }
 
 // passed notes a response to a request of ours that went through, for

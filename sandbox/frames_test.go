@@ -128,10 +128,10 @@ func TestFilterRefusesOverBound(t *testing.T) {
 // TestBoundsDefaults: zero fields take the defaults, and the nesting bound
 // stays under the SDK's, past which the SDK would close the session.
 func TestBoundsDefaults(t *testing.T) {
-	if b := (Bounds{}).withDefaults(); b != DefaultBounds() {
+	if b := (Bounds{}).WithDefaults(); b != DefaultBounds() {
 		t.Errorf("%+v, want %+v", b, DefaultBounds())
 	}
-	if b := (Bounds{MaxDepth: 5000}).withDefaults(); b.MaxDepth >= sdkMaxDepth {
+	if b := (Bounds{MaxDepth: 5000}).WithDefaults(); b.MaxDepth >= sdkMaxDepth {
 		t.Errorf("depth bound %d, not under the SDK's %d", b.MaxDepth, sdkMaxDepth)
 	}
 }

@@ -129,7 +129,7 @@ func TestTransportCheck(t *testing.T) {
 			t.Errorf("%+v on %v: %v, want %q", tc.t, tc.network, err, tc.want)
 		}
 	}
-	if p := (Transport{Kind: TransportSSE}).withDefaults().Path; p != DefaultSSEPath {
+	if p := (Transport{Kind: TransportSSE}).WithDefaults().Path; p != DefaultSSEPath {
 		t.Errorf("sse path %q", p)
 	}
 }

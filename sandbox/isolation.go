@@ -177,7 +177,7 @@ func mergeCall(rep, sub *report.Report, first int) {
 		default:
 			continue
 		}
-		if !empty(p.Effects) {
+		if !p.Effects.Empty() {
 			rep.Phases = append(rep.Phases, p)
 		}
 	}

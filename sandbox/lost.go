@@ -323,3 +323,7 @@ func (s *Session) lostNow() string {
 	}
 	return s.ctr.life.lostWhy()
 }
+
+// Lost is the loss recorded so far (wrapping ErrSandboxLost; nil: none):
+// after Close, whether the session's sandbox was lost at all.
+func (s *Session) Lost() error { return s.lost }

@@ -309,6 +309,15 @@ func (st RunStore) Remove(ctx context.Context, cli RunEngine, name string) error
 	return nil
 }
 
+// Forget drops name's record where its run made no container (the image
+// is missing, the engine refused it): nothing is kept, the name is free.
+func (st RunStore) Forget(name string) error {
+	if err := os.RemoveAll(st.runDir(name)); err != nil {
+		return fmt.Errorf("forgetting run %s: %w", name, err)
+	}
+	return nil
+}
+
 // Containers are the ids of the runs' containers (for clean to leave).
 func (st RunStore) Containers() (map[string]bool, error) {
 	runs, err := st.List()

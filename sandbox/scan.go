@@ -634,9 +634,9 @@ const (
 	methodNotFound     = "MCP error -32601:"
 )
 
-// decodeTool reads one raw tool, keeping annotations and schemas as sent
+// DecodeTool reads one raw tool, keeping annotations and schemas as sent
 // and telling "not declared" from "declared false" for each hint.
-func decodeTool(raw json.RawMessage) (report.Tool, error) {
+func DecodeTool(raw json.RawMessage) (report.Tool, error) {
 	var t struct {
 		Name         string          `json:"name"`
 		Title        string          `json:"title"`

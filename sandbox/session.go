@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -260,8 +259,8 @@ func newSession(cli Engine, opts SessionOptions) *Session {
 	if opts.User == "" {
 		opts.User = images.User()
 	}
-	opts.Bounds = opts.Bounds.withDefaults()
-	opts.Transport = opts.Transport.withDefaults()
+	opts.Bounds = opts.Bounds.WithDefaults()
+	opts.Transport = opts.Transport.WithDefaults()
 	rep := report.New()
 	rep.Server.Command = append([]string{}, opts.Argv...)
 	rep.Server.Image = opts.Image
@@ -749,7 +748,7 @@ const maxUnhashedNamed = 20
 // "between" phase is kept only when something happened in it.
 func (s *Session) Phase(ctx context.Context, name string, after int) {
 	eff := s.Mark(ctx, false, after)
-	if name == "between" && empty(eff) {
+	if name == "between" && eff.Empty() {
 		return
 	}
 	s.rep.Phases = append(s.rep.Phases, report.Phase{Name: name, After: after, Effects: eff})
@@ -821,7 +820,7 @@ func (s *Session) ListTools(ctx context.Context) ([]report.Tool, error) {
 			if cut != "" && len(tools) >= b.MaxTools {
 				break
 			}
-			tool, err := decodeTool(rt)
+			tool, err := DecodeTool(rt)
 			if err != nil {
 				s.problem("protocol", 0, "%s", s.clip(err.Error()))
 				continue
@@ -1056,18 +1055,7 @@ func (s *Session) disclosed(v any) []string {
 	if err != nil {
 		return nil // it was decoded from JSON: it encodes
 	}
-	return roles(s.opts.Secrets(string(raw)))
-}
-
-// roles are names as the report's roles ("<github-token>"), once each,
-// sorted.
-func roles(names []string) []string {
-	var out []string
-	for _, n := range names {
-		out = append(out, "<"+n+">")
-	}
-	slices.Sort(out)
-	return slices.Compact(out)
+	return report.Roles(s.opts.Secrets(string(raw)))
 }
 
 // Structured is the last call's structuredContent, nil when it had none.
@@ -1134,9 +1122,9 @@ func (s *Session) Close(ctx context.Context) error {
 	return errors.Join(s.closeErr, s.lost)
 }
 
-// exitGrace is how long teardown lets the server exit on its own once
+// ExitGrace is how long teardown lets the server exit on its own once
 // its stdin is closed.
-const exitGrace = 2 * time.Second
+const ExitGrace = 2 * time.Second
 
 // Kept is the id of the container Keep left behind, after Close.
 func (s *Session) Kept() string { return s.kept }
@@ -1213,7 +1201,7 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 	// exit on its own, so its exit status is its own, not our kill's.
 	// Not past the run's deadline, though: a scan that timed out is
 	// incomplete, and its teardown is bounded too.
-	grace := time.Now().Add(exitGrace)
+	grace := time.Now().Add(ExitGrace)
 	if s.opts.Transport.Kind.OverHTTP() {
 		// Nothing tells a server over HTTP to end: it is stopped at once.
 		grace = time.Now()
@@ -1297,7 +1285,7 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 		if s.rep.Server.Instructions != "" {
 			found = append(found, s.opts.Secrets(s.rep.Server.Instructions)...)
 		}
-		s.rep.Server.StderrDisclosed = roles(found)
+		s.rep.Server.StderrDisclosed = report.Roles(found)
 	}
 	s.rep.Server.StdoutNoise, s.rep.Server.StdoutNoiseSample = s.noise.snapshot()
 	s.rep.Server.Ambiguities, s.rep.Server.AmbiguitiesOmitted = s.gate.ambiguities()
@@ -1391,10 +1379,6 @@ func (s *Session) teardownErr(errs []error) error {
 		s.problem("teardown", 0, "%s", report.OneLine(err.Error()))
 	}
 	return err
-}
-
-func empty(e report.Effects) bool {
-	return len(e.Files) == 0 && len(e.Processes) == 0 && len(e.Network) == 0 && e.FilesOmitted == 0 && !e.FilesTruncated && e.FilesUnhashed == 0
 }
 
 func setDefault(d *time.Duration, v time.Duration) {

@@ -69,7 +69,7 @@ func (sc *scanner) readSurfaces(s *Session) (ended string) {
 	if !caps.resources && !caps.prompts {
 		return "" // completion is about prompts and templates
 	}
-	if eff := s.Mark(sc.ctx, false, 0); !empty(eff) {
+	if eff := s.Mark(sc.ctx, false, 0); !eff.Empty() {
 		s.rep.Phases = append(s.rep.Phases, report.Phase{Name: phaseBeforeReads, Effects: eff})
 	}
 	canary := probes.DefaultCanary()

@@ -158,7 +158,7 @@ func (sc *scanner) listAgain(s *Session, where string, call int) {
 	before := len(s.rep.Problems)
 	tools, err := s.ListTools(sc.ctx)
 	s.rep.Problems = dedupProblems(s.rep.Problems, before)
-	if eff := s.Mark(sc.ctx, false, call); !empty(eff) {
+	if eff := s.Mark(sc.ctx, false, call); !eff.Empty() {
 		s.rep.Phases = append(s.rep.Phases, report.Phase{Name: "tools/list", After: call, Effects: eff})
 	}
 	if err != nil {

@@ -65,7 +65,7 @@ const (
 )
 
 // withDefaults fills in the kind and the path.
-func (t Transport) withDefaults() Transport {
+func (t Transport) WithDefaults() Transport {
 	if t.Kind == 0 {
 		t.Kind = TransportStdio
 	}
@@ -82,7 +82,7 @@ func (t Transport) withDefaults() Transport {
 
 // Check says what is wrong with t for a server on network, if anything.
 func (t Transport) Check(network NetworkMode) error {
-	t = t.withDefaults()
+	t = t.WithDefaults()
 	switch t.Kind {
 	case TransportStdio:
 		if t.Port != 0 || t.Path != "" || len(t.Headers) > 0 {

@@ -176,3 +176,14 @@ func nonEmpty(ps []Placeholder) []Placeholder {
 	}
 	return out
 }
+
+// Roles are names as the report's roles ("<github-token>"), once each,
+// sorted.
+func Roles(names []string) []string {
+	var out []string
+	for _, n := range names {
+		out = append(out, "<"+n+">")
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}

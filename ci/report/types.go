@@ -200,6 +200,10 @@ type Server struct {
 	Endpoint  string `json:"endpoint,omitempty"`
 }
 
+// RuleAmbiguousMessage is the rule (ci/rules) that an Ambiguity raises,
+// named here too so that a report's own text can name it.
+const RuleAmbiguousMessage = "ambiguous-message"
+
 // Ambiguity is one place in a server's message that two mainstream
 // readers read otherwise: the judge read it one way, a client may act on
 // another.
@@ -543,6 +547,13 @@ type Effects struct {
 	// 1): its resource limits, scheduling or CPUs, which the kernel lets a
 	// process of the same user change. Each was refused (EPERM).
 	Tamper []Tamper `json:"tamper,omitempty"`
+}
+
+// Empty reports whether nothing was seen: no file, process or network
+// attempt, none omitted, unhashed or cut off. (A refused tamper is the
+// agent's to tell, not an effect a quiet call lacks.)
+func (e Effects) Empty() bool {
+	return len(e.Files) == 0 && len(e.Processes) == 0 && len(e.Network) == 0 && e.FilesOmitted == 0 && !e.FilesTruncated && e.FilesUnhashed == 0
 }
 
 // Tamper is one refused call aimed at the agent.

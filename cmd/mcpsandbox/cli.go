@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mcpsandbox/mcpsandbox/ci/bulk"
 	"io"
 	"os"
 	"runtime/debug"
 
 	"github.com/spf13/pflag"
 
+	"github.com/mcpsandbox/mcpsandbox/ci/bulk"
 	"github.com/mcpsandbox/mcpsandbox/ci/gate"
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"

@@ -18,6 +18,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/ci/rules"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/proxy"
 )
 
 const runSynopsis = "run [flags] -- COMMAND [ARG...] | run --print-config vscode|claude|generic [flags] -- COMMAND [ARG...]"
@@ -52,14 +53,14 @@ func runRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if opts.Log != nil {
 		defer opts.Log.(io.Closer).Close()
 	}
-	_, err = sandbox.Run(ctx, cli, *opts)
+	_, err = proxy.Run(ctx, cli, *opts)
 	return err
 }
 
 // runFlags defines run's flags on fs; the function it returns checks
 // them once parsed and fills in the options.
-func runFlags(fs *pflag.FlagSet, stderr io.Writer) (*sandbox.RunOptions, func() error) {
-	opts := &sandbox.RunOptions{Hints: sandbox.HintsVerified}
+func runFlags(fs *pflag.FlagSet, stderr io.Writer) (*proxy.RunOptions, func() error) {
+	opts := &proxy.RunOptions{Hints: proxy.HintsVerified}
 	so := &opts.Session
 	session := sessionFlags(fs, serverFlags, stderr)
 	fs.BoolVar(&opts.SamePath, "same-path", false, "with --workspace: the server sees it at its absolute host path, so the paths a client sends are the server's too (without it, the client's roots under it are translated to /workspace)")
@@ -71,8 +72,8 @@ func runFlags(fs *pflag.FlagSet, stderr io.Writer) (*sandbox.RunOptions, func() 
 	logFile := fs.String("log", "", "append one JSON line per call, phase, finding and hint correction to this file")
 	quiet := fs.BoolP("quiet", "q", false, "no human lines on stderr")
 	verbose := fs.BoolP("verbose", "v", false, "also print the sandbox's progress to stderr")
-	fs.DurationVar(&opts.StaleAfter, "stale-after", sandbox.DefaultStaleAfter, "a call the server has not answered for this long is ended for its effects (its answer, later, still goes to the client); negative: never")
-	fs.DurationVar(&opts.PhaseInterval, "phase-interval", sandbox.DefaultPhaseInterval, "between calls, how often what the server does on its own is collected as a phase; negative: only at the end")
+	fs.DurationVar(&opts.StaleAfter, "stale-after", proxy.DefaultStaleAfter, "a call the server has not answered for this long is ended for its effects (its answer, later, still goes to the client); negative: never")
+	fs.DurationVar(&opts.PhaseInterval, "phase-interval", proxy.DefaultPhaseInterval, "between calls, how often what the server does on its own is collected as a phase; negative: only at the end")
 	fs.StringVar(&opts.Name, "name", "", "name of the run (default: the time and the command): its container is kept, stopped, until 'mcpsandbox clean NAME'; 'changes NAME' lists what it changed in the --workspace, 'apply NAME' writes it to the host")
 	rm := fs.Bool("rm", false, "remove the container when the run ends: no named run is kept (its workspace changes are lost)")
 	return opts, func() error {
@@ -129,8 +130,8 @@ func runFlags(fs *pflag.FlagSet, stderr io.Writer) (*sandbox.RunOptions, func() 
 
 // runName names the run: --name, or the time and the command; none
 // with --rm. A name taken is refused here, before anything starts
-// (sandbox.Run refuses it again, should another run take it meanwhile).
-func runName(opts *sandbox.RunOptions, rm bool, argv []string) error {
+// (proxy.Run refuses it again, should another run take it meanwhile).
+func runName(opts *proxy.RunOptions, rm bool, argv []string) error {
 	if rm {
 		if opts.Name != "" {
 			return usageError{"--name and --rm together: a named run is kept"}

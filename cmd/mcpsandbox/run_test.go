@@ -21,8 +21,8 @@ import (
 	"github.com/docker/docker/client"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/proxy"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
 )
 
@@ -108,15 +108,15 @@ func runProxy(t *testing.T, opts *mcp.ClientOptions, args ...string) (*mcp.Clien
 }
 
 // readLog reads run's --log records.
-func readLog(t *testing.T, path string) []sandbox.RunRecord {
+func readLog(t *testing.T, path string) []proxy.RunRecord {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []sandbox.RunRecord
+	var out []proxy.RunRecord
 	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
-		var r sandbox.RunRecord
+		var r proxy.RunRecord
 		if err := json.Unmarshal(line, &r); err != nil {
 			t.Fatalf("log line %q: %v", line, err)
 		}

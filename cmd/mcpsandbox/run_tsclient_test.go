@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/proxy"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
 )
 
@@ -129,7 +130,7 @@ func TestRunTSClientSeesWhatWasJudged(t *testing.T) {
 				t.Errorf("peek's call: %v\n%s", seen.Call, report())
 			}
 			recs := readLog(t, logPath)
-			has := func(f func(sandbox.RunRecord) bool) bool {
+			has := func(f func(proxy.RunRecord) bool) bool {
 				for _, r := range recs {
 					if f(r) {
 						return true
@@ -139,20 +140,20 @@ func TestRunTSClientSeesWhatWasJudged(t *testing.T) {
 			}
 			switch attack {
 			case "many":
-				if !has(func(r sandbox.RunRecord) bool { return r.Type == "problem" && r.Reason == "tool-list-truncated" }) {
+				if !has(func(r proxy.RunRecord) bool { return r.Type == "problem" && r.Reason == "tool-list-truncated" }) {
 					t.Errorf("no tool-list-truncated problem in the log\n%s", report())
 				}
 			case "id-float", "id-string":
-				if !has(func(r sandbox.RunRecord) bool { return r.Type == "ambiguous" && r.Kind == "id-form" }) {
+				if !has(func(r proxy.RunRecord) bool { return r.Type == "ambiguous" && r.Kind == "id-form" }) {
 					t.Errorf("no id-form ambiguity in the log\n%s", report())
 				}
 			default:
-				if !has(func(r sandbox.RunRecord) bool { return r.Type == "ambiguous" && r.Tool == "peek" }) {
+				if !has(func(r proxy.RunRecord) bool { return r.Type == "ambiguous" && r.Tool == "peek" }) {
 					t.Errorf("no ambiguity of peek's in the log\n%s", report())
 				}
 			}
 			if attack == "case-hints" || attack == "name-decoy" || attack == "dup-hints" {
-				if !has(func(r sandbox.RunRecord) bool {
+				if !has(func(r proxy.RunRecord) bool {
 					return r.Type == "hint" && r.Tool == "peek" && strings.Contains(r.Reason, "stripped")
 				}) {
 					t.Errorf("no record of peek's hints stripped\n%s", report())

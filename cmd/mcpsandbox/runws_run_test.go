@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/proxy"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
 )
 
@@ -200,7 +201,7 @@ func TestRunName(t *testing.T) {
 		t.Fatal(err)
 	}
 	argv := []string{"npx", "-y", "@scope/server-files"}
-	opts := &sandbox.RunOptions{}
+	opts := &proxy.RunOptions{}
 	if err := runName(opts, false, argv); err != nil || !strings.HasSuffix(opts.Name, "-server-files") {
 		t.Fatalf("default name %q %v", opts.Name, err)
 	}
@@ -209,23 +210,23 @@ func TestRunName(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The same second, or another: either way a name not taken.
-	opts = &sandbox.RunOptions{}
+	opts = &proxy.RunOptions{}
 	if err := runName(opts, false, argv); err != nil || opts.Name == first {
 		t.Errorf("second default name %q %v (first %q)", opts.Name, err, first)
 	}
-	opts = &sandbox.RunOptions{Name: first}
+	opts = &proxy.RunOptions{Name: first}
 	if err := runName(opts, false, argv); !isUsage(err) || !strings.Contains(err.Error(), "exists") {
 		t.Errorf("--name taken: %v", err)
 	}
-	opts = &sandbox.RunOptions{Name: "../up"}
+	opts = &proxy.RunOptions{Name: "../up"}
 	if err := runName(opts, false, argv); !isUsage(err) {
 		t.Errorf("--name ../up: %v", err)
 	}
-	opts = &sandbox.RunOptions{Name: "x"}
+	opts = &proxy.RunOptions{Name: "x"}
 	if err := runName(opts, true, argv); !isUsage(err) {
 		t.Errorf("--name with --rm: %v", err)
 	}
-	opts = &sandbox.RunOptions{}
+	opts = &proxy.RunOptions{}
 	if err := runName(opts, true, argv); err != nil || opts.Name != "" {
 		t.Errorf("--rm: name %q %v", opts.Name, err)
 	}

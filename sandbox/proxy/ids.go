@@ -1,4 +1,4 @@
-package sandbox
+package proxy
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ import (
 // whose definition two readers read differently is listed without its
 // safety hints. The session's stdout filter reads each line first,
 // records its ambiguities in the report (and the run log, through
-// SessionOptions.Ambiguity) and passes it on as it came, cleaned
+// sandbox.SessionOptions.Ambiguity) and passes it on as it came, cleaned
 // (frameGate.passAsRead), so the relay finds them in the line itself.
 
 // lineAmb is where one line the relay read was ambiguous.

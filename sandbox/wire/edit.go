@@ -1,41 +1,40 @@
-package sandbox
+package wire
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-
-	"github.com/mcpsandbox/mcpsandbox/sandbox/wire"
 )
 
 // Editing a message in place: encoding/json compacts a RawMessage it
-// marshals and sorts a map's keys, so a message the proxy rewrites would
+// marshals and sorts a map's keys, so a message a proxy rewrites would
 // change everywhere. These keep every value they do not touch as it was
 // sent, and the keys in their order. They split a message at its
-// members and never decode a value: a key is read with wire.Unmarshal
+// members and never decode a value: a key is read with Unmarshal
 // (case-sensitive, as the judge reads), and nothing else is interpreted.
-// What the server sent is canonical by then (wire.Read), so no key is
+// What the server sent is canonical by then (Read), so no key is
 // there twice.
 
-// field is one member of a JSON object, its value as sent.
-type field struct {
+// Member is one member of a JSON object, its value as sent.
+type Member struct {
 	Key string
 	Val json.RawMessage
 }
 
-type object []field
+// Object is a JSON object's members in their order, values as sent.
+type Object []Member
 
 var errNotJSON = errors.New("not JSON")
 
-// parseObject reads a JSON object, keeping its members' order and values.
-func parseObject(b []byte) (object, error) {
+// ParseObject reads a JSON object, keeping its members' order and values.
+func ParseObject(b []byte) (Object, error) {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return nil, fmt.Errorf("not a JSON object")
 	}
 	i = skipSpace(b, i+1)
-	out := object{}
+	out := Object{}
 	if i < len(b) && b[i] == '}' {
 		return out, trailing(b, i+1)
 	}
@@ -48,7 +47,7 @@ func parseObject(b []byte) (object, error) {
 			return nil, err
 		}
 		var k string
-		if err := wire.Unmarshal(b[i:end], &k); err != nil {
+		if err := Unmarshal(b[i:end], &k); err != nil {
 			return nil, err
 		}
 		i = skipSpace(b, end)
@@ -60,7 +59,7 @@ func parseObject(b []byte) (object, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, field{k, json.RawMessage(b[i:vend])})
+		out = append(out, Member{k, json.RawMessage(b[i:vend])})
 		i = skipSpace(b, vend)
 		if i >= len(b) {
 			return nil, errNotJSON
@@ -76,8 +75,8 @@ func parseObject(b []byte) (object, error) {
 	}
 }
 
-// parseArray reads a JSON array, keeping its elements as sent.
-func parseArray(b []byte) ([]json.RawMessage, error) {
+// ParseArray reads a JSON array, keeping its elements as sent.
+func ParseArray(b []byte) ([]json.RawMessage, error) {
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '[' {
 		return nil, fmt.Errorf("not a JSON array")
@@ -140,7 +139,7 @@ func scanString(b []byte, i int) (int, error) {
 // scanValue returns the end of the value at b[i]. Its scalars are only
 // delimited, not checked: the messages edited here are JSON already.
 func scanValue(b []byte, i, depth int) (int, error) {
-	if i >= len(b) || depth > wire.MaxDepth {
+	if i >= len(b) || depth > MaxDepth {
 		return 0, errNotJSON
 	}
 	switch b[i] {
@@ -197,8 +196,8 @@ func scanValue(b []byte, i, depth int) (int, error) {
 	return j, nil
 }
 
-// get is the value of key (the last, as every reader takes duplicates).
-func (o object) get(key string) (json.RawMessage, bool) {
+// Get is the value of key (the last, as every reader takes duplicates).
+func (o Object) Get(key string) (json.RawMessage, bool) {
 	for i := len(o) - 1; i >= 0; i-- {
 		if o[i].Key == key {
 			return o[i].Val, true
@@ -207,8 +206,8 @@ func (o object) get(key string) (json.RawMessage, bool) {
 	return nil, false
 }
 
-// set replaces key's value (every duplicate), or adds it at the end.
-func (o object) set(key string, v json.RawMessage) object {
+// Set replaces key's value (every duplicate), or adds it at the end.
+func (o Object) Set(key string, v json.RawMessage) Object {
 	found := false
 	for i := range o {
 		if o[i].Key == key {
@@ -216,13 +215,13 @@ func (o object) set(key string, v json.RawMessage) object {
 		}
 	}
 	if !found {
-		o = append(o, field{key, v})
+		o = append(o, Member{key, v})
 	}
 	return o
 }
 
-// del removes key.
-func (o object) del(key string) (object, bool) {
+// Del removes key.
+func (o Object) Del(key string) (Object, bool) {
 	out, did := o[:0], false
 	for _, f := range o {
 		if f.Key == key {
@@ -234,7 +233,7 @@ func (o object) del(key string) (object, bool) {
 	return out, did
 }
 
-func (o object) encode() json.RawMessage {
+func (o Object) Encode() json.RawMessage {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for i, f := range o {
@@ -250,10 +249,20 @@ func (o object) encode() json.RawMessage {
 	return b.Bytes()
 }
 
-func encodeArray(vs []json.RawMessage) json.RawMessage {
+func EncodeArray(vs []json.RawMessage) json.RawMessage {
 	parts := make([][]byte, len(vs))
 	for i, v := range vs {
 		parts[i] = v
 	}
 	return append(append([]byte{'['}, bytes.Join(parts, []byte{','})...), ']')
+}
+
+// ReplaceMember is line (one JSON object and its newline) with key's value
+// replaced by v, everything else as sent.
+func ReplaceMember(line []byte, key string, v json.RawMessage) ([]byte, error) {
+	m, err := ParseObject(line)
+	if err != nil {
+		return nil, err
+	}
+	return append(m.Set(key, v).Encode(), '\n'), nil
 }

@@ -1,12 +1,10 @@
-package sandbox
+package proxy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -17,8 +15,8 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
 	"github.com/mcpsandbox/mcpsandbox/overlay"
+	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
-	"github.com/mcpsandbox/mcpsandbox/sandbox/wire"
 )
 
 // RunOptions configure `mcpsandbox run`: one server in one sandbox, for
@@ -31,7 +29,7 @@ type RunOptions struct {
 	// its AllowHosts (--allow-host) are the policy's allowed hosts too,
 	// so that reaching them is no open-world finding. Not embedded: run's
 	// own Log and Secrets are not the session's.
-	Session SessionOptions
+	Session sandbox.SessionOptions
 	// SamePath mounts the workspace at its absolute host path, so that the
 	// paths a client sends in arguments are the server's too. Without it,
 	// the client's file roots under the workspace are translated to
@@ -72,8 +70,8 @@ type RunOptions struct {
 	// `changes`, `apply` and `clean` (empty: the container is removed,
 	// as with --rm).
 	Name string
-	// Store is where a named run is recorded (zero: DefaultRunStore).
-	Store RunStore
+	// Store is where a named run is recorded (zero: sandbox.DefaultRunStore).
+	Store sandbox.RunStore
 }
 
 // DefaultPhaseInterval is how often run collects, between calls, what the
@@ -97,7 +95,7 @@ type RunResult struct {
 // to it until the client closes its stdin, the server exits or ctx ends;
 // then the container is stopped and removed (teardown: see endRun) and
 // the log has the last record.
-func Run(ctx context.Context, cli Engine, opts RunOptions) (RunResult, error) {
+func Run(ctx context.Context, cli sandbox.Engine, opts RunOptions) (RunResult, error) {
 	so, roots, err := opts.sessionOptions()
 	if err != nil {
 		return RunResult{}, err
@@ -115,13 +113,13 @@ func Run(ctx context.Context, cli Engine, opts RunOptions) (RunResult, error) {
 	log.record(RunRecord{Type: "start", Message: strings.Join(so.Argv, " ")}, "starting "+report.OneLine(strings.Join(so.Argv, " "))+" in a sandbox")
 	// As a scan does: containers of runners that died are removed, and a
 	// kept one still running is stopped.
-	if reaped, err := ReapAll(ctx, cli); err != nil {
+	if reaped, err := sandbox.ReapAll(ctx, cli); err != nil {
 		log.record(RunRecord{Type: "problem", Reason: "reap", Message: err.Error()}, "reap: "+report.OneLine(err.Error()))
 	} else if n := len(reaped.Removed) + len(reaped.Stopped); n > 0 {
 		msg := fmt.Sprintf("removed %d and stopped %d container(s) left by runs that died", len(reaped.Removed), len(reaped.Stopped))
 		log.record(RunRecord{Type: "reap", Message: msg}, msg)
 	}
-	s, stdio, err := OpenRaw(ctx, cli, so)
+	s, stdio, err := sandbox.OpenRaw(ctx, cli, so)
 	res := RunResult{Report: s.Report()}
 	if err != nil {
 		res.Ended = "the server did not start"
@@ -147,8 +145,8 @@ func Run(ctx context.Context, cli Engine, opts RunOptions) (RunResult, error) {
 		verd.Policy.AllowedHosts = append(verd.Policy.AllowedHosts, h.Host)
 	}
 	r := newRelay(m, relayOptions{Hints: opts.Hints, Verdict: verd, Preload: opts.Preload, PhaseInterval: max(interval, 0),
-		StaleAfter: opts.StaleAfter, Secrets: so.Secrets, Roots: roots, Log: log, Expect: s.expect, Answered: s.answered,
-		MaxTools: so.Bounds.withDefaults().MaxTools, Notes: notes})
+		StaleAfter: opts.StaleAfter, Secrets: so.Secrets, Roots: roots, Log: log, Expect: s.ExpectAnswer, Answered: s.Answered,
+		MaxTools: so.Bounds.WithDefaults().MaxTools, Notes: notes})
 	why := r.run(ctx, opts.Stdin, opts.Stdout, stdio.Reader, stdio.Writer)
 	switch {
 	case ctx.Err() != nil:
@@ -157,20 +155,20 @@ func Run(ctx context.Context, cli Engine, opts RunOptions) (RunResult, error) {
 		res.Ended = why.Error()
 	}
 	endRun(ctx, s, log, named, res.Ended)
-	if s.lost != nil {
+	if s.Lost() != nil {
 		// A run whose sandbox someone else removed, killed or paused is
 		// no result: the runner exits 2, as scan does.
-		return res, s.lost
+		return res, s.Lost()
 	}
 	return res, nil
 }
 
 // endRun is the one place a run's container goes: the session's teardown
 // (stdin closed, a moment to exit, killed, the last effects read,
-// removed unless Session.Keep), then the end record with the teardown's
+// removed unless SessionOptions.Keep), then the end record with the teardown's
 // effects and the session's problems. A named run's container is kept,
 // stopped, and its record says where.
-func endRun(ctx context.Context, s *Session, log *runLog, named *namedRun, why string) {
+func endRun(ctx context.Context, s *sandbox.Session, log *runLog, named *namedRun, why string) {
 	err := s.Close(ctx)
 	named.ended(s, log)
 	rep := s.Report()
@@ -196,26 +194,26 @@ func endRun(ctx context.Context, s *Session, log *runLog, named *namedRun, why s
 // container, with the workspace's baseline, so that a name taken is
 // refused before anything starts; completed once the container is kept.
 type namedRun struct {
-	store RunStore
-	meta  RunMeta
+	store sandbox.RunStore
+	meta  sandbox.RunMeta
 }
 
 // startNamed records the named run (nil: the run is not named).
-func (o RunOptions) startNamed(so SessionOptions) (*namedRun, error) {
+func (o RunOptions) startNamed(so sandbox.SessionOptions) (*namedRun, error) {
 	if o.Name == "" {
 		return nil, nil
 	}
-	if err := CheckRunName(o.Name); err != nil {
+	if err := sandbox.CheckRunName(o.Name); err != nil {
 		return nil, fmt.Errorf("run: %w", err)
 	}
 	st := o.Store
 	if st.Root == "" {
 		var err error
-		if st, err = DefaultRunStore(); err != nil {
+		if st, err = sandbox.DefaultRunStore(); err != nil {
 			return nil, err
 		}
 	}
-	n := &namedRun{store: st, meta: RunMeta{Name: o.Name, Command: so.Argv, Image: so.Image, Created: time.Now().UTC(), State: RunRunning}}
+	n := &namedRun{store: st, meta: sandbox.RunMeta{Name: o.Name, Command: so.Argv, Image: so.Image, Created: time.Now().UTC(), State: sandbox.RunRunning}}
 	if so.State != nil {
 		n.meta.StateName = so.State.Name
 	}
@@ -239,7 +237,7 @@ func (o RunOptions) startNamed(so SessionOptions) (*namedRun, error) {
 
 // started records the running container, so that `runs` finds it (and
 // its state) even if the runner is killed before the end.
-func (n *namedRun) started(s *Session, log *runLog) {
+func (n *namedRun) started(s *sandbox.Session, log *runLog) {
 	if n == nil {
 		return
 	}
@@ -250,7 +248,7 @@ func (n *namedRun) started(s *Session, log *runLog) {
 }
 
 // ended records the kept, stopped container.
-func (n *namedRun) ended(s *Session, log *runLog) {
+func (n *namedRun) ended(s *sandbox.Session, log *runLog) {
 	if n == nil {
 		return
 	}
@@ -258,12 +256,12 @@ func (n *namedRun) ended(s *Session, log *runLog) {
 	if k.Container == "" {
 		// No container was made (the image is missing, the engine
 		// refused it): nothing to keep, no name to hold.
-		if err := os.RemoveAll(n.store.runDir(n.meta.Name)); err != nil {
+		if err := n.store.Forget(n.meta.Name); err != nil {
 			log.record(RunRecord{Type: "problem", Reason: "run-store", Message: err.Error()}, "run-store: "+report.OneLine(err.Error()))
 		}
 		return
 	}
-	n.meta.Container, n.meta.Upper, n.meta.Planted, n.meta.State = k.Container, k.WorkspaceUpper, k.Planted, RunStopped
+	n.meta.Container, n.meta.Upper, n.meta.Planted, n.meta.State = k.Container, k.WorkspaceUpper, k.Planted, sandbox.RunStopped
 	msg := fmt.Sprintf("kept run %s ('mcpsandbox changes %s', 'apply %s', 'clean %s')", n.meta.Name, n.meta.Name, n.meta.Name, n.meta.Name)
 	if n.meta.Workspace != "" && n.meta.Upper == "" {
 		msg += "; its workspace was copied or seen at its own path, not mounted at /workspace: its changes cannot be applied"
@@ -277,7 +275,7 @@ func (n *namedRun) ended(s *Session, log *runLog) {
 
 // sessionOptions are the session's options for a run, and the roots to
 // translate (nil: none).
-func (o RunOptions) sessionOptions() (SessionOptions, *rootMap, error) {
+func (o RunOptions) sessionOptions() (sandbox.SessionOptions, *rootMap, error) {
 	so := o.Session
 	if so.RunID == "" {
 		so.RunID = label.NewRunID()
@@ -306,7 +304,7 @@ func (o RunOptions) sessionOptions() (SessionOptions, *rootMap, error) {
 			// copy-on-write, its changes effects in the workspace's scope
 			// (samePathMarker).
 			if so.Package != "" {
-				return so, nil, &InfraError{Cause: "--same-path and --package together", Fix: "mount the server's code with --mount"}
+				return so, nil, &sandbox.InfraError{Cause: "--same-path and --package together", Fix: "mount the server's code with --mount"}
 			}
 			so.Package, so.PackageTarget, so.Workspace = abs, abs, ""
 		} else {
@@ -328,11 +326,11 @@ func watched(env, names []string) (func(string) []string, []report.Placeholder, 
 	for _, n := range names {
 		i := slices.IndexFunc(env, func(e string) bool { return strings.HasPrefix(e, n+"=") })
 		if i < 0 {
-			return nil, nil, &InfraError{Cause: fmt.Sprintf("--secret %s: the server is given no %s", n, n), Fix: "pass it with --env " + n + " (the host's value) or --env " + n + "=VALUE"}
+			return nil, nil, &sandbox.InfraError{Cause: fmt.Sprintf("--secret %s: the server is given no %s", n, n), Fix: "pass it with --env " + n + " (the host's value) or --env " + n + "=VALUE"}
 		}
 		v := env[i][len(n)+1:]
 		if len(v) < minSecret {
-			return nil, nil, &InfraError{Cause: fmt.Sprintf("--secret %s: a value of %d bytes is too short to watch (it would be found everywhere)", n, len(v)), Fix: fmt.Sprintf("watch values of %d bytes or more", minSecret)}
+			return nil, nil, &sandbox.InfraError{Cause: fmt.Sprintf("--secret %s: a value of %d bytes is too short to watch (it would be found everywhere)", n, len(v)), Fix: fmt.Sprintf("watch values of %d bytes or more", minSecret)}
 		}
 		values[n] = v
 		ps = append(ps, report.Placeholder{Value: v, Role: "<" + n + ">"})
@@ -355,7 +353,7 @@ const minSecret = 8
 // samePathMarker scopes the changes under the workspace, mounted at its
 // host path, as the workspace's.
 type samePathMarker struct {
-	*Session
+	*sandbox.Session
 	target string
 }
 
@@ -414,39 +412,3 @@ func ambiguityLogger(next func(report.Ambiguity), notes *ambNotes, log *runLog) 
 // maxAmbiguitiesLogged bounds the ambiguous records of a run (as the
 // report bounds the ambiguities it lists).
 const maxAmbiguitiesLogged = report.MaxAmbiguities
-
-// expect and answered tell the stdout filter which ids the client waits
-// for, so that a response refused over a bound is answered with an
-// error in its place (as for a scan) rather than dropped.
-func (s *Session) expect(id json.RawMessage, method string) {
-	if v, ok := idValue(id); ok {
-		s.gate.sent(runKey(id, method), v)
-	}
-}
-
-func (s *Session) answered(id json.RawMessage, method string) { s.gate.take(runKey(id, method)) }
-
-// runMethod prefixes the relay's requests' keys in the frame gate: one
-// key per id, with the request's method after the id (publicMethod).
-const runMethod = "run:"
-
-func runKey(id json.RawMessage, method string) string {
-	return runMethod + rawIDKey(id) + "\x00" + method
-}
-
-// idValue is a raw id as the gate keys it (int64 or string).
-func idValue(id json.RawMessage) (any, bool) {
-	if k := wire.IDKey(id); k != "" {
-		if k[0] == '"' {
-			var str string
-			if wire.Unmarshal(id, &str) == nil {
-				return str, true
-			}
-			return nil, false
-		}
-		if i, err := strconv.ParseInt(k, 10, 64); err == nil {
-			return i, true
-		}
-	}
-	return nil, false
-}

@@ -1,4 +1,4 @@
-package sandbox_test
+package proxy_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/proxy"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
 )
 
@@ -59,8 +60,8 @@ func BenchmarkRunProxyLatency(b *testing.B) {
 		collected := make(chan struct{}, 1)
 		done := make(chan error, 1)
 		go func() {
-			_, err := sandbox.Run(ctx, cli, sandbox.RunOptions{Session: so, Stdin: cr, Stdout: pw, PhaseInterval: -1,
-				OnRecord: func(r sandbox.RunRecord) {
+			_, err := proxy.Run(ctx, cli, proxy.RunOptions{Session: so, Stdin: cr, Stdout: pw, PhaseInterval: -1,
+				OnRecord: func(r proxy.RunRecord) {
 					if r.Type == "call" {
 						collected <- struct{}{}
 					}

@@ -1,4 +1,4 @@
-package sandbox
+package proxy
 
 import (
 	"bytes"
@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/ci/rules"
+	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/wire"
 )
 
@@ -31,12 +33,20 @@ const (
 
 var hintModeNames = []string{HintsVerified: "verified", HintsStrip: "strip", HintsPass: "pass"}
 
-func (m HintMode) String() string { return enumName(hintModeNames, int(m)) }
+func (m HintMode) String() string {
+	if m <= 0 || int(m) >= len(hintModeNames) {
+		return fmt.Sprintf("mode(%d)", int(m))
+	}
+	return hintModeNames[m]
+}
 
-// ParseHintMode reads verified, strip or pass.
+// ParseHintMode reads verified, strip or pass; another word is an error
+// wrapping sandbox.ErrUnknownMode, as the session's modes' are.
 func ParseHintMode(s string) (HintMode, error) {
-	v, err := parseEnum(hintModeNames, "hints", s)
-	return HintMode(v), err
+	if i := slices.Index(hintModeNames, s); i > 0 {
+		return HintMode(i), nil
+	}
+	return 0, fmt.Errorf("%w: hints %q (want %s)", sandbox.ErrUnknownMode, s, strings.Join(hintModeNames[1:], ", "))
 }
 
 // Set and Type make HintMode a command-line flag value.
@@ -220,12 +230,12 @@ const (
 // decode as a tool list is passed on as it is (no client reads it as one).
 func (b *hintBook) listed(result json.RawMessage, pg page) listedPage {
 	out := listedPage{Result: result}
-	res, err := parseObject(result)
+	res, err := wire.ParseObject(result)
 	if err != nil {
 		return out
 	}
-	raw, _ := res.get("tools")
-	tools, err := parseArray(raw)
+	raw, _ := res.Get("tools")
+	tools, err := wire.ParseArray(raw)
 	if err != nil {
 		return out
 	}
@@ -241,7 +251,7 @@ func (b *hintBook) listed(result json.RawMessage, pg page) listedPage {
 		l.count++
 		kept = append(kept, raw)
 		why := ""
-		t, err := decodeTool(raw)
+		t, err := sandbox.DecodeTool(raw)
 		switch {
 		case err != nil:
 			why = whyUndecodable
@@ -284,8 +294,8 @@ func (b *hintBook) listed(result json.RawMessage, pg page) listedPage {
 		// The client is not sent further: a later page would be cut
 		// whole.
 		l.cut, out.Changed = true, true
-		res, _ = res.del("nextCursor")
-	} else if c, ok := res.get("nextCursor"); ok && !l.cut {
+		res, _ = res.Del("nextCursor")
+	} else if c, ok := res.Get("nextCursor"); ok && !l.cut {
 		var cursor string
 		if wire.Unmarshal(c, &cursor) == nil {
 			b.remember(cursor, l)
@@ -294,7 +304,7 @@ func (b *hintBook) listed(result json.RawMessage, pg page) listedPage {
 	if !out.Changed {
 		return out
 	}
-	out.Result = res.set("tools", encodeArray(kept)).encode()
+	out.Result = res.Set("tools", wire.EncodeArray(kept)).Encode()
 	return out
 }
 
@@ -345,12 +355,12 @@ func (b *hintBook) record(t report.Tool, gen int) bool {
 // booleanHints says whether every safety hint in annotations is a
 // boolean (or absent).
 func booleanHints(annotations json.RawMessage) bool {
-	ann, err := parseObject(annotations)
+	ann, err := wire.ParseObject(annotations)
 	if err != nil {
 		return true
 	}
 	for _, h := range safetyHints {
-		if v, ok := ann.get(h); ok {
+		if v, ok := ann.Get(h); ok {
 			if t := string(bytes.TrimSpace(v)); t != "true" && t != "false" {
 				return false
 			}
@@ -362,28 +372,28 @@ func booleanHints(annotations json.RawMessage) bool {
 // stripHints is one tool with its safety hints removed: the safe default
 // every client reads alike.
 func stripHints(raw json.RawMessage) (json.RawMessage, bool) {
-	tool, err := parseObject(raw)
+	tool, err := wire.ParseObject(raw)
 	if err != nil {
 		return raw, false
 	}
-	a, ok := tool.get("annotations")
+	a, ok := tool.Get("annotations")
 	if !ok {
 		return raw, false
 	}
-	ann, err := parseObject(a)
+	ann, err := wire.ParseObject(a)
 	if err != nil {
 		return raw, false
 	}
 	did := false
 	for _, h := range safetyHints {
 		var d bool
-		ann, d = ann.del(h)
+		ann, d = ann.Del(h)
 		did = did || d
 	}
 	if !did {
 		return raw, false
 	}
-	return tool.set("annotations", ann.encode()).encode(), true
+	return tool.Set("annotations", ann.Encode()).Encode(), true
 }
 
 // rewrite is one tool as the client is to see it (mu held).
@@ -397,7 +407,7 @@ func (b *hintBook) rewrite(raw json.RawMessage, t report.Tool) (json.RawMessage,
 	if string(t.Annotations) == "null" {
 		return raw, false
 	}
-	ann, err := parseObject(t.Annotations)
+	ann, err := wire.ParseObject(t.Annotations)
 	if err != nil {
 		return raw, false
 	}
@@ -406,18 +416,18 @@ func (b *hintBook) rewrite(raw json.RawMessage, t report.Tool) (json.RawMessage,
 		v, ok := b.fixes[t.Name][h]
 		// Absent, the spec's default is the safe side already.
 		if cur := hintOf(t.Hints, h); ok && cur != nil && *cur != v {
-			ann = ann.set(h, json.RawMessage(fmt.Sprint(v)))
+			ann = ann.Set(h, json.RawMessage(fmt.Sprint(v)))
 			did = true
 		}
 	}
 	if !did {
 		return raw, false
 	}
-	tool, err := parseObject(raw)
+	tool, err := wire.ParseObject(raw)
 	if err != nil {
 		return raw, false
 	}
-	return tool.set("annotations", ann.encode()).encode(), true
+	return tool.Set("annotations", ann.Encode()).Encode(), true
 }
 
 // rootMap translates the file roots a client gives under a host
@@ -428,53 +438,53 @@ type rootMap struct {
 
 // translate rewrites the file URIs under Host of a roots/list result.
 func (m *rootMap) translate(result json.RawMessage) (json.RawMessage, bool) {
-	res, err := parseObject(result)
+	res, err := wire.ParseObject(result)
 	if err != nil {
 		return result, false
 	}
-	raw, ok := res.get("roots")
+	raw, ok := res.Get("roots")
 	if !ok {
 		return result, false
 	}
-	roots, err := parseArray(raw)
+	roots, err := wire.ParseArray(raw)
 	if err != nil {
 		return result, false
 	}
 	changed := false
 	for i, r := range roots {
-		root, err := parseObject(r)
+		root, err := wire.ParseObject(r)
 		if err != nil {
 			continue
 		}
 		var uri string
-		u, _ := root.get("uri")
+		u, _ := root.Get("uri")
 		if wire.Unmarshal(u, &uri) != nil {
 			continue
 		}
 		if p, ok := m.path(uri); ok {
 			nu, _ := json.Marshal("file://" + p)
-			roots[i], changed = root.set("uri", nu).encode(), true
+			roots[i], changed = root.Set("uri", nu).Encode(), true
 		}
 	}
 	if !changed {
 		return result, false
 	}
-	return res.set("roots", encodeArray(roots)).encode(), true
+	return res.Set("roots", wire.EncodeArray(roots)).Encode(), true
 }
 
 // translateInputs rewrites the roots among the inputResponses of a
 // request's params (multi-round-trip, 2026-07-28), where a client
 // answers the roots a result asked for.
 func (m *rootMap) translateInputs(params json.RawMessage) (json.RawMessage, bool) {
-	p, err := parseObject(params)
+	p, err := wire.ParseObject(params)
 	if err != nil {
 		return params, false
 	}
-	raw, ok := p.get("inputResponses")
+	raw, ok := p.Get("inputResponses")
 	if !ok {
 		return params, false
 	}
-	in, err := parseObject(raw)
+	in, err := wire.ParseObject(raw)
 	if err != nil {
 		return params, false
 	}
@@ -487,7 +497,7 @@ func (m *rootMap) translateInputs(params json.RawMessage) (json.RawMessage, bool
 	if !changed {
 		return params, false
 	}
-	return p.set("inputResponses", in.encode()).encode(), true
+	return p.Set("inputResponses", in.Encode()).Encode(), true
 }
 
 // path is the target path of a file URI under Host.

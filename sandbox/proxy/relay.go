@@ -1,4 +1,4 @@
-package sandbox
+package proxy
 
 import (
 	"bufio"
@@ -16,6 +16,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/ci/rules"
 	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
+	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/wire"
 )
 
@@ -29,7 +30,7 @@ import (
 // it is answered, are judged by the verdict's rules and logged. Nothing
 // here needs an engine: the marker is the session's Mark, or a fake.
 
-// marker collects the effects since the last mark (Session.Mark).
+// marker collects the effects since the last mark (sandbox.Session.Mark).
 type marker interface {
 	Mark(ctx context.Context, call bool, seq int) report.Effects
 }
@@ -56,7 +57,7 @@ type relayOptions struct {
 	// holds one is a disclosure (secret-disclosed).
 	Secrets func(data string) []string
 	// Drain bounds how long, once the client has closed its stdin, the
-	// server's last messages are passed on (default exitGrace).
+	// server's last messages are passed on (default sandbox.ExitGrace).
 	Drain time.Duration
 	// Roots translates the file roots the client gives (nil: none).
 	Roots *rootMap
@@ -135,7 +136,7 @@ func newRelay(m marker, opts relayOptions) *relay {
 		opts.Log = &runLog{}
 	}
 	if opts.Drain <= 0 {
-		opts.Drain = exitGrace
+		opts.Drain = sandbox.ExitGrace
 	}
 	r := &relay{opts: opts, m: m, log: opts.Log, book: newHintBook(opts.Hints), pending: newPendingSet(), fromSrv: map[string]string{},
 		stripLogged: map[string]bool{}}
@@ -231,7 +232,7 @@ func unbatch(line []byte, fn func([]byte)) {
 		fn(line)
 		return
 	}
-	msgs, err := parseArray(line)
+	msgs, err := wire.ParseArray(line)
 	if err != nil || len(msgs) == 0 {
 		fn(line)
 		return
@@ -330,7 +331,7 @@ func (r *relay) fromClient(ctx context.Context, line []byte) {
 		}
 		if r.opts.Roots != nil && len(h.Params) > 0 && bytes.Contains(h.Params, []byte(`"inputResponses"`)) {
 			if p, changed := r.opts.Roots.translateInputs(h.Params); changed {
-				if out, err := replaceMember(line, "params", p); err == nil {
+				if out, err := wire.ReplaceMember(line, "params", p); err == nil {
 					line = out
 				}
 			}
@@ -447,7 +448,7 @@ func (r *relay) fromServer(ctx context.Context, line []byte, amb lineAmb, rawID 
 		r.opts.Answered(req.id, req.method)
 	}
 	if !bytes.Equal(h.ID, req.id) {
-		out, err := replaceMember(line, "id", req.id)
+		out, err := wire.ReplaceMember(line, "id", req.id)
 		if err != nil {
 			r.drop(h.ID, "an answer whose id cannot be given back as the client sent it")
 			return
@@ -533,7 +534,7 @@ func (r *relay) endCall(ctx context.Context, c *callInfo, h *head, cancelled boo
 	if h != nil {
 		wire.Unmarshal(h.Result, &res)
 		if r.opts.Secrets != nil {
-			disclosed = roles(r.opts.Secrets(string(h.Result)))
+			disclosed = report.Roles(r.opts.Secrets(string(h.Result)))
 		}
 		if len(h.Error) > 0 && wire.Unmarshal(h.Error, &rpcErr) == nil {
 			errText = fmt.Sprintf("JSON-RPC error %d: %s", rpcErr.Code, report.OneLine(rpcErr.Message))
@@ -569,15 +570,7 @@ const RunDeniedCode = -32010
 // replaceResult is the message line with its result replaced, the rest
 // as sent.
 func replaceResult(line []byte, result json.RawMessage) ([]byte, error) {
-	return replaceMember(line, "result", result)
-}
-
-func replaceMember(line []byte, key string, v json.RawMessage) ([]byte, error) {
-	m, err := parseObject(line)
-	if err != nil {
-		return nil, err
-	}
-	return append(m.set(key, v).encode(), '\n'), nil
+	return wire.ReplaceMember(line, "result", result)
 }
 
 // judge gives the verdict's rules the effects of a group of calls that
@@ -605,7 +598,7 @@ func (r *relay) judge(group []*callInfo, eff report.Effects, after *report.Effec
 	r.mu.Unlock()
 	rep := report.New()
 	rep.Server.ProtocolVersion = protocol
-	rep.Sandbox.Isolation = IsolationSession.String()
+	rep.Sandbox.Isolation = sandbox.IsolationSession.String()
 	for _, n := range names {
 		if t, ok := r.book.declared(n); ok {
 			rep.Tools = append(rep.Tools, t)
@@ -770,7 +763,7 @@ func (r *relay) logCall(group []*callInfo, eff report.Effects) {
 
 // logPhase logs what happened outside calls, when anything did.
 func (r *relay) logPhase(name string, after int, eff report.Effects) {
-	if empty(eff) && name == "between" {
+	if eff.Empty() && name == "between" {
 		return
 	}
 	e := eff
@@ -779,7 +772,7 @@ func (r *relay) logPhase(name string, after int, eff report.Effects) {
 
 // summarize is effects in a few words, for a human line.
 func summarize(e report.Effects) string {
-	if empty(e) {
+	if e.Empty() {
 		return "no effects"
 	}
 	var parts []string
@@ -908,7 +901,7 @@ func (t *tracker) phase(ctx context.Context, r *relay, name string) {
 	t.mu.Unlock()
 	eff := r.m.Mark(ctx, false, after)
 	r.logPhase(name, after, eff)
-	if name == "between" && last != nil && !empty(eff) && r.judge(last, report.Effects{}, &eff, r.log.record) {
+	if name == "between" && last != nil && !eff.Empty() && r.judge(last, report.Effects{}, &eff, r.log.record) {
 		r.listChanged()
 	}
 	t.mu.Lock()
