@@ -7,57 +7,61 @@ import (
 	"testing"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/ci/report/clientreport"
 )
 
 var (
-	ran   = Leg{Contacted: true, Listed: true, ModelContacted: true, Offered: true, Asked: true, Called: true, Marker: true}
-	gated = Leg{Contacted: true, Listed: true, ModelContacted: true, Offered: true, Asked: true}
+	ran   = clientreport.Leg{Contacted: true, Listed: true, ModelContacted: true, Offered: true, Asked: true, Called: true, Marker: true}
+	gated = clientreport.Leg{Contacted: true, Listed: true, ModelContacted: true, Offered: true, Asked: true}
 	// withheld: the client kept the tool from the model (a gate too).
-	withheld = Leg{Contacted: true, Listed: true, ModelContacted: true}
-	ok       = Check{OK: true}
+	withheld = clientreport.Leg{Contacted: true, Listed: true, ModelContacted: true}
+	ok       = clientreport.Check{OK: true}
 )
 
-func inputs(alpha, beta Leg) Inputs {
-	return Inputs{SelfTest: ok, HeldFixed: ok, Alpha: alpha, Beta: beta}
+func inputs(alpha, beta clientreport.Leg) clientreport.Inputs {
+	return clientreport.Inputs{SelfTest: ok, HeldFixed: ok, Alpha: alpha, Beta: beta}
 }
 
 func TestDecideEveryPath(t *testing.T) {
-	ctl := func(in Inputs, c *Leg, why string) Inputs { in.Control, in.ControlWhy = c, why; return in }
+	ctl := func(in clientreport.Inputs, c *clientreport.Leg, why string) clientreport.Inputs {
+		in.Control, in.ControlWhy = c, why
+		return in
+	}
 	broken := inputs(ran, gated)
-	broken.SelfTest = Check{Reason: "the ledger missed a call"}
+	broken.SelfTest = clientreport.Check{Reason: "the ledger missed a call"}
 	drift := inputs(ran, ran)
-	drift.HeldFixed = Check{Reason: "the listing changed between calls"}
-	missing := inputs(Leg{}, Leg{})
-	missing.Missing, missing.MissingReason = NoMCPSupport, "it speaks no MCP"
+	drift.HeldFixed = clientreport.Check{Reason: "the listing changed between calls"}
+	missing := inputs(clientreport.Leg{}, clientreport.Leg{})
+	missing.Missing, missing.MissingReason = clientreport.NoMCPSupport, "it speaks no MCP"
 	noMarker := ran
 	noMarker.Marker = false
 	noLedger := gated
 	noLedger.Marker = true
 	for _, tc := range []struct {
 		name    string
-		in      Inputs
-		verdict Verdict
-		pre     Precondition
-		control Control
+		in      clientreport.Inputs
+		verdict clientreport.Verdict
+		pre     clientreport.Precondition
+		control clientreport.Control
 		backed  bool
 		code    int
 	}{
-		{"alpha ran, beta asked and gated", inputs(ran, gated), Confirmed, "", ControlNotRun, false, 1},
-		{"alpha ran, beta withheld from the model", inputs(ran, withheld), Confirmed, "", ControlNotRun, false, 1},
-		{"both gated, control passed", ctl(inputs(gated, gated), &ran, ""), Refuted, "", ControlPassed, true, 0},
-		{"only beta ran, control passed", ctl(inputs(gated, ran), &ran, ""), Refuted, "", ControlPassed, true, 0},
-		{"both gated, control failed", ctl(inputs(gated, gated), &gated, ""), Refuted, "", ControlFailed, false, 3},
-		{"both gated, no control", ctl(inputs(gated, gated), nil, "no trust setting"), Refuted, "", ControlUnavailable, false, 3},
-		{"both ran", inputs(ran, ran), Skipped, NoGate, ControlNotRun, false, 3},
-		{"never contacted", inputs(Leg{}, gated), Skipped, NeverContacted, ControlNotRun, false, 3},
-		{"never listed", inputs(Leg{Contacted: true}, Leg{Contacted: true}), Skipped, NeverListed, ControlNotRun, false, 3},
-		{"never asked the model", inputs(Leg{Contacted: true, Listed: true}, gated), Skipped, CalledNeither, ControlNotRun, false, 3},
-		{"adapter precondition", missing, Skipped, NoMCPSupport, ControlNotRun, false, 3},
-		{"self-test failed", broken, Errored, "", ControlNotRun, false, 2},
-		{"listing drifted", drift, Errored, "", ControlNotRun, false, 2},
-		{"ledger without marker", inputs(noMarker, gated), Errored, "", ControlNotRun, false, 2},
-		{"marker without ledger", inputs(gated, noLedger), Errored, "", ControlNotRun, false, 2},
-		{"control's witness broken", ctl(inputs(gated, gated), &noMarker, ""), Errored, "", ControlNotRun, false, 2},
+		{"alpha ran, beta asked and gated", inputs(ran, gated), clientreport.Confirmed, "", clientreport.ControlNotRun, false, 1},
+		{"alpha ran, beta withheld from the model", inputs(ran, withheld), clientreport.Confirmed, "", clientreport.ControlNotRun, false, 1},
+		{"both gated, control passed", ctl(inputs(gated, gated), &ran, ""), clientreport.Refuted, "", clientreport.ControlPassed, true, 0},
+		{"only beta ran, control passed", ctl(inputs(gated, ran), &ran, ""), clientreport.Refuted, "", clientreport.ControlPassed, true, 0},
+		{"both gated, control failed", ctl(inputs(gated, gated), &gated, ""), clientreport.Refuted, "", clientreport.ControlFailed, false, 3},
+		{"both gated, no control", ctl(inputs(gated, gated), nil, "no trust setting"), clientreport.Refuted, "", clientreport.ControlUnavailable, false, 3},
+		{"both ran", inputs(ran, ran), clientreport.Skipped, clientreport.NoGate, clientreport.ControlNotRun, false, 3},
+		{"never contacted", inputs(clientreport.Leg{}, gated), clientreport.Skipped, clientreport.NeverContacted, clientreport.ControlNotRun, false, 3},
+		{"never listed", inputs(clientreport.Leg{Contacted: true}, clientreport.Leg{Contacted: true}), clientreport.Skipped, clientreport.NeverListed, clientreport.ControlNotRun, false, 3},
+		{"never asked the model", inputs(clientreport.Leg{Contacted: true, Listed: true}, gated), clientreport.Skipped, clientreport.CalledNeither, clientreport.ControlNotRun, false, 3},
+		{"adapter precondition", missing, clientreport.Skipped, clientreport.NoMCPSupport, clientreport.ControlNotRun, false, 3},
+		{"self-test failed", broken, clientreport.Errored, "", clientreport.ControlNotRun, false, 2},
+		{"listing drifted", drift, clientreport.Errored, "", clientreport.ControlNotRun, false, 2},
+		{"ledger without marker", inputs(noMarker, gated), clientreport.Errored, "", clientreport.ControlNotRun, false, 2},
+		{"marker without ledger", inputs(gated, noLedger), clientreport.Errored, "", clientreport.ControlNotRun, false, 2},
+		{"control's witness broken", ctl(inputs(gated, gated), &noMarker, ""), clientreport.Errored, "", clientreport.ControlNotRun, false, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := Decide(tc.in)
@@ -75,16 +79,16 @@ func TestDecideEveryPath(t *testing.T) {
 // run found, nor the other way round: never-listed comes first (there is
 // no listing to hold fixed), a drift before no-gate.
 func TestDecideOrder(t *testing.T) {
-	in := inputs(Leg{Contacted: true}, Leg{Contacted: true})
-	in.HeldFixed = Check{Reason: "no client listed the tools"}
-	if d := Decide(in); d.Precondition != NeverListed {
+	in := inputs(clientreport.Leg{Contacted: true}, clientreport.Leg{Contacted: true})
+	in.HeldFixed = clientreport.Check{Reason: "no client listed the tools"}
+	if d := Decide(in); d.Precondition != clientreport.NeverListed {
 		t.Errorf("never listed with no listing: %+v", d)
 	}
 }
 
 func TestReportFormats(t *testing.T) {
-	r := &Report{Schema: Schema, Decision: Decide(inputs(ran, gated)), Client: ClientInfo{Command: []string{"client", "\x1b[31m"}, Adapter: "fixture"},
-		Legs: []LegRun{{Name: "alpha", Tool: "alpha", Observed: ran, Exit: ClientExit{Stderr: "a\nb\x07\n"}}}}
+	r := &clientreport.Report{Schema: clientreport.Schema, Decision: Decide(inputs(ran, gated)), Client: clientreport.ClientInfo{Command: []string{"client", "\x1b[31m"}, Adapter: "fixture"},
+		Legs: []clientreport.LegRun{{Name: "alpha", Tool: "alpha", Observed: ran, Exit: clientreport.ClientExit{Stderr: "a\nb\x07\n"}}}}
 	var text bytes.Buffer
 	if err := r.WriteText(&text); err != nil {
 		t.Fatal(err)
@@ -93,10 +97,10 @@ func TestReportFormats(t *testing.T) {
 		t.Errorf("text:\n%q", text.String())
 	}
 	for _, tc := range []struct {
-		d    Decision
+		d    clientreport.Decision
 		want string
 	}{{Decide(inputs(ran, gated)), "<failure"}, {Decide(inputs(ran, ran)), "<skipped"},
-		{Decision{Verdict: Errored, Reason: "x"}, "<error"}, {Decide(Inputs{SelfTest: ok, HeldFixed: ok, Alpha: gated, Beta: gated, Control: &ran}), "tests=\"1\" failures=\"0\" errors=\"0\" skipped=\"0\""}} {
+		{clientreport.Decision{Verdict: clientreport.Errored, Reason: "x"}, "<error"}, {Decide(clientreport.Inputs{SelfTest: ok, HeldFixed: ok, Alpha: gated, Beta: gated, Control: &ran}), "tests=\"1\" failures=\"0\" errors=\"0\" skipped=\"0\""}} {
 		r.Decision = tc.d
 		var b bytes.Buffer
 		if err := r.WriteJUnit(&b); err != nil {
@@ -120,32 +124,32 @@ func TestReportFormats(t *testing.T) {
 // before the witness's own checks (an ambiguous call may leave the ledger
 // and the disk disagreeing; the ambiguity is why).
 func TestDecideAmbiguousLeg(t *testing.T) {
-	amb := func(l Leg) Leg { l.Ambiguous = true; return l }
+	amb := func(l clientreport.Leg) clientreport.Leg { l.Ambiguous = true; return l }
 	noMarker := ran
 	noMarker.Marker = false
-	for name, in := range map[string]Inputs{
+	for name, in := range map[string]clientreport.Inputs{
 		"would confirm":             inputs(amb(ran), gated),
 		"would refute":              inputs(gated, amb(gated)),
 		"beta ambiguous, alpha ok":  inputs(ran, amb(withheld)),
-		"control ambiguous":         {SelfTest: ok, HeldFixed: ok, Alpha: gated, Beta: gated, Control: func() *Leg { l := amb(ran); return &l }()},
+		"control ambiguous":         {SelfTest: ok, HeldFixed: ok, Alpha: gated, Beta: gated, Control: func() *clientreport.Leg { l := amb(ran); return &l }()},
 		"and the witness disagrees": inputs(amb(noMarker), gated),
-		"would skip, never listed":  inputs(amb(Leg{Contacted: true}), gated),
+		"would skip, never listed":  inputs(amb(clientreport.Leg{Contacted: true}), gated),
 	} {
 		d := Decide(in)
-		if d.Verdict != Errored || d.ExitCode() != 2 || !strings.Contains(d.Reason, AmbiguousMessage) || d.Backed {
+		if d.Verdict != clientreport.Errored || d.ExitCode() != 2 || !strings.Contains(d.Reason, AmbiguousMessage) || d.Backed {
 			t.Errorf("%s: %+v", name, d)
 		}
 	}
 	// The self-test still comes first: a blind witness says so.
 	in := inputs(amb(ran), gated)
-	in.SelfTest = Check{Reason: "blind"}
+	in.SelfTest = clientreport.Check{Reason: "blind"}
 	if d := Decide(in); !strings.Contains(d.Reason, "self-test") {
 		t.Errorf("self-test first: %+v", d)
 	}
 }
 
 func TestAmbiguityFindings(t *testing.T) {
-	legs := []LegRun{
+	legs := []clientreport.LegRun{
 		{Name: "alpha", Tool: "alpha", Ambiguities: []report.Ambiguity{
 			{Kind: "case-variant-key", Method: "tools/call", Tool: "alpha", Path: "params", Key: "NAME", Detail: "the field \"name\" to Go's encoding/json"},
 			{Kind: "trailing-data", Detail: "12 bytes after the message's value", Refused: true},
@@ -174,7 +178,7 @@ func TestAmbiguityFindings(t *testing.T) {
 			t.Errorf("evidence %d: %q, want %q", i, f.Evidence[i], w)
 		}
 	}
-	r := &Report{Schema: Schema, Decision: Decide(inputs(Leg{Contacted: true, Ambiguous: true}, gated)), Legs: legs, Findings: fs}
+	r := &clientreport.Report{Schema: clientreport.Schema, Decision: Decide(inputs(clientreport.Leg{Contacted: true, Ambiguous: true}, gated)), Legs: legs, Findings: fs}
 	var text, js bytes.Buffer
 	r.WriteText(&text)
 	r.WriteJSON(&js)
@@ -188,7 +192,7 @@ func TestAmbiguityFindings(t *testing.T) {
 	}
 	// An honest run adds nothing to the JSON.
 	var clean bytes.Buffer
-	(&Report{Schema: Schema, Legs: []LegRun{{Name: "alpha"}}}).WriteJSON(&clean)
+	(&clientreport.Report{Schema: clientreport.Schema, Legs: []clientreport.LegRun{{Name: "alpha"}}}).WriteJSON(&clean)
 	for _, w := range []string{"findings", "ambiguities", "unread", "ambiguous"} {
 		if strings.Contains(clean.String(), w) {
 			t.Errorf("a clean report holds %s:\n%s", w, clean.String())

@@ -11,7 +11,7 @@ import (
 // mainstream JSON reader and another way to the next (duplicate or
 // case-variant keys, NaN, a lone surrogate, an id in another form...):
 // the judge read one document, a client may act on another.
-const AmbiguousMessage = "ambiguous-message"
+const AmbiguousMessage = report.RuleAmbiguousMessage
 
 func ambiguousMessageRule() Rule {
 	return Rule{ID: AmbiguousMessage, Severity: report.SeverityError,

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/clientverdict"
+	"github.com/mcpsandbox/mcpsandbox/ci/report/clientreport"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/clientadapter"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/clientrun"
@@ -18,10 +19,10 @@ import (
 )
 
 // clientVerdict ends `mcpsandbox client` with its verdict's exit code
-// (see clientverdict.Decision.ExitCode); the report says why.
+// (see clientreport.Decision.ExitCode); the report says why.
 type clientVerdict struct {
 	code    int
-	verdict clientverdict.Verdict
+	verdict clientreport.Verdict
 }
 
 func (e clientVerdict) Error() string { return "client verdict " + e.verdict.String() }
@@ -86,7 +87,7 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return usageError{fmt.Sprintf("--env %q: want KEY=VAL", e)}
 		}
 	}
-	opts := clientrun.Options{Command: command, Adapter: a, TwinTransport: *transportName, Prompt: *prompt, ClientEnv: *env,
+	opts := clientrun.Options{Judge: clientverdict.Judge{}, Command: command, Adapter: a, TwinTransport: *transportName, Prompt: *prompt, ClientEnv: *env,
 		Timeout: *timeout, NoControl: *noControl, SessionOptions: sandbox.SessionOptions{Limits: sandbox.DefaultLimits(), RunID: label.NewRunID()}}
 	// The image, the mounts and the package.
 	if err := session(&opts.SessionOptions); err != nil {
@@ -128,7 +129,7 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 // writeClientReport writes the report in format to out (stdout if
 // empty), and the JSON and JUnit files asked for.
-func writeClientReport(rep *clientverdict.Report, format, out, jsonOut, junit string, stdout io.Writer) error {
+func writeClientReport(rep *clientreport.Report, format, out, jsonOut, junit string, stdout io.Writer) error {
 	write := func(path string, f func(io.Writer) error) error {
 		if path == "" {
 			return f(stdout)

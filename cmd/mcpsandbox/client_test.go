@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpsandbox/mcpsandbox/ci/clientverdict"
+	"github.com/mcpsandbox/mcpsandbox/ci/report/clientreport"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
 )
 
@@ -67,9 +67,9 @@ func TestClientCommand(t *testing.T) {
 	if code := exitCode(err, &errb); code != 1 || !strings.HasPrefix(out.String(), "mcpsandbox client: CONFIRMED") {
 		t.Fatalf("exit %d:\n%s\n%s", code, out.String(), errb.String())
 	}
-	var rep clientverdict.Report
+	var rep clientreport.Report
 	b, _ := os.ReadFile(js)
-	if err := json.Unmarshal(b, &rep); err != nil || rep.Schema != clientverdict.Schema || rep.Verdict != clientverdict.Confirmed || len(rep.Legs) != 2 {
+	if err := json.Unmarshal(b, &rep); err != nil || rep.Schema != clientreport.Schema || rep.Verdict != clientreport.Confirmed || len(rep.Legs) != 2 {
 		t.Errorf("JSON (%v): %.300s", err, b)
 	}
 	x, _ := os.ReadFile(junit)

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpsandbox/mcpsandbox/ci/clientverdict"
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/ci/report/clientreport"
 	"github.com/mcpsandbox/mcpsandbox/overlay"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/agent"
@@ -31,9 +31,9 @@ const callMargin = 30 * time.Second
 func (r *runner) leg(ctx context.Context, name, tool string, trusted bool) (_ *legResult, err error) {
 	o := r.opts
 	r.logf("leg %s: the model asks for %s (server trusted: %t)", name, tool, trusted)
-	res := &legResult{run: clientverdict.LegRun{Name: name, Tool: tool, Trusted: trusted, Home: Home,
+	res := &legResult{run: clientreport.LegRun{Name: name, Tool: tool, Trusted: trusted, Home: Home,
 		Ledger: []json.RawMessage{}, Turns: []json.RawMessage{}, Markers: []string{}, Files: []string{}, Effects: report.NewEffects()},
-		self: clientverdict.SelfTestLeg{Leg: name, Conns: []string{}, Markers: []string{}}}
+		self: clientreport.SelfTestLeg{Leg: name, Conns: []string{}, Markers: []string{}}}
 	so := o.SessionOptions
 	so.Argv, so.Network, so.CallTimeout = []string{agent.Path, twin.HostArg}, sandbox.NetworkNone, o.Timeout+callMargin
 	s, err := sandbox.Open(ctx, r.cli, so)
@@ -122,7 +122,7 @@ func (r *runner) leg(ctx context.Context, name, tool string, trusted bool) (_ *l
 	if err != nil {
 		return res, fmt.Errorf("leg %s: %w", name, err)
 	}
-	res.run.Exit = clientverdict.ClientExit{Started: ro.Started, Code: ro.ExitCode, TimedOut: ro.TimedOut, Error: ro.Error,
+	res.run.Exit = clientreport.ClientExit{Started: ro.Started, Code: ro.ExitCode, TimedOut: ro.TimedOut, Error: ro.Error,
 		Stdout: ro.Stdout.Text, Stderr: ro.Stderr.Text, StdoutBytes: ro.Stdout.Bytes, StderrBytes: ro.Stderr.Bytes,
 		StdoutTruncated: ro.Stdout.Truncated, StderrTruncated: ro.Stderr.Truncated}
 	if ro.TimedOut {
@@ -190,8 +190,8 @@ func selfTestMarkers(entries []twin.Entry, eff report.Effects, nonce string) []s
 // apart: Called from the ledger, Marker from the files, so that a witness
 // that disagrees with itself shows. Ambiguous is set when any message of
 // the client's read two ways or was not read (see clientverdict).
-func observe(leg, tool, nonce string, led twin.LedgerOut, eff report.Effects) (clientverdict.Leg, []listing, []string) {
-	var o clientverdict.Leg
+func observe(leg, tool, nonce string, led twin.LedgerOut, eff report.Effects) (clientreport.Leg, []listing, []string) {
+	var o clientreport.Leg
 	var lists []listing
 	amb, omitted, unread := phaseReading(led, twin.PhaseClient)
 	o.Ambiguous = len(amb) > 0 || omitted > 0 || unread > 0
@@ -262,45 +262,45 @@ func hasBoth(raw json.RawMessage) bool {
 
 // selfTestCheck holds when every leg's self-test saw both of its calls in
 // the ledger and on disk.
-func selfTestCheck(legs ...*legResult) clientverdict.Check {
+func selfTestCheck(legs ...*legResult) clientreport.Check {
 	for _, l := range legs {
 		if len(l.self.Errors) > 0 {
-			return clientverdict.Check{Reason: fmt.Sprintf("leg %s: the harness's own calls failed: %s", l.self.Leg, strings.Join(l.self.Errors, "; "))}
+			return clientreport.Check{Reason: fmt.Sprintf("leg %s: the harness's own calls failed: %s", l.self.Leg, strings.Join(l.self.Errors, "; "))}
 		}
 		if len(l.self.Markers) != 2 {
-			return clientverdict.Check{Reason: fmt.Sprintf("leg %s: the harness made 2 calls (HTTP and stdio); the ledger and the disk agree on %d: %v", l.self.Leg, len(l.self.Markers), l.self.Markers)}
+			return clientreport.Check{Reason: fmt.Sprintf("leg %s: the harness made 2 calls (HTTP and stdio); the ledger and the disk agree on %d: %v", l.self.Leg, len(l.self.Markers), l.self.Markers)}
 		}
 	}
-	return clientverdict.Check{OK: true}
+	return clientreport.Check{OK: true}
 }
 
 // heldFixed checks that the differential moved one variable: every
 // listing a client got is the same, holds both tools, and they differ in
 // readOnlyHint alone (true on alpha); every leg's HOME was fresh. It
 // returns the listing.
-func heldFixed(lists []listing, legs ...*legResult) (clientverdict.Check, json.RawMessage) {
+func heldFixed(lists []listing, legs ...*legResult) (clientreport.Check, json.RawMessage) {
 	for _, l := range legs {
 		if !l.fresh {
-			return clientverdict.Check{Reason: fmt.Sprintf("leg %s: the client's HOME was not a fresh, empty directory", l.run.Name)}, nil
+			return clientreport.Check{Reason: fmt.Sprintf("leg %s: the client's HOME was not a fresh, empty directory", l.run.Name)}, nil
 		}
 	}
 	if len(lists) == 0 {
-		return clientverdict.Check{Reason: "no client listed the tools"}, nil
+		return clientreport.Check{Reason: "no client listed the tools"}, nil
 	}
 	first, err := canonical(lists[0].raw)
 	if err != nil {
-		return clientverdict.Check{Reason: fmt.Sprintf("a listing does not decode: %v", err)}, nil
+		return clientreport.Check{Reason: fmt.Sprintf("a listing does not decode: %v", err)}, nil
 	}
 	for _, l := range lists[1:] {
 		c, err := canonical(l.raw)
 		if err != nil || !bytes.Equal(c, first) {
-			return clientverdict.Check{Reason: fmt.Sprintf("the listing changed between calls (leg %s got another): the tools did not stay the same", l.leg)}, first
+			return clientreport.Check{Reason: fmt.Sprintf("the listing changed between calls (leg %s got another): the tools did not stay the same", l.leg)}, first
 		}
 	}
 	if err := oneBoolean(first); err != nil {
-		return clientverdict.Check{Reason: err.Error()}, first
+		return clientreport.Check{Reason: err.Error()}, first
 	}
-	return clientverdict.Check{OK: true}, first
+	return clientreport.Check{OK: true}, first
 }
 
 func canonical(raw json.RawMessage) ([]byte, error) {

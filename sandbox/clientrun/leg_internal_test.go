@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpsandbox/mcpsandbox/ci/clientverdict"
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/ci/report/clientreport"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/scriptmodel"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/twin"
 )
@@ -24,7 +25,7 @@ func listingOf(t *testing.T, mutate func(tools []map[string]any)) json.RawMessag
 }
 
 func fresh(name string) *legResult {
-	return &legResult{run: clientverdict.LegRun{Name: name}, fresh: true}
+	return &legResult{run: clientreport.LegRun{Name: name}, fresh: true}
 }
 
 func TestHeldFixed(t *testing.T) {
@@ -51,7 +52,7 @@ func TestHeldFixed(t *testing.T) {
 		})}}, nil, "not true and false"},
 		"one tool":      {[]listing{{"alpha", listingOf(t, func(ts []map[string]any) { ts[1]["name"] = "gamma" })}}, nil, "both alpha and beta"},
 		"no listing":    {nil, nil, "no client listed"},
-		"stale home":    {[]listing{{"alpha", good}}, []*legResult{{run: clientverdict.LegRun{Name: "beta"}}}, "HOME was not a fresh"},
+		"stale home":    {[]listing{{"alpha", good}}, []*legResult{{run: clientreport.LegRun{Name: "beta"}}}, "HOME was not a fresh"},
 		"not decodable": {[]listing{{"alpha", json.RawMessage(`{`)}}, nil, "does not decode"},
 	} {
 		legs := tc.legs
@@ -84,7 +85,7 @@ func TestObserve(t *testing.T) {
 		{Path: twin.MarkerPath(8), Type: "file", SHA256: twin.MarkerSHA256("leg", twin.Alpha, 8)},
 	}
 	o, lists, markers := observe("alpha", twin.Alpha, "leg", led, eff)
-	want := clientverdict.Leg{Contacted: true, Listed: true, ModelContacted: true, Offered: true, Asked: true, Called: true, Marker: true}
+	want := clientreport.Leg{Contacted: true, Listed: true, ModelContacted: true, Offered: true, Asked: true, Called: true, Marker: true}
 	if o != want || len(lists) != 1 || len(markers) != 1 || markers[0] != twin.MarkerPath(8) {
 		t.Errorf("observe = %+v %d %v", o, len(lists), markers)
 	}
@@ -120,7 +121,7 @@ func TestSelfTestMarkers(t *testing.T) {
 	if len(got) != 1 || got[0] != "http:"+twin.MarkerPath(2) {
 		t.Errorf("markers %v", got)
 	}
-	if c := selfTestCheck(&legResult{self: clientverdict.SelfTestLeg{Leg: "alpha", Markers: got}}); c.OK {
+	if c := selfTestCheck(&legResult{self: clientreport.SelfTestLeg{Leg: "alpha", Markers: got}}); c.OK {
 		t.Errorf("one of two calls seen passed: %+v", c)
 	}
 }
@@ -172,12 +173,12 @@ func TestObserveAmbiguities(t *testing.T) {
 		t.Errorf("client phase %+v %d %d", kept, omitted, unread)
 	}
 	o, _, _ := observe("alpha", twin.Alpha, "leg", led, eff)
-	gated := clientverdict.Leg{Contacted: true, Listed: true, ModelContacted: true, Offered: true, Asked: true}
-	d := clientverdict.Decide(clientverdict.Inputs{SelfTest: clientverdict.Check{OK: true}, HeldFixed: clientverdict.Check{OK: true}, Alpha: o, Beta: gated})
-	if d.Verdict != clientverdict.Errored {
+	gated := clientreport.Leg{Contacted: true, Listed: true, ModelContacted: true, Offered: true, Asked: true}
+	d := clientverdict.Decide(clientreport.Inputs{SelfTest: clientreport.Check{OK: true}, HeldFixed: clientreport.Check{OK: true}, Alpha: o, Beta: gated})
+	if d.Verdict != clientreport.Errored {
 		t.Errorf("an alpha call that reads two ways was certified: %+v", d)
 	}
-	fs := clientverdict.Findings([]clientverdict.LegRun{{Name: "alpha", Tool: twin.Alpha, Ambiguities: kept}})
+	fs := clientverdict.Findings([]clientreport.LegRun{{Name: "alpha", Tool: twin.Alpha, Ambiguities: kept}})
 	if len(fs) != 1 || fs[0].Rule != "ambiguous-message" || !strings.Contains(fs[0].Evidence[0], `tools/call (tool "alpha"): params."NAME"`) {
 		t.Errorf("findings %+v", fs)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpsandbox/mcpsandbox/ci/clientverdict"
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/ci/report/clientreport"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/clientadapter"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/clientrun"
@@ -51,7 +52,7 @@ func TestLostLegIsErrored(t *testing.T) {
 			// The client hangs far longer than the test waits: only the
 			// loss ends its leg.
 			o := clientrun.Options{Adapter: a, Command: []string{fixtureMount, "--policy", "hang"}, SessionOptions: sandbox.SessionOptions{Image: base(t, cli),
-				Mounts: []sandbox.Mount{fixtureClient(t)}, Agent: sandboxtest.Agent(t), RunID: label.NewRunID()}, Timeout: 10 * time.Minute, NoControl: true}
+				Mounts: []sandbox.Mount{fixtureClient(t)}, Agent: sandboxtest.Agent(t), RunID: label.NewRunID()}, Timeout: 10 * time.Minute, NoControl: true, Judge: clientverdict.Judge{}}
 			sandboxtest.NoLeftovers(t, cli, o.RunID)
 			done := make(chan error, 1)
 			go func() { done <- whenClientRuns(cli, o.RunID, tc.Do) }()
@@ -61,7 +62,7 @@ func TestLostLegIsErrored(t *testing.T) {
 			if derr := <-done; derr != nil {
 				t.Fatal(derr)
 			}
-			if !errors.Is(err, sandbox.ErrSandboxLost) || rep.Verdict != clientverdict.Errored || rep.ExitCode() != 2 || !strings.Contains(rep.Reason, "the sandbox was lost") {
+			if !errors.Is(err, sandbox.ErrSandboxLost) || rep.Verdict != clientreport.Errored || rep.ExitCode() != 2 || !strings.Contains(rep.Reason, "the sandbox was lost") {
 				t.Fatalf("err %v, verdict %s (exit %d, %q): want ERRORED for a lost sandbox", err, rep.Verdict, rep.ExitCode(), rep.Reason)
 			}
 			if len(rep.Legs) != 1 || rep.Legs[0].Name != "alpha" {

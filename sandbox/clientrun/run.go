@@ -1,12 +1,3 @@
-// Package clientrun runs `mcpsandbox client`: an MCP client, in the
-// hardened sandbox, against the twin server (sandbox/twin) and the
-// scripted model, one leg per client run (alpha, beta, and the positive
-// control), each in a fresh container; it gathers what the ledger and the
-// file effects show and hands them to ci/clientverdict. Where the twin
-// found that a client's message reads two ways (the ledger's
-// ambiguities), the leg says so (legs[].ambiguities, observed.ambiguous)
-// and the report carries an ambiguous-message finding; the verdict is
-// then ERRORED.
 package clientrun
 
 import (
@@ -14,11 +5,12 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
-	"github.com/mcpsandbox/mcpsandbox/ci/clientverdict"
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/ci/report/clientreport"
 	"github.com/mcpsandbox/mcpsandbox/overlay"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/agent"
@@ -53,6 +45,17 @@ type Options struct {
 	NoControl bool
 	// Faults break the twin, for the harness's own tests.
 	Faults twin.Faults
+	// Judge decides what the legs' observations mean, and their findings
+	// (ci/clientverdict.Judge): the legs are observed here, judged there.
+	// Required.
+	Judge Judge
+}
+
+// Judge is the verdict the client test asks for, between its legs (a
+// REFUTED runs the positive control) and at the end.
+type Judge interface {
+	Decide(clientreport.Inputs) clientreport.Decision
+	Findings([]clientreport.LegRun) []report.Finding
 }
 
 // DefaultTimeout bounds a client run unless told otherwise.
@@ -68,8 +71,11 @@ const Home = "/tmp/mcpsandbox-client/home"
 // Run tests the client: the alpha and beta legs, the positive control on
 // a REFUTED, the verdict. An error is an infrastructure failure (the
 // report then says ERRORED and why).
-func Run(ctx context.Context, cli sandbox.Engine, opts Options) (*clientverdict.Report, error) {
+func Run(ctx context.Context, cli sandbox.Engine, opts Options) (*clientreport.Report, error) {
 	start := time.Now()
+	if opts.Judge == nil {
+		return nil, errors.New("clientrun: Options.Judge is required")
+	}
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
@@ -77,20 +83,20 @@ func Run(ctx context.Context, cli sandbox.Engine, opts Options) (*clientverdict.
 		opts.Prompt = DefaultPrompt
 	}
 	a := opts.Adapter
-	rep := &clientverdict.Report{Schema: clientverdict.Schema, Legs: []clientverdict.LegRun{}}
-	rep.Client = clientverdict.ClientInfo{Command: append([]string{}, opts.Command...), Adapter: a.Name, Image: opts.Image,
+	rep := &clientreport.Report{Schema: clientreport.Schema, Legs: []clientreport.LegRun{}}
+	rep.Client = clientreport.ClientInfo{Command: append([]string{}, opts.Command...), Adapter: a.Name, Image: opts.Image,
 		API: a.API, Prompt: opts.Prompt, TimeoutMs: opts.Timeout.Milliseconds()}
 	defer func() {
-		rep.Findings = clientverdict.Findings(rep.Legs)
+		rep.Findings = opts.Judge.Findings(rep.Legs)
 		rep.Timing.TotalMs = time.Since(start).Milliseconds()
 	}()
-	in := clientverdict.Inputs{SelfTest: clientverdict.Check{OK: true}, HeldFixed: clientverdict.Check{OK: true}}
+	in := clientreport.Inputs{SelfTest: clientreport.Check{OK: true}, HeldFixed: clientreport.Check{OK: true}}
 	if a.Missing != "" {
-		in.Missing, in.MissingReason = clientverdict.Precondition(a.Missing), a.MissingReason
+		in.Missing, in.MissingReason = clientreport.Precondition(a.Missing), a.MissingReason
 		if in.MissingReason == "" {
 			in.MissingReason = "the adapter says the client lacks it"
 		}
-		rep.Decision = clientverdict.Decide(in)
+		rep.Decision = opts.Judge.Decide(in)
 		return rep, nil
 	}
 	transport, err := a.Transport(opts.TwinTransport)
@@ -119,8 +125,8 @@ func Run(ctx context.Context, cli sandbox.Engine, opts Options) (*clientverdict.
 	in.Alpha, in.Beta = legs["alpha"].run.Observed, legs["beta"].run.Observed
 	in.SelfTest = selfTestCheck(legs["alpha"], legs["beta"])
 	in.HeldFixed, rep.HeldFixed.Listing = heldFixed(listings, legs["alpha"], legs["beta"])
-	d := clientverdict.Decide(in)
-	if d.Verdict == clientverdict.Refuted {
+	d := opts.Judge.Decide(in)
+	if d.Verdict == clientreport.Refuted {
 		switch {
 		case opts.NoControl:
 			in.ControlWhy = "the positive control was not run (--no-control)"
@@ -141,7 +147,7 @@ func Run(ctx context.Context, cli sandbox.Engine, opts Options) (*clientverdict.
 			// The control's listing must be the legs' too.
 			in.HeldFixed, rep.HeldFixed.Listing = heldFixed(append(listings, res.listings...), legs["alpha"], legs["beta"], res)
 		}
-		d = clientverdict.Decide(in)
+		d = opts.Judge.Decide(in)
 	}
 	rep.Decision = d
 	rep.SelfTest.Check, rep.HeldFixed.Check = in.SelfTest, in.HeldFixed
@@ -184,8 +190,8 @@ func (r *runner) preflight() error {
 }
 
 // fail makes rep ERRORED with err's reason and returns err.
-func fail(rep *clientverdict.Report, err error) (*clientverdict.Report, error) {
-	rep.Decision = clientverdict.Decision{Verdict: clientverdict.Errored, Reason: report.OneLine(err.Error()), Control: clientverdict.ControlNotRun}
+func fail(rep *clientreport.Report, err error) (*clientreport.Report, error) {
+	rep.Decision = clientreport.Decision{Verdict: clientreport.Errored, Reason: report.OneLine(err.Error()), Control: clientreport.ControlNotRun}
 	return rep, err
 }
 
@@ -202,8 +208,8 @@ func (r *runner) vars() clientadapter.Vars {
 
 // legResult is one leg's evidence.
 type legResult struct {
-	run      clientverdict.LegRun
-	self     clientverdict.SelfTestLeg
+	run      clientreport.LegRun
+	self     clientreport.SelfTestLeg
 	listings []listing
 	fresh    bool
 }

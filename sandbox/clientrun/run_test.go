@@ -15,6 +15,7 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/clientverdict"
+	"github.com/mcpsandbox/mcpsandbox/ci/report/clientreport"
 	"github.com/mcpsandbox/mcpsandbox/images"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/clientadapter"
@@ -73,7 +74,7 @@ func base(t *testing.T, cli *client.Client) string {
 }
 
 // run tests the fixture client with args under the fixture adapter.
-func run(t *testing.T, cli *client.Client, o clientrun.Options, args ...string) *clientverdict.Report {
+func run(t *testing.T, cli *client.Client, o clientrun.Options, args ...string) *clientreport.Report {
 	t.Helper()
 	a, _ := clientadapter.Builtin("fixture")
 	o.Adapter = a
@@ -82,6 +83,7 @@ func run(t *testing.T, cli *client.Client, o clientrun.Options, args ...string) 
 	o.Mounts = []sandbox.Mount{fixtureClient(t)}
 	o.Agent = sandboxtest.Agent(t)
 	o.RunID = label.NewRunID()
+	o.Judge = clientverdict.Judge{}
 	if o.Timeout == 0 {
 		o.Timeout = 30 * time.Second
 	}
@@ -98,7 +100,7 @@ func run(t *testing.T, cli *client.Client, o clientrun.Options, args ...string) 
 	return rep
 }
 
-func want(t *testing.T, rep *clientverdict.Report, v clientverdict.Verdict, pre clientverdict.Precondition, code int) {
+func want(t *testing.T, rep *clientreport.Report, v clientreport.Verdict, pre clientreport.Precondition, code int) {
 	t.Helper()
 	if rep.Verdict != v || rep.Precondition != pre || rep.ExitCode() != code {
 		var b strings.Builder
@@ -107,7 +109,7 @@ func want(t *testing.T, rep *clientverdict.Report, v clientverdict.Verdict, pre 
 	}
 }
 
-func leg(rep *clientverdict.Report, name string) *clientverdict.LegRun {
+func leg(rep *clientreport.Report, name string) *clientreport.LegRun {
 	for i := range rep.Legs {
 		if rep.Legs[i].Name == name {
 			return &rep.Legs[i]
@@ -121,8 +123,8 @@ func leg(rep *clientverdict.Report, name string) *clientverdict.LegRun {
 func TestReadOnlyAutoApproverIsConfirmed(t *testing.T) {
 	cli := sandboxtest.Docker(t)
 	rep := run(t, cli, clientrun.Options{}, "--policy", "readonly-auto")
-	want(t, rep, clientverdict.Confirmed, "", 1)
-	if len(rep.Legs) != 2 || rep.Control != clientverdict.ControlNotRun {
+	want(t, rep, clientreport.Confirmed, "", 1)
+	if len(rep.Legs) != 2 || rep.Control != clientreport.ControlNotRun {
 		t.Errorf("legs %d, control %s", len(rep.Legs), rep.Control)
 	}
 	a, b := leg(rep, "alpha"), leg(rep, "beta")
@@ -171,8 +173,8 @@ func TestReadOnlyAutoApproverIsConfirmed(t *testing.T) {
 func TestAskAllIsRefutedAndBacked(t *testing.T) {
 	cli := sandboxtest.Docker(t)
 	rep := run(t, cli, clientrun.Options{TwinTransport: "http"}, "--policy", "ask-all", "--api", "anthropic", "--stream")
-	want(t, rep, clientverdict.Refuted, "", 0)
-	if rep.Control != clientverdict.ControlPassed || !rep.Backed || len(rep.Legs) != 3 {
+	want(t, rep, clientreport.Refuted, "", 0)
+	if rep.Control != clientreport.ControlPassed || !rep.Backed || len(rep.Legs) != 3 {
 		t.Fatalf("control %s backed %t legs %d", rep.Control, rep.Backed, len(rep.Legs))
 	}
 	c := leg(rep, "control")
@@ -188,20 +190,20 @@ func TestAskAllIsRefutedAndBacked(t *testing.T) {
 func TestRefutedWithoutControlIsUnbacked(t *testing.T) {
 	cli := sandboxtest.Docker(t)
 	rep := run(t, cli, clientrun.Options{NoControl: true}, "--policy", "ask-all", "--stream")
-	want(t, rep, clientverdict.Refuted, "", 3)
-	if rep.Control != clientverdict.ControlUnavailable || rep.Backed || len(rep.Legs) != 2 {
+	want(t, rep, clientreport.Refuted, "", 3)
+	if rep.Control != clientreport.ControlUnavailable || rep.Backed || len(rep.Legs) != 2 {
 		t.Errorf("control %s backed %t legs %d", rep.Control, rep.Backed, len(rep.Legs))
 	}
 }
 
 func TestNoGateIsSkipped(t *testing.T) {
 	cli := sandboxtest.Docker(t)
-	want(t, run(t, cli, clientrun.Options{}, "--policy", "no-gate"), clientverdict.Skipped, clientverdict.NoGate, 3)
+	want(t, run(t, cli, clientrun.Options{}, "--policy", "no-gate"), clientreport.Skipped, clientreport.NoGate, 3)
 }
 
 func TestNeverListingIsSkipped(t *testing.T) {
 	cli := sandboxtest.Docker(t)
-	want(t, run(t, cli, clientrun.Options{}, "--policy", "no-list"), clientverdict.Skipped, clientverdict.NeverListed, 3)
+	want(t, run(t, cli, clientrun.Options{}, "--policy", "no-list"), clientreport.Skipped, clientreport.NeverListed, 3)
 }
 
 // The listing changed between calls (beta turned read-only): the
@@ -209,7 +211,7 @@ func TestNeverListingIsSkipped(t *testing.T) {
 func TestListingChangeIsErrored(t *testing.T) {
 	cli := sandboxtest.Docker(t)
 	rep := run(t, cli, clientrun.Options{Faults: twin.Faults{Drift: true}}, "--policy", "readonly-auto", "--list-twice")
-	want(t, rep, clientverdict.Errored, "", 2)
+	want(t, rep, clientreport.Errored, "", 2)
 	if rep.HeldFixed.OK || !strings.Contains(rep.HeldFixed.Reason, "changed between calls") {
 		t.Errorf("held fixed %+v", rep.HeldFixed)
 	}
@@ -219,7 +221,7 @@ func TestListingChangeIsErrored(t *testing.T) {
 func TestBrokenLedgerIsErrored(t *testing.T) {
 	cli := sandboxtest.Docker(t)
 	rep := run(t, cli, clientrun.Options{Faults: twin.Faults{DropCalls: true}}, "--policy", "readonly-auto")
-	want(t, rep, clientverdict.Errored, "", 2)
+	want(t, rep, clientreport.Errored, "", 2)
 	if rep.SelfTest.OK || !strings.Contains(rep.Reason, "self-test") {
 		t.Errorf("self-test %+v: %s", rep.SelfTest, rep.Reason)
 	}
@@ -230,7 +232,7 @@ func TestBrokenLedgerIsErrored(t *testing.T) {
 func TestHangingClientIsBounded(t *testing.T) {
 	cli := sandboxtest.Docker(t)
 	rep := run(t, cli, clientrun.Options{Timeout: 2 * time.Second}, "--policy", "hang")
-	want(t, rep, clientverdict.Skipped, clientverdict.CalledNeither, 3)
+	want(t, rep, clientreport.Skipped, clientreport.CalledNeither, 3)
 	a := leg(rep, "alpha")
 	timeout := false
 	for _, p := range a.Problems {
@@ -248,11 +250,11 @@ func TestAdapterPreconditionIsSkipped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := clientrun.Run(context.Background(), nil, clientrun.Options{Adapter: a, Command: []string{"chat"}})
+	rep, err := clientrun.Run(context.Background(), nil, clientrun.Options{Adapter: a, Command: []string{"chat"}, Judge: clientverdict.Judge{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want(t, rep, clientverdict.Skipped, clientverdict.NoMCPSupport, 3)
+	want(t, rep, clientreport.Skipped, clientreport.NoMCPSupport, 3)
 	if len(rep.Legs) != 0 {
 		t.Errorf("legs ran: %d", len(rep.Legs))
 	}
@@ -262,8 +264,8 @@ func TestAdapterPreconditionIsSkipped(t *testing.T) {
 // runs.
 func TestApproveAllIsRefused(t *testing.T) {
 	a, _ := clientadapter.Builtin("gemini-cli")
-	rep, err := clientrun.Run(context.Background(), nil, clientrun.Options{Adapter: a, Command: []string{"gemini", "--yolo"}})
-	if err == nil || rep.Verdict != clientverdict.Errored || len(rep.Legs) != 0 {
+	rep, err := clientrun.Run(context.Background(), nil, clientrun.Options{Adapter: a, Command: []string{"gemini", "--yolo"}, Judge: clientverdict.Judge{}})
+	if err == nil || rep.Verdict != clientreport.Errored || len(rep.Legs) != 0 {
 		t.Errorf("err %v, report %+v", err, rep.Decision)
 	}
 }
@@ -288,12 +290,12 @@ func TestClientKillingTheTwinIsErrored(t *testing.T) {
 	cli := sandboxtest.Docker(t)
 	a, _ := clientadapter.Builtin("fixture")
 	o := clientrun.Options{Adapter: a, Command: []string{fixtureMount, "--policy", "kill-parent"}, SessionOptions: sandbox.SessionOptions{Image: base(t, cli),
-		Mounts: []sandbox.Mount{fixtureClient(t)}, Agent: sandboxtest.Agent(t), RunID: label.NewRunID()}, Timeout: 30 * time.Second}
+		Mounts: []sandbox.Mount{fixtureClient(t)}, Agent: sandboxtest.Agent(t), RunID: label.NewRunID()}, Timeout: 30 * time.Second, Judge: clientverdict.Judge{}}
 	sandboxtest.NoLeftovers(t, cli, o.RunID)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	rep, err := clientrun.Run(ctx, cli, o)
-	if err == nil || rep.Verdict != clientverdict.Errored || rep.ExitCode() != 2 {
+	if err == nil || rep.Verdict != clientreport.Errored || rep.ExitCode() != 2 {
 		t.Errorf("err %v, verdict %s", err, rep.Verdict)
 	}
 }
