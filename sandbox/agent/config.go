@@ -41,6 +41,10 @@ type Config struct {
 	// CPU's time or less anyway (the default), where it costs the server
 	// only running two threads at once, and only during those stretches.
 	Pin bool `json:"pin,omitempty"`
+	// PinRate is the stop rate a second from which the tasks are pinned
+	// (0: pinRate); they are freed under a quarter of it. A test sets it
+	// low, so that a burst on a loaded machine is still one.
+	PinRate int `json:"pinRate,omitempty"`
 }
 
 // maxConfig bounds the config frame the agent reads.

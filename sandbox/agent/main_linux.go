@@ -3,6 +3,7 @@
 package agent
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -89,7 +90,11 @@ func Main(args []string) int {
 			}
 		}
 	}()
-	code := trace(argv, cfg.Network, cfg.Pin, sinks.queries, out)
+	pin := 0 // stops a second from which to pin; 0: never
+	if cfg.Pin {
+		pin = cmp.Or(cfg.PinRate, pinRate)
+	}
+	code := trace(argv, cfg.Network, pin, sinks.queries, out)
 	close(stopTick)
 	<-ticked
 	sinks.close()
@@ -119,6 +124,7 @@ func settings(args []string) (Config, []string, error) {
 		fs.DurationVar(&cfg.Tick, "tick", cfg.Tick, "heartbeat interval")
 		fs.IntVar(&cfg.MaxEvents, "max-events", cfg.MaxEvents, "events sent at most; the rest are counted")
 		fs.BoolVar(&cfg.Pin, "pin", cfg.Pin, "keep the server on the tracer's CPU while it stops often")
+		fs.IntVar(&cfg.PinRate, "pin-rate", cfg.PinRate, "with --pin, the stops a second from which to pin (0: the default)")
 		if err := fs.Parse(args); err != nil {
 			return cfg, nil, err
 		}
@@ -140,7 +146,7 @@ func settings(args []string) (Config, []string, error) {
 		if c.Tick > 0 {
 			cfg.Tick = c.Tick
 		}
-		cfg.Dir, cfg.Home, cfg.Pin = c.Dir, c.Home, c.Pin
+		cfg.Dir, cfg.Home, cfg.Pin, cfg.PinRate = c.Dir, c.Home, c.Pin, c.PinRate
 	}
 	switch cfg.Network {
 	case ModeNone, ModeSinkhole, ModeOpen:
@@ -177,7 +183,7 @@ func setName(name string) {
 // trace starts the server under ptrace and follows it and every
 // descendant until the server's own process ends. It returns the server's
 // exit code (128+signal when killed).
-func trace(argv []string, mode string, pin bool, queries *loopQueries, out *writer) int {
+func trace(argv []string, mode string, pin int, queries *loopQueries, out *writer) int {
 	// Every ptrace request must come from the thread that started the child.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -227,8 +233,8 @@ func trace(argv []string, mode string, pin bool, queries *loopQueries, out *writ
 	}
 	t := newTracer(cmd.Process.Pid, mode, out)
 	t.loopQueries = queries
-	if pin {
-		t.pin = newPinner()
+	if pin > 0 {
+		t.pin = newPinner(int64(pin))
 		defer t.pin.stop()
 	}
 	code := t.loop()

@@ -23,12 +23,15 @@ import (
 // second CPU for work that never stops (1.08x instead of 1.03x on the
 // benchmark's file workload, whose Go runtime collects garbage on another
 // thread), so the tasks are pinned only while the stops come at least
-// pinRate a second, and freed after an unpinAfter stretch below
-// unpinRate. The tasks' own mask is replaced meanwhile; they get the
+// pinRate a second (Config.PinRate), and freed after an unpinAfter
+// stretch below a quarter of it. The tasks' own mask is replaced meanwhile; they get the
 // agent's back when freed. Nothing recorded depends on it: a failure to
 // move a task costs speed only, and is not reported.
 type pinner struct {
 	stops atomic.Int64 // the tracer's stops so far
+
+	// rate pins the tasks (stops a second); under unpin they are freed.
+	rate, unpin int64
 
 	// The tracer's side: its last look at the stop rate.
 	lookedAt    int64 // Now() at the last look
@@ -48,9 +51,8 @@ const (
 	// 200 fork+exec+exits a second, where the cross-CPU wake-ups cost
 	// about 3% of a CPU.
 	pinRate = 1000
-	// unpinRate is the rate under which they are let go, once it has held
-	// for unpinAfter.
-	unpinRate  = 250
+	// The rate under which they are let go, once it has held for
+	// unpinAfter, is a quarter of the pinning rate (250 a second).
 	unpinAfter = 20 * time.Millisecond
 )
 
@@ -62,8 +64,8 @@ func often(n, dt, rate int64) bool {
 
 // newPinner starts the watcher that frees the tasks; stop ends it. It is
 // made on the tracing thread.
-func newPinner() *pinner {
-	p := &pinner{tracer: unix.Gettid(), tids: map[int]bool{}, done: make(chan struct{}), lookedAt: Now()}
+func newPinner(rate int64) *pinner {
+	p := &pinner{rate: rate, unpin: rate / 4, tracer: unix.Gettid(), tids: map[int]bool{}, done: make(chan struct{}), lookedAt: Now()}
 	if err := unix.SchedGetaffinity(0, &p.orig); err != nil {
 		return nil // no mask to give back: never pin
 	}
@@ -85,7 +87,7 @@ func (p *pinner) stopped() {
 }
 
 // look pins the tasks when the stops of the stretch since the last look
-// came at pinRate or more. It runs on the tracer, which owns tids: the
+// came at the pinning rate or more. It runs on the tracer, which owns tids: the
 // tasks it knows.
 func (p *pinner) look(tids func() []int) {
 	if p == nil {
@@ -94,7 +96,7 @@ func (p *pinner) look(tids func() []int) {
 	now, n := Now(), p.stops.Load()
 	dt, dn := now-p.lookedAt, n-p.stopsLooked
 	p.lookedAt, p.stopsLooked = now, n
-	if !often(dn, dt, pinRate) {
+	if !often(dn, dt, p.rate) {
 		return
 	}
 	p.mu.Lock()
@@ -148,7 +150,7 @@ func (p *pinner) gone(tid int) {
 	p.mu.Unlock()
 }
 
-// watch frees the tasks once the stops have come under unpinRate for
+// watch frees the tasks once the stops have come under the unpinning rate for
 // unpinAfter: the tracer, blocked in wait while nothing stops, cannot.
 func (p *pinner) watch() {
 	tick := time.NewTicker(unpinAfter)
@@ -161,7 +163,7 @@ func (p *pinner) watch() {
 		case <-tick.C:
 		}
 		n := p.stops.Load()
-		if !often(n-last, int64(unpinAfter), unpinRate) {
+		if !often(n-last, int64(unpinAfter), p.unpin) {
 			p.free()
 		}
 		last = n
