@@ -25,9 +25,9 @@ Usage:
   mcpsandbox client [flags] -- COMMAND [ARG...] test whether a client lets a server's readOnlyHint skip the human
   mcpsandbox run [flags] -- COMMAND [ARG...]    serve an MCP server from a sandbox to a client on stdio, hints verified
   mcpsandbox bulk [flags] LIST...               scan npm packages and images listed in files, resumably
-  mcpsandbox bulk merge [--results DIR] DIR...  merge the results directories of shards into one
+  mcpsandbox bulk merge [--results OUT] DIR...  merge the results directories of shards into one
   mcpsandbox bulk k8s [flags]                   print a Kubernetes Indexed Job that runs the shards
-  mcpsandbox images build [node|python|base|build] build runtime images from the host
+  mcpsandbox images build [NAME...]             build runtime images from the host (base, node, python, strace, build)
   mcpsandbox images ls                          list the images mcpsandbox made, with the cache's sizes
   mcpsandbox images prune [--cache-size SIZE]   evict cached images, least recently used first
   mcpsandbox clean [--images] [--runs] [--states] [--live] [--kept] [--yes] [RUN...]

@@ -14,7 +14,7 @@ import (
 
 func runImages(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		fmt.Fprint(stderr, "Usage: mcpsandbox images build [node|python|base|build]... | mcpsandbox images ls | mcpsandbox images prune [--cache-size SIZE]\n")
+		fmt.Fprint(stderr, "Usage: mcpsandbox images build [base|node|python|strace|build]... | mcpsandbox images ls | mcpsandbox images prune [--cache-size SIZE]\n")
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help") {
 			return errHelp
 		}
@@ -32,7 +32,7 @@ func runImages(ctx context.Context, args []string, stdout, stderr io.Writer) err
 }
 
 func runImagesBuild(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("images build", "images build [flags] [node|python|base|build]...", stderr)
+	fs := newFlags("images build", "images build [flags] [base|node|python|strace|build]...", stderr)
 	quiet := fs.BoolP("quiet", "q", false, "print only the image references")
 	if err := parse(fs, args); err != nil {
 		return err

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/mcpsandbox/mcpsandbox/images"
 )
 
 // readmeMaxBytes bounds README.md: the depth is in docs/.
@@ -418,5 +420,19 @@ func TestReadmeSize(t *testing.T) {
 	}
 	if fi.Size() > readmeMaxBytes {
 		t.Errorf("README.md is %d bytes, over %d: move the depth to a docs/ page and link it", fi.Size(), readmeMaxBytes)
+	}
+}
+
+// TestUsageNamesEveryImage: the usage line of images build names each
+// image the images package can build, and only those.
+func TestUsageNamesEveryImage(t *testing.T) {
+	i := strings.Index(usage, "images build [NAME...]")
+	if i < 0 {
+		t.Fatal("no images build line in the usage")
+	}
+	line, _, _ := strings.Cut(usage[i:], "\n")
+	want := "(" + strings.Join(images.Names(), ", ") + ")"
+	if !strings.HasSuffix(line, want) {
+		t.Errorf("usage %q: want it to end %q", line, want)
 	}
 }
