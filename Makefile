@@ -56,7 +56,7 @@ bench: images
 	$(GO) test -run '^$$' -bench 'RunnerPeakMemory' -benchtime 1x -count 1 -timeout 30m ./sandbox/
 	$(GO) test -run '^$$' -bench Overhead -benchtime 3x -count 1 -timeout 60m ./sandbox/agent/
 	$(GO) run ./cmd/bulkbench -mcpsandbox $(BIN) $(if $(BENCH_CACHE),-cache $(BENCH_CACHE))
-	$(GO) test -run '^$$' -bench RunProxyLatency -benchtime 3x -count 1 -timeout 30m ./sandbox/
+	$(GO) test -run '^$$' -bench RunProxyLatency -benchtime 3x -count 1 -timeout 30m ./sandbox/proxy/
 
 # The main job on a bundled example: scan the fixture server, whose tools
 # lie about their side effects, in sinkhole mode (nothing leaves; HTTP and

@@ -40,6 +40,34 @@ func boundaries() []boundary {
 	}
 }
 
+// String is the rule as docs/architecture.md states it, the module's
+// packages by their paths in it.
+func (b boundary) String() string {
+	rel := func(ps []string) string {
+		var out []string
+		for _, p := range ps {
+			switch {
+			case p == module+"/":
+				out = append(out, "this module")
+			case strings.HasPrefix(p, module+"/"):
+				out = append(out, "./"+strings.TrimPrefix(p, module+"/"))
+			default:
+				out = append(out, p)
+			}
+		}
+		return strings.Join(out, ", ")
+	}
+	s := strings.Join(b.patterns, " ")
+	if len(b.except) > 0 {
+		s += " (but " + rel(b.except) + ")"
+	}
+	s += " import nothing of " + rel(b.forbidden)
+	if len(b.allowed) > 0 {
+		s += " but " + rel(b.allowed)
+	}
+	return s
+}
+
 // pkg is what go list says of one package.
 type pkg struct {
 	ImportPath string
