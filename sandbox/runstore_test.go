@@ -212,3 +212,65 @@ func TestNamedRunChangesApply(t *testing.T) {
 		t.Error("the run's container is still there after clean")
 	}
 }
+
+// TestNamedRunLifecycle: a named run is recorded before anything starts
+// (a name taken is refused then), with its workspace's baseline, running;
+// kept, it is stopped with its container; one that kept no container is
+// forgotten, as is one whose scan never kept any (Forget), and Forget
+// after Kept leaves the record.
+func TestNamedRunLifecycle(t *testing.T) {
+	st := sandbox.RunStore{Root: t.TempDir()}
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	so := sandbox.SessionOptions{Argv: []string{"srv"}, Image: "img", Workspace: ws}
+	n, err := sandbox.BeginNamedRun(st, "kept", so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sandbox.BeginNamedRun(st, "kept", so); !errors.Is(err, sandbox.ErrRunExists) {
+		t.Errorf("the name twice: %v", err)
+	}
+	if m, err := st.Get("kept"); err != nil || m.State != sandbox.RunRunning || m.Workspace != ws {
+		t.Errorf("begun: %+v %v", m, err)
+	}
+	if _, err := st.Baseline("kept"); err != nil {
+		t.Errorf("no baseline: %v", err)
+	}
+	msg, err := n.Kept(sandbox.KeptSession{Container: "c0ffee", WorkspaceUpper: "/upper"})
+	if err != nil || !strings.HasPrefix(msg, "kept run kept (") || strings.Contains(msg, "cannot be applied") {
+		t.Errorf("kept: %q %v", msg, err)
+	}
+	if err := n.Forget(); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := st.Get("kept"); err != nil || m.State != sandbox.RunStopped || m.Container != "c0ffee" {
+		t.Errorf("kept then forgotten: %+v %v", m, err)
+	}
+	for name, end := range map[string]func(*sandbox.NamedRun) error{
+		"nothing-kept":  func(n *sandbox.NamedRun) error { msg, err := n.Kept(sandbox.KeptSession{}); return errors.Join(err, isEmpty(msg)) },
+		"never-started": (*sandbox.NamedRun).Forget,
+	} {
+		n, err := sandbox.BeginNamedRun(st, name, sandbox.SessionOptions{Argv: []string{"srv"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := end(n); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+		if _, err := st.Get(name); err == nil {
+			t.Errorf("%s: still recorded", name)
+		}
+		if _, err := sandbox.BeginNamedRun(st, name, sandbox.SessionOptions{}); err != nil {
+			t.Errorf("%s: the name is not free again: %v", name, err)
+		}
+	}
+}
+
+func isEmpty(s string) error {
+	if s != "" {
+		return errors.New("a line for a run that kept nothing: " + s)
+	}
+	return nil
+}

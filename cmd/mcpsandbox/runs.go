@@ -5,15 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
-	"github.com/mcpsandbox/mcpsandbox/overlay"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 )
 
@@ -133,8 +130,10 @@ func stateFlag(fs *pflag.FlagSet) func() (*sandbox.StateDir, error) {
 
 // nameFlag adds --name to scan: the scan's container is kept (stopped)
 // as a named run, its workspace changes listed by `changes` and written
-// by `apply`. The function it returns sets opts up before the scan; the
-// one that returns reports the run after it.
+// by `apply`. The function it returns records the run and sets opts up
+// before the scan (sandbox.NamedRun, as run --name does); the one that
+// returns reports the run after it, or forgets it when no container was
+// kept.
 func nameFlag(fs *pflag.FlagSet) func(opts *sandbox.ScanOptions, rounds int, stdout io.Writer) (func() error, error) {
 	name := fs.String("name", "", "keep the container (stopped) as a named run: 'mcpsandbox changes NAME' lists what it changed in the --workspace, 'apply NAME' writes it to the host, 'clean NAME' removes it")
 	return func(opts *sandbox.ScanOptions, rounds int, stdout io.Writer) (func() error, error) {
@@ -154,41 +153,24 @@ func nameFlag(fs *pflag.FlagSet) func(opts *sandbox.ScanOptions, rounds int, std
 		if _, err := st.Get(*name); err == nil {
 			return nil, usageError{fmt.Sprintf("--name %s: a run of that name exists (see 'mcpsandbox runs')", *name)}
 		}
-		meta := sandbox.RunMeta{Name: *name, Command: opts.Argv, Image: opts.Image, Created: time.Now().UTC(), State: sandbox.RunStopped}
-		var base *overlay.Baseline
-		if opts.Workspace != "" {
-			abs, err := filepath.Abs(opts.Workspace)
-			if err != nil {
-				return nil, err
-			}
-			b, err := overlay.TakeBaseline(abs, overlay.BaselineOptions{})
-			if err != nil {
-				return nil, err
-			}
-			meta.Workspace, base = abs, &b
-		}
-		if opts.State != nil {
-			meta.StateName = opts.State.Name
+		n, err := sandbox.BeginNamedRun(st, *name, opts.SessionOptions)
+		if err != nil {
+			return nil, err
 		}
 		opts.Keep = true
-		var created error
-		kept := false
-		opts.OnKept = func(k sandbox.KeptSession) {
-			meta.Container, meta.Upper, meta.Planted = k.Container, k.WorkspaceUpper, k.Planted
-			if meta.Workspace != "" && meta.Upper == "" {
-				fmt.Fprintf(stdout, "mcpsandbox: the workspace of run %s was copied, not mounted: its changes cannot be applied\n", *name)
-			}
-			created, kept = st.Create(meta, base), true
-		}
+		var msg string
+		var kerr error
+		opts.OnKept = func(k sandbox.KeptSession) { msg, kerr = n.Kept(k) }
 		return func() error {
-			if !kept {
-				return nil
+			if kerr != nil {
+				return kerr
 			}
-			if created != nil {
-				return created
+			if msg != "" {
+				fmt.Fprintf(stdout, "mcpsandbox: %s\n", msg)
 			}
-			fmt.Fprintf(stdout, "mcpsandbox: kept run %s ('mcpsandbox changes %s', 'apply %s', 'clean %s')\n", *name, *name, *name, *name)
-			return nil
+			// A scan that kept no container (it did not start) leaves
+			// no name behind.
+			return n.Forget()
 		}, nil
 	}
 }

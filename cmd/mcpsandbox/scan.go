@@ -19,7 +19,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 )
 
-func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlags("scan", "scan [flags] -- COMMAND [ARG...] | scan [flags] --image REF (no command: the image's own entrypoint and command)", stderr)
 	opts := sandbox.ScanOptions{Isolation: sandbox.IsolationSession}
 	session := sessionFlags(fs, serverFlags|flagCall, stderr)
@@ -155,6 +155,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	defer func() { err = errors.Join(err, keptRun()) }()
 
 	cli, err := sandbox.Connect(ctx)
 	if err != nil {
@@ -164,7 +165,6 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	_, err = gate.Run(ctx, cli, gate.Options{Scan: opts, Verdict: verdict.Config{Policy: policy, Contract: pinned, Baseline: base},
 		FailOn: failGate, Outputs: outputs, Transcript: *transcript, TranscriptUnredacted: *transcriptUnredacted, ContractOut: *contractOut, WriteBaseline: *writeBaseline,
 		NoReplay: *noReplay, Rounds: *rounds, MaxReport: maxReport(), Version: version(), Stdout: stdout, Notice: stderr})
-	err = errors.Join(err, keptRun())
 	evictAfterScan(ctx, cli, int64(*cacheSize), opts.Log, stderr)
 	return err
 }

@@ -126,7 +126,7 @@ func Run(ctx context.Context, cli sandbox.Engine, opts RunOptions) (RunResult, e
 		endRun(ctx, s, log, named, res.Ended)
 		return res, err
 	}
-	named.started(s, log)
+	namedStarted(named, s, log)
 	interval := opts.PhaseInterval
 	if interval == 0 {
 		interval = DefaultPhaseInterval
@@ -168,9 +168,9 @@ func Run(ctx context.Context, cli sandbox.Engine, opts RunOptions) (RunResult, e
 // removed unless SessionOptions.Keep), then the end record with the teardown's
 // effects and the session's problems. A named run's container is kept,
 // stopped, and its record says where.
-func endRun(ctx context.Context, s *sandbox.Session, log *runLog, named *namedRun, why string) {
+func endRun(ctx context.Context, s *sandbox.Session, log *runLog, named *sandbox.NamedRun, why string) {
 	err := s.Close(ctx)
-	named.ended(s, log)
+	namedEnded(named, s, log)
 	rep := s.Report()
 	rec := RunRecord{Type: "end", Reason: why, Problems: rep.Problems, Container: s.Kept()}
 	if n := len(rep.Phases); n > 0 && rep.Phases[n-1].Name == "teardown" {
@@ -190,21 +190,10 @@ func endRun(ctx context.Context, s *sandbox.Session, log *runLog, named *namedRu
 	log.record(rec, human)
 }
 
-// namedRun is a named run's record while it runs: created before the
-// container, with the workspace's baseline, so that a name taken is
-// refused before anything starts; completed once the container is kept.
-type namedRun struct {
-	store sandbox.RunStore
-	meta  sandbox.RunMeta
-}
-
 // startNamed records the named run (nil: the run is not named).
-func (o RunOptions) startNamed(so sandbox.SessionOptions) (*namedRun, error) {
+func (o RunOptions) startNamed(so sandbox.SessionOptions) (*sandbox.NamedRun, error) {
 	if o.Name == "" {
 		return nil, nil
-	}
-	if err := sandbox.CheckRunName(o.Name); err != nil {
-		return nil, fmt.Errorf("run: %w", err)
 	}
 	st := o.Store
 	if st.Root == "" {
@@ -213,64 +202,35 @@ func (o RunOptions) startNamed(so sandbox.SessionOptions) (*namedRun, error) {
 			return nil, err
 		}
 	}
-	n := &namedRun{store: st, meta: sandbox.RunMeta{Name: o.Name, Command: so.Argv, Image: so.Image, Created: time.Now().UTC(), State: sandbox.RunRunning}}
-	if so.State != nil {
-		n.meta.StateName = so.State.Name
-	}
-	var base *overlay.Baseline
-	if ws := o.Session.Workspace; ws != "" {
-		abs, err := filepath.Abs(ws)
-		if err != nil {
-			return nil, fmt.Errorf("run: the workspace: %w", err)
-		}
-		b, err := overlay.TakeBaseline(abs, overlay.BaselineOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("run: the workspace's baseline: %w", err)
-		}
-		n.meta.Workspace, base = abs, &b
-	}
-	if err := st.Create(n.meta, base); err != nil {
-		return nil, fmt.Errorf("run %s: %w", o.Name, err)
-	}
-	return n, nil
+	return sandbox.BeginNamedRun(st, o.Name, so)
 }
 
-// started records the running container, so that `runs` finds it (and
-// its state) even if the runner is killed before the end.
-func (n *namedRun) started(s *sandbox.Session, log *runLog) {
+// namedStarted records the running container of a named run (n nil: not
+// named).
+func namedStarted(n *sandbox.NamedRun, s *sandbox.Session, log *runLog) {
 	if n == nil {
 		return
 	}
-	n.meta.Container, n.meta.Upper = s.ContainerID(), s.WorkspaceUpper()
-	if err := n.store.Update(n.meta); err != nil {
+	if err := n.Started(s); err != nil {
 		log.record(RunRecord{Type: "problem", Reason: "run-store", Message: err.Error()}, "run-store: "+report.OneLine(err.Error()))
 	}
 }
 
-// ended records the kept, stopped container.
-func (n *namedRun) ended(s *sandbox.Session, log *runLog) {
+// namedEnded records the kept, stopped container of a named run.
+func namedEnded(n *sandbox.NamedRun, s *sandbox.Session, log *runLog) {
 	if n == nil {
 		return
 	}
 	k := s.KeptInfo()
-	if k.Container == "" {
-		// No container was made (the image is missing, the engine
-		// refused it): nothing to keep, no name to hold.
-		if err := n.store.Forget(n.meta.Name); err != nil {
-			log.record(RunRecord{Type: "problem", Reason: "run-store", Message: err.Error()}, "run-store: "+report.OneLine(err.Error()))
-		}
-		return
-	}
-	n.meta.Container, n.meta.Upper, n.meta.Planted, n.meta.State = k.Container, k.WorkspaceUpper, k.Planted, sandbox.RunStopped
-	msg := fmt.Sprintf("kept run %s ('mcpsandbox changes %s', 'apply %s', 'clean %s')", n.meta.Name, n.meta.Name, n.meta.Name, n.meta.Name)
-	if n.meta.Workspace != "" && n.meta.Upper == "" {
-		msg += "; its workspace was copied or seen at its own path, not mounted at /workspace: its changes cannot be applied"
-	}
-	if err := n.store.Update(n.meta); err != nil {
+	msg, err := n.Kept(k)
+	if err != nil {
 		log.record(RunRecord{Type: "problem", Reason: "run-store", Message: err.Error()}, "run-store: "+report.OneLine(err.Error()))
 		return
 	}
-	log.record(RunRecord{Type: "kept", Message: n.meta.Name, Container: k.Container}, msg)
+	if msg == "" {
+		return // no container was made: nothing kept, the name is free
+	}
+	log.record(RunRecord{Type: "kept", Message: n.Name(), Container: k.Container}, msg)
 }
 
 // sessionOptions are the session's options for a run, and the roots to

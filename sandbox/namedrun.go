@@ -1,0 +1,92 @@
+package sandbox
+
+import (
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/mcpsandbox/mcpsandbox/overlay"
+)
+
+// NamedRun is a named run's record while its session runs, for `scan
+// --name` and `run --name` alike: made before anything starts, with the
+// workspace's baseline, so that a name taken is refused before a
+// container exists; given the container once it runs (Started); completed
+// once the container is kept and stopped (Kept), or forgotten when none
+// was made (Forget).
+type NamedRun struct {
+	store RunStore
+	meta  RunMeta
+	done  bool
+}
+
+// BeginNamedRun records run name of the session so in store, state
+// RunRunning. The session must be opened with Keep set.
+func BeginNamedRun(store RunStore, name string, so SessionOptions) (*NamedRun, error) {
+	if err := CheckRunName(name); err != nil {
+		return nil, err
+	}
+	n := &NamedRun{store: store, meta: RunMeta{Name: name, Command: so.Argv, Image: so.Image, Created: time.Now().UTC(), State: RunRunning}}
+	if so.State != nil {
+		n.meta.StateName = so.State.Name
+	}
+	var base *overlay.Baseline
+	if ws := so.Workspace; ws != "" {
+		abs, err := filepath.Abs(ws)
+		if err != nil {
+			return nil, fmt.Errorf("run %s: the workspace: %w", name, err)
+		}
+		b, err := overlay.TakeBaseline(abs, overlay.BaselineOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("run %s: the workspace's baseline: %w", name, err)
+		}
+		n.meta.Workspace, base = abs, &b
+	}
+	if err := store.Create(n.meta, base); err != nil {
+		return nil, fmt.Errorf("run %s: %w", name, err)
+	}
+	return n, nil
+}
+
+// Started records the running container, so that `runs` finds it (and
+// its state) even if the runner is killed before the end.
+func (n *NamedRun) Started(s *Session) error {
+	n.meta.Container, n.meta.Upper = s.ContainerID(), s.WorkspaceUpper()
+	return n.store.Update(n.meta)
+}
+
+// Kept completes the record with the kept, stopped container k and says
+// so in one line, for the user (where the workspace was copied or seen at
+// its own path rather than mounted, its changes cannot be applied, and the
+// line says that too). A session that made no container (the image is
+// missing, the engine refused it) has nothing to keep: its name is
+// forgotten, and the line is "".
+func (n *NamedRun) Kept(k KeptSession) (string, error) {
+	n.done = true
+	if k.Container == "" {
+		return "", n.store.Forget(n.meta.Name)
+	}
+	n.meta.Container, n.meta.Upper, n.meta.Planted, n.meta.State = k.Container, k.WorkspaceUpper, k.Planted, RunStopped
+	name := n.meta.Name
+	msg := fmt.Sprintf("kept run %s ('mcpsandbox changes %s', 'apply %s', 'clean %s')", name, name, name, name)
+	if n.meta.Workspace != "" && n.meta.Upper == "" {
+		msg += "; its workspace was copied or seen at its own path, not mounted at /workspace: its changes cannot be applied"
+	}
+	if err := n.store.Update(n.meta); err != nil {
+		return "", fmt.Errorf("run %s: %w", name, err)
+	}
+	return msg, nil
+}
+
+// Name is the run's name.
+func (n *NamedRun) Name() string { return n.meta.Name }
+
+// Forget drops the record unless Kept completed it: the session never
+// kept a container (a scan that failed before one was made).
+func (n *NamedRun) Forget() error {
+	if n.done {
+		return nil
+	}
+	n.done = true
+	return n.store.Forget(n.meta.Name)
+}
