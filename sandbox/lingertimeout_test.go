@@ -26,19 +26,7 @@ func TestRunTimeoutInTheLingerIsSaid(t *testing.T) {
 	if !errors.Is(err, sandbox.ErrIncomplete) {
 		t.Fatalf("scan: %v, want ErrIncomplete", err)
 	}
-	r := res.Report
-	if r.Complete {
-		t.Error("the report says complete")
-	}
-	n := 0
-	for _, p := range r.Problems {
-		if p.Kind == "run-timeout" {
-			n++
-		}
-	}
-	if n != 1 {
-		t.Errorf("%d run-timeout problems, want 1: %+v", n, r.Problems)
-	}
+	cutByTheBound(t, res.Report)
 }
 
 // TestRunTimeoutInTheReplaysIsSaid: a --timeout reached while the calls
@@ -61,19 +49,7 @@ func TestRunTimeoutInTheReplaysIsSaid(t *testing.T) {
 	if !errors.Is(err, sandbox.ErrIncomplete) {
 		t.Fatalf("scan: %v, want ErrIncomplete", err)
 	}
-	r := res.Report
-	if r.Complete {
-		t.Error("the report says complete")
-	}
-	n := 0
-	for _, p := range r.Problems {
-		if p.Kind == "run-timeout" {
-			n++
-		}
-	}
-	if n != 1 {
-		t.Errorf("%d run-timeout problems, want 1: %+v", n, r.Problems)
-	}
+	cutByTheBound(t, res.Report)
 }
 
 // TestRunTimeoutInTheStartIsSaid: a --timeout reached before the server's
@@ -94,19 +70,24 @@ func TestRunTimeoutInTheStartIsSaid(t *testing.T) {
 			if !errors.Is(err, sandbox.ErrIncomplete) {
 				t.Fatalf("scan: %v, want ErrIncomplete", err)
 			}
-			r := res.Report
-			if r.Complete {
-				t.Error("the report says complete")
-			}
-			n := 0
-			for _, p := range r.Problems {
-				if p.Kind == "run-timeout" {
-					n++
-				}
-			}
-			if n != 1 {
-				t.Errorf("%d run-timeout problems, want 1: %+v", n, r.Problems)
-			}
+			cutByTheBound(t, res.Report)
 		})
+	}
+}
+
+// cutByTheBound wants r incomplete with one run-timeout problem.
+func cutByTheBound(t *testing.T, r *report.Report) {
+	t.Helper()
+	if r.Complete {
+		t.Error("the report says complete")
+	}
+	n := 0
+	for _, p := range r.Problems {
+		if p.Kind == "run-timeout" {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d run-timeout problems, want 1: %+v", n, r.Problems)
 	}
 }
