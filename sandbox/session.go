@@ -103,7 +103,7 @@ type SessionOptions struct {
 	AllowHosts    []AllowHost
 	AllowDial     DialFunc
 	MaxAllowConns int
-	// State, when set, is a server state (see runstore.go): its files
+	// State, when set, is a server state (see state.go): its files
 	// outside the workspace are restored before the server starts and
 	// saved again at Close.
 	State *StateDir

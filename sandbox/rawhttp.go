@@ -20,7 +20,7 @@ import (
 )
 
 // `mcpsandbox run --transport http|sse`: the relay speaks JSON-RPC lines
-// (run_relay.go), so a server over HTTP is handed out as RawStdio too.
+// (sandbox/proxy), so a server over HTTP is handed out as RawStdio too.
 // Each line the relay writes is one message, sent with the SDK's client
 // connection (a POST; the session id and the SSE endpoint are the SDK's
 // business); each message the connection reads (a POST's answer or event
