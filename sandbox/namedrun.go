@@ -28,7 +28,7 @@ func BeginNamedRun(store RunStore, name string, so SessionOptions) (*NamedRun, e
 	}
 	n := &NamedRun{store: store, meta: RunMeta{Name: name, Command: so.Argv, Image: so.Image, Created: time.Now().UTC(), State: RunRunning}}
 	if so.State != nil {
-		n.meta.StateName = so.State.Name
+		n.meta.StateName = so.State.StateName()
 	}
 	var base *overlay.Baseline
 	if ws := so.Workspace; ws != "" {

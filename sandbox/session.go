@@ -103,10 +103,10 @@ type SessionOptions struct {
 	AllowHosts    []AllowHost
 	AllowDial     DialFunc
 	MaxAllowConns int
-	// State, when set, is a server state (see state.go): its files
-	// outside the workspace are restored before the server starts and
-	// saved again at Close.
-	State *StateDir
+	// State, when set, is a server state (the run store's StateDir,
+	// state.go): its files outside the workspace are restored before the
+	// server starts and saved again at Close.
+	State ServerState
 
 	// LostKind is the problem kind a lost sandbox is recorded as (default
 	// report.ProblemSandboxLost; an install's is "install"); LostWait
@@ -548,7 +548,7 @@ func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Contai
 		if o.State != nil {
 			// Before the seeds and the baseline: the state is where the
 			// server starts from, not an effect.
-			if err := o.State.restore(ctx, s.cli, id, s); err != nil {
+			if err := s.restoreState(ctx, id); err != nil {
 				return asInfra(err, "restoring the server's state")
 			}
 		}

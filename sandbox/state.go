@@ -23,6 +23,29 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/sandbox/agent"
 )
 
+// ServerState is where a server's own files outside the workspace carry
+// over from one session to the next (--state): put into the container
+// before it starts, saved from its upper layer at teardown. The session
+// holds only this; the run store's StateDir is the one there is.
+type ServerState interface {
+	// StateName names the state in problems and records.
+	StateName() string
+	// Restore gives the state's files as a tar of the container's root
+	// (empty: a new state) and makes owner its saver, if none is yet:
+	// every session of one run (a scan's replays too) starts from the
+	// state as it was when the first one did, and only that first one
+	// saves.
+	Restore(owner any) ([]byte, error)
+	// Save replaces the state with what the upper dir holds outside the
+	// places in skip, when owner is its saver (saved false otherwise; an
+	// upper of "" is errNoUpper).
+	Save(owner any, upper string, skip []string) (info StateInfo, saved bool, err error)
+}
+
+// errNoUpper: the container's changes are read through the API, not from
+// an upper dir a state could be saved from.
+var errNoUpper = errors.New("no upper dir")
+
 // StateDir is a server state (--state NAME): the server's own files
 // outside the workspace, saved at the end of one session and put back
 // before the next starts, so that a server that stores data finds it.
@@ -39,8 +62,11 @@ type StateDir struct {
 	mu     sync.Mutex
 	loaded bool
 	data   []byte
-	owner  *Session
+	owner  any
 }
+
+// StateName is the state's name.
+func (sd *StateDir) StateName() string { return sd.Name }
 
 // DefaultStateMax bounds a server state's files.
 const DefaultStateMax int64 = 256 << 20
@@ -98,26 +124,46 @@ type StateInfo struct {
 	Skipped []string  `json:"skipped,omitempty"`
 }
 
-// restore puts the state's files into container id before it starts.
-func (sd *StateDir) restore(ctx context.Context, cli Engine, id string, s *Session) error {
+// Restore: see ServerState.
+func (sd *StateDir) Restore(owner any) ([]byte, error) {
 	sd.mu.Lock()
+	defer sd.mu.Unlock()
 	if !sd.loaded {
 		b, err := os.ReadFile(sd.tarPath())
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			sd.mu.Unlock()
-			return fmt.Errorf("reading state %s: %w", sd.Name, err)
+			return nil, fmt.Errorf("reading state %s: %w", sd.Name, err)
 		}
-		sd.data, sd.loaded, sd.owner = b, true, s
+		sd.data, sd.loaded, sd.owner = b, true, owner
 	}
-	data := sd.data
-	sd.mu.Unlock()
-	if len(data) == 0 {
-		return nil // a new state
+	return sd.data, nil
+}
+
+// restoreState puts the session's state's files into container id before
+// it starts.
+func (s *Session) restoreState(ctx context.Context, id string) error {
+	data, err := s.opts.State.Restore(s)
+	if err != nil || len(data) == 0 {
+		return err // or a new state
 	}
-	if err := cli.CopyToContainer(ctx, id, "/", bytes.NewReader(data), container.CopyToContainerOptions{}); err != nil {
-		return fmt.Errorf("restoring state %s: %w", sd.Name, err)
+	if err := s.cli.CopyToContainer(ctx, id, "/", bytes.NewReader(data), container.CopyToContainerOptions{}); err != nil {
+		return fmt.Errorf("restoring state %s: %w", s.opts.State.StateName(), err)
 	}
 	return nil
+}
+
+// Save: see ServerState.
+func (sd *StateDir) Save(owner any, upper string, skip []string) (StateInfo, bool, error) {
+	sd.mu.Lock()
+	mine := sd.owner == owner
+	sd.mu.Unlock()
+	if !mine {
+		return StateInfo{}, false, nil // a replay's, or a later session's of the same run
+	}
+	if upper == "" {
+		return StateInfo{}, false, errNoUpper
+	}
+	info, err := sd.save(upper, skip)
+	return info, err == nil, err
 }
 
 // save writes what the server changed outside the places in skip (the
@@ -255,24 +301,25 @@ func (s *Session) saveState() {
 	if sd == nil {
 		return
 	}
-	sd.mu.Lock()
-	mine := sd.owner == s
-	sd.mu.Unlock()
-	if !mine {
-		return // a replay's, or a later session's of the same run
+	upper := ""
+	if s.layer != "" {
+		upper = filepath.Join(s.layer, "diff")
 	}
-	if s.layer == "" {
-		s.problem("state", 0, "state %s not saved: the container's changes are read through the API, not from its upper dir", sd.Name)
+	name := sd.StateName()
+	info, saved, err := sd.Save(s, upper, s.stateSkip())
+	switch {
+	case errors.Is(err, errNoUpper):
+		s.problem("state", 0, "state %s not saved: the container's changes are read through the API, not from its upper dir", name)
 		return
-	}
-	info, err := sd.save(filepath.Join(s.layer, "diff"), s.stateSkip())
-	if err != nil {
-		s.problem("state", 0, "state %s not saved (the last save is kept): %s", sd.Name, report.OneLine(err.Error()))
+	case err != nil:
+		s.problem("state", 0, "state %s not saved (the last save is kept): %s", name, report.OneLine(err.Error()))
+		return
+	case !saved:
 		return
 	}
 	if len(info.Skipped) > 0 {
 		s.problem("state", 0, "state %s: %d path(s) not kept (deletions of the image's files, devices, fifos, sockets): %s",
-			sd.Name, len(info.Skipped), strings.Join(info.Skipped[:min(len(info.Skipped), maxHostEdits)], ", "))
+			name, len(info.Skipped), strings.Join(info.Skipped[:min(len(info.Skipped), maxHostEdits)], ", "))
 	}
-	s.logf("saved state %s: %d file(s), %d byte(s)", sd.Name, info.Files, info.Bytes)
+	s.logf("saved state %s: %d file(s), %d byte(s)", name, info.Files, info.Bytes)
 }

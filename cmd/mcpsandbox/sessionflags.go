@@ -174,7 +174,13 @@ func sessionFlags(fs *pflag.FlagSet, which sessionFlag, stderr io.Writer) func(s
 	}
 	if which&flagState != 0 {
 		state := stateFlag(fs)
-		add(func(so *sandbox.SessionOptions) (err error) { so.State, err = state(); return err })
+		add(func(so *sandbox.SessionOptions) error {
+			sd, err := state()
+			if sd != nil { // a nil *StateDir is no state, not a state that is nil
+				so.State = sd
+			}
+			return err
+		})
 	}
 	return func(so *sandbox.SessionOptions) error {
 		for _, f := range fills {
