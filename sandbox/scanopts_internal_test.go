@@ -61,10 +61,14 @@ func fill(t *testing.T, v reflect.Value, path string) {
 			return out
 		}))
 	case reflect.Interface:
-		if !reflect.TypeFor[*bytes.Buffer]().Implements(v.Type()) {
+		switch {
+		case reflect.TypeFor[*bytes.Buffer]().Implements(v.Type()):
+			v.Set(reflect.ValueOf(&bytes.Buffer{}))
+		case reflect.TypeFor[*StateDir]().Implements(v.Type()):
+			v.Set(reflect.ValueOf(&StateDir{Name: path}))
+		default:
 			t.Fatalf("%s: an interface fill does not know", path)
 		}
-		v.Set(reflect.ValueOf(&bytes.Buffer{}))
 	case reflect.Struct:
 		for i := range v.NumField() {
 			if f := v.Field(i); f.CanSet() {
