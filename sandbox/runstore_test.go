@@ -249,7 +249,10 @@ func TestNamedRunLifecycle(t *testing.T) {
 		t.Errorf("kept then forgotten: %+v %v", m, err)
 	}
 	for name, end := range map[string]func(*sandbox.NamedRun) error{
-		"nothing-kept":  func(n *sandbox.NamedRun) error { msg, err := n.Kept(sandbox.KeptSession{}); return errors.Join(err, isEmpty(msg)) },
+		"nothing-kept": func(n *sandbox.NamedRun) error {
+			msg, err := n.Kept(sandbox.KeptSession{})
+			return errors.Join(err, isEmpty(msg))
+		},
 		"never-started": (*sandbox.NamedRun).Forget,
 	} {
 		n, err := sandbox.BeginNamedRun(st, name, sandbox.SessionOptions{Argv: []string{"srv"}})

@@ -19,11 +19,11 @@ func TestPinRates(t *testing.T) {
 		{9, 9 * ms, pinRate, true},  // 1,000/s: pinned
 		{8, 9 * ms, pinRate, false}, // 889/s
 		{1000, 1000 * ms, pinRate, true},
-		{5, int64(unpinAfter), pinRate/4, true},  // 250/s: kept
-		{4, int64(unpinAfter), pinRate/4, false}, // 200/s: freed
-		{6, 9 * ms, pinRate, false},              // 667/s: not pinned...
-		{6, 9 * ms, pinRate/4, true},             // ...nor freed once pinned
-		{1, 0, pinRate, false},                   // no time: no rate
+		{5, int64(unpinAfter), pinRate / 4, true},  // 250/s: kept
+		{4, int64(unpinAfter), pinRate / 4, false}, // 200/s: freed
+		{6, 9 * ms, pinRate, false},                // 667/s: not pinned...
+		{6, 9 * ms, pinRate / 4, true},             // ...nor freed once pinned
+		{1, 0, pinRate, false},                     // no time: no rate
 	} {
 		if got := often(tc.n, tc.dt, tc.rate); got != tc.want {
 			t.Errorf("%d stops in %v at %d/s: %v, want %v", tc.n, time.Duration(tc.dt), tc.rate, got, tc.want)
