@@ -16,7 +16,7 @@ import (
 // session does after its call, until teardown, is a "between" phase of
 // that call. Process ids are per container.
 func (sc *scanner) scanPerCall() (res Result, err error) {
-	disc, derr := sc.open()
+	disc, derr := sc.open(false)
 	rep := disc.rep
 	res = Result{Report: rep, Transcript: disc.transcript}
 	rep.Sandbox.Isolation = IsolationCall.String()
@@ -84,7 +84,7 @@ func (sc *scanner) scanPerCall() (res Result, err error) {
 // calls, phases after them, problems and skips into rep.
 func (sc *scanner) callSession(rep *report.Report, group []probes.Call) (err error) {
 	first := len(rep.Calls)
-	s, err := sc.open()
+	s, err := sc.open(false)
 	defer func() {
 		sc.close(s, &err)
 		mergeCall(rep, s.rep, first)

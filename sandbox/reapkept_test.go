@@ -2,6 +2,7 @@ package sandbox_test
 
 import (
 	"context"
+	"errors"
 	"os/exec"
 	"slices"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
 
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
@@ -192,5 +194,40 @@ func TestKeptSessionHasOwner(t *testing.T) {
 	}
 	if l := in.Config.Labels; l[label.Keep] != "true" || l[label.Owner] != label.SelfOwner() {
 		t.Errorf("kept container labels %v: want %s=true and %s=%s", l, label.Keep, label.Owner, label.SelfOwner())
+	}
+}
+
+// TestKeepKeepsTheScansContainerOnly: a --keep scan whose call is replayed
+// keeps its own container, the one it prints, and no replay's (those
+// were left stopped, printed and recorded nowhere); with --isolation
+// call, where no one container is the scan's, --keep is refused.
+func TestKeepKeepsTheScansContainerOnly(t *testing.T) {
+	t.Parallel()
+	cli := sandboxtest.Docker(t)
+	ctx := context.Background()
+	opts := fixtureOpts(t, "honest")
+	opts.Keep = true
+	opts.Suspects = func(*report.Report) []int { return []int{1} }
+	res, err := scan(t, cli, opts)
+	if res.ContainerID != "" {
+		t.Cleanup(func() { cli.ContainerRemove(ctx, res.ContainerID, container.RemoveOptions{Force: true}) })
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := res.Report.Calls[0]; c.Replay == nil || c.Replay.Status != "replayed" {
+		t.Fatalf("call 1 not replayed: %+v", c.Replay)
+	}
+	// The scan helper's leftover check (registered before the removal
+	// above, so run after it) fails on any other container of the run.
+	if res.ContainerID == "" {
+		t.Error("the scan's container was not kept")
+	}
+
+	opts = fixtureOpts(t, "honest")
+	opts.Keep, opts.Isolation = true, sandbox.IsolationCall
+	var ie *sandbox.InfraError
+	if _, err := scan(t, cli, opts); !errors.As(err, &ie) {
+		t.Errorf("--keep with --isolation call: %v, want refused", err)
 	}
 }

@@ -239,7 +239,7 @@ func effectKeys(effs ...report.Effects) []string {
 // for window), then the linger window, and returns the keys of what
 // happened after the prefix.
 func (sc *scanner) replayOnce(prefix []probes.Call, target *probes.Call, window time.Duration) (keys map[string]bool, err error) {
-	s, err := sc.open()
+	s, err := sc.open(false)
 	defer func() {
 		// Close runs teardown to its end, hashing nothing past the run's
 		// deadline.

@@ -226,6 +226,11 @@ func newScanner(ctx context.Context, cli Engine, opts ScanOptions) (*scanner, er
 	if opts.State != nil && opts.Isolation == IsolationCall {
 		return nil, &InfraError{Cause: "--state with --isolation call: each call starts from the same state, so no one call's changes are the state's", Fix: "use --isolation session with --state"}
 	}
+	if opts.Keep && opts.Isolation == IsolationCall {
+		// Each call has a container of its own: none is the scan's to
+		// keep, print or name.
+		return nil, &InfraError{Cause: "--keep or --name with --isolation call: each call runs in a container of its own, so no one container is the scan's", Fix: "use --isolation session to keep the container"}
+	}
 	setDefault(&opts.Timeout, 10*time.Minute)
 	setDefault(&opts.Settle, 2*time.Second)
 	if opts.Linger == 0 {
@@ -300,8 +305,13 @@ func (sc *scanner) sessionOptions() SessionOptions {
 }
 
 // open starts one session with the scan's options and the run's bait.
-func (sc *scanner) open() (*Session, error) {
-	s, err := Open(sc.ctx, sc.cli, sc.sessionOptions())
+// Only the main session (main) keeps its container with Keep: a
+// replay's would be left stopped on the engine, printed and recorded
+// nowhere.
+func (sc *scanner) open(main bool) (*Session, error) {
+	so := sc.sessionOptions()
+	so.Keep = so.Keep && main
+	s, err := Open(sc.ctx, sc.cli, so)
 	sc.mu.Lock()
 	s.rep.Problems = append(s.rep.Problems, sc.reaped...)
 	sc.reaped = nil
@@ -329,7 +339,7 @@ func (sc *scanner) close(s *Session, err *error) {
 
 // scanSession runs every call in one session.
 func (sc *scanner) scanSession() (res Result, err error) {
-	s, err := sc.open()
+	s, err := sc.open(true)
 	res = Result{Report: s.rep, Transcript: s.transcript}
 	defer func() {
 		sc.close(s, &err)
