@@ -28,10 +28,11 @@ RACE_PKGS := ./ci/... ./overlay/... ./probes/... ./sandbox/agent/... ./sandbox/l
 
 # Unit and integration tests against the real engine and real servers.
 # TEST_TIMEOUT bounds each package's test binary. The longest packages,
-# cmd/mcpsandbox and sandbox, take about 5 min each on an idle 2-core
-# machine and 11-13 min while a corpus run and other suites share the
-# engine (load 10-27): 45 min leaves room for two other suites beside
-# this one, and still ends a hung test well inside CI's 90 min.
+# cmd/mcpsandbox and sandbox, take 6.5 and 5.5 min on an idle 2-core
+# machine and up to 17 and 14 min while two other `make test` runs share
+# the engine (load 10-27; docs/development.md has the table): 45 min
+# leaves more than twice that, and still ends a hung test well inside
+# CI's 90 min.
 TEST_TIMEOUT ?= 45m
 test: images
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...

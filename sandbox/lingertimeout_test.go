@@ -21,7 +21,10 @@ func TestRunTimeoutInTheLingerIsSaid(t *testing.T) {
 	cli := sandboxtest.Docker(t)
 	opts := fixtureOpts(t, "honest")
 	opts.Linger = time.Hour
-	opts.Timeout = 5 * time.Second
+	// Long enough that the cut falls in the linger, not in the start: a
+	// start the bound cuts is TestRunTimeoutInTheStartIsSaid's, and under
+	// load (25) a 5 s bound cut it before the container was removed.
+	opts.Timeout = 20 * time.Second
 	res, err := scan(t, cli, opts)
 	if !errors.Is(err, sandbox.ErrIncomplete) {
 		t.Fatalf("scan: %v, want ErrIncomplete", err)
