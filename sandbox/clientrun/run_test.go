@@ -3,10 +3,7 @@ package clientrun_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -28,35 +25,11 @@ import (
 // fixtureMount is where the tests mount the fixture client.
 const fixtureMount = "/opt/fixture/client"
 
-var fixture struct {
-	once sync.Once
-	path string
-	err  error
-}
-
 // fixtureClient builds the fixture client (static, once) and returns its
 // mount.
 func fixtureClient(t *testing.T) sandbox.Mount {
 	t.Helper()
-	root := sandboxtest.ModuleRoot(t)
-	fixture.once.Do(func() {
-		dir, err := os.MkdirTemp("", "mcpsandbox-fixtureclient-")
-		if err != nil {
-			fixture.err = err
-			return
-		}
-		fixture.path = filepath.Join(dir, "fixtureclient")
-		cmd := exec.Command("go", "build", "-o", fixture.path, "./sandbox/internal/fixtureclient")
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fixture.err = fmt.Errorf("building the fixture client: %v\n%s", err, out)
-		}
-	})
-	if fixture.err != nil {
-		t.Fatal(fixture.err)
-	}
-	return sandbox.Mount{Source: fixture.path, Target: fixtureMount}
+	return sandbox.Mount{Source: sandboxtest.Build(t, "./sandbox/internal/fixtureclient", "fixtureclient", true), Target: fixtureMount}
 }
 
 var baseImage struct {

@@ -27,71 +27,70 @@ func ModuleRoot(t testing.TB) string {
 	return filepath.Dir(strings.TrimSpace(string(out)))
 }
 
-var fixture struct {
+// built holds one build per package and flavour, for the test binary's
+// life.
+var built struct {
+	mu   sync.Mutex
+	bins map[string]*build
+}
+
+type build struct {
 	once sync.Once
 	path string
 	err  error
 }
 
-var agentBin struct {
-	once sync.Once
-	path string
-	err  error
+// Build builds the module's package pkg (as "./cmd/mcpsandbox") into a
+// binary named name, once per test binary, statically (CGO_ENABLED=0)
+// when static is set, and returns its path.
+func Build(t testing.TB, pkg, name string, static bool) string {
+	t.Helper()
+	root := ModuleRoot(t)
+	key := fmt.Sprintf("%s %s %v", pkg, name, static)
+	built.mu.Lock()
+	if built.bins == nil {
+		built.bins = map[string]*build{}
+	}
+	b := built.bins[key]
+	if b == nil {
+		b = &build{}
+		built.bins[key] = b
+	}
+	built.mu.Unlock()
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", "mcpsandbox-"+name+"-")
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.path = filepath.Join(dir, name)
+		cmd := exec.Command("go", "build", "-o", b.path, pkg)
+		cmd.Dir = root
+		if static {
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("building %s: %v\n%s", pkg, err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
 }
 
 // Agent builds mcpsandbox, which is also the in-container agent, as a
 // static binary (once per test binary) and returns its path.
 func Agent(t testing.TB) string {
 	t.Helper()
-	root := ModuleRoot(t)
-	agentBin.once.Do(func() {
-		dir, err := os.MkdirTemp("", "mcpsandbox-agent-")
-		if err != nil {
-			agentBin.err = err
-			return
-		}
-		agentBin.path = filepath.Join(dir, "mcpsandbox")
-		cmd := exec.Command("go", "build", "-o", agentBin.path, "./cmd/mcpsandbox")
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			agentBin.err = fmt.Errorf("building mcpsandbox (the agent): %v\n%s", err, out)
-		}
-	})
-	if agentBin.err != nil {
-		t.Fatal(agentBin.err)
-	}
-	return agentBin.path
-}
-
-var runnerBin struct {
-	once sync.Once
-	path string
-	err  error
+	return Build(t, "./cmd/mcpsandbox", "mcpsandbox", true)
 }
 
 // Runner builds the mcpsandbox command (once per test binary), for tests
 // that run it as a process of its own, and returns its path.
 func Runner(t testing.TB) string {
 	t.Helper()
-	root := ModuleRoot(t)
-	runnerBin.once.Do(func() {
-		dir, err := os.MkdirTemp("", "mcpsandbox-runner-")
-		if err != nil {
-			runnerBin.err = err
-			return
-		}
-		runnerBin.path = filepath.Join(dir, "mcpsandbox")
-		cmd := exec.Command("go", "build", "-o", runnerBin.path, "./cmd/mcpsandbox")
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			runnerBin.err = fmt.Errorf("building mcpsandbox: %v\n%s", err, out)
-		}
-	})
-	if runnerBin.err != nil {
-		t.Fatal(runnerBin.err)
-	}
-	return runnerBin.path
+	return Build(t, "./cmd/mcpsandbox", "mcpsandbox", false)
 }
 
 // FixtureMount is where tests mount the fixture server in the container.
@@ -101,25 +100,7 @@ const FixtureMount = "/opt/fixture/server"
 // binary) and returns a read-only mount of it at FixtureMount.
 func Fixture(t testing.TB) sandbox.Mount {
 	t.Helper()
-	root := ModuleRoot(t)
-	fixture.once.Do(func() {
-		dir, err := os.MkdirTemp("", "mcpsandbox-fixture-")
-		if err != nil {
-			fixture.err = err
-			return
-		}
-		fixture.path = filepath.Join(dir, "fixtureserver")
-		cmd := exec.Command("go", "build", "-o", fixture.path, "./sandbox/internal/fixtureserver")
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			fixture.err = fmt.Errorf("building the fixture server: %v\n%s", err, out)
-		}
-	})
-	if fixture.err != nil {
-		t.Fatal(fixture.err)
-	}
-	return sandbox.Mount{Source: fixture.path, Target: FixtureMount}
+	return sandbox.Mount{Source: Build(t, "./sandbox/internal/fixtureserver", "fixtureserver", true), Target: FixtureMount}
 }
 
 // NPMServers are the real third-party servers the tests run, pinned.
