@@ -144,8 +144,11 @@ type Container struct {
 	agentEnded atomic.Bool
 	agentRaw   atomic.Bool
 
-	closeOnce sync.Once
-	closeErr  error
+	// removeTimeout bounds its removal (zero: the package's
+	// removeTimeout); tests make it small.
+	removeTimeout time.Duration
+	closeOnce     sync.Once
+	closeErr      error
 }
 
 // Start creates, attaches to and starts a container. On error nothing is
@@ -387,8 +390,11 @@ const removeTimeout = 2 * time.Minute
 const TeardownGrace = 2 * time.Second
 
 // removeSendWait is how long, past the teardown's bound, a removal whose
-// request has not reached the engine yet is still waited for: a request
-// never sent leaves the container to the next run's reaper.
+// request has not reached the engine yet is waited for before the report
+// says that it was slow to go (it is still waited for, up to the
+// removal's own bound: a request never sent would leave the container
+// running until the next run's reaper, which is worse than a teardown
+// that overruns --timeout and says by how much, timing.overrunMs).
 const removeSendWait = time.Second
 
 // stdoutBuffer bounds the server's stdout held before the runner reads it
@@ -493,7 +499,11 @@ func (c *Container) Close(ctx context.Context) error { return c.closeBy(ctx, tim
 func (c *Container) closeBy(ctx context.Context, until time.Time) error {
 	c.closeOnce.Do(func() {
 		c.life.ask()
-		c.closeErr = removeBy(ctx, c.cli, c.ID, until, removeTimeout)
+		timeout := c.removeTimeout
+		if timeout == 0 {
+			timeout = removeTimeout
+		}
+		c.closeErr = removeBy(ctx, c.cli, c.ID, until, timeout)
 		c.life.stop()
 		if c.attach.Conn != nil {
 			c.attach.Close()
@@ -508,8 +518,9 @@ func (c *Container) closeBy(ctx context.Context, until time.Time) error {
 // removeBy removes container id as removeContainer does, whatever ctx
 // says, waiting for the engine at most timeout. With until set, the
 // runner stops waiting at until once the request has been written to the
-// engine (or removeSendWait later if it still has not been), and returns
-// a *removalLeft that keeps what the request ended with.
+// engine (however late that is, within timeout), and returns a
+// *removalLeft that keeps what the request ended with and how late it
+// went.
 func removeBy(ctx context.Context, cli interface {
 	ContainerRemove(ctx context.Context, containerID string, options container.RemoveOptions) error
 }, id string, until time.Time, timeout time.Duration) error {
@@ -517,12 +528,16 @@ func removeBy(ctx context.Context, cli interface {
 	defer cancel()
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	wrote := make(chan struct{}) // closed once the request is written
+	var sentAt atomic.Int64 // unix nanoseconds the request was written at
 	if !until.IsZero() {
+		wrote := make(chan struct{}) // closed once the request is written
 		var once sync.Once
 		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(w httptrace.WroteRequestInfo) {
 			if w.Err == nil {
-				once.Do(func() { close(wrote) })
+				once.Do(func() {
+					sentAt.Store(time.Now().UnixNano())
+					close(wrote)
+				})
 			}
 		}})
 		go stopWaiting(ctx, until, wrote, stop)
@@ -531,13 +546,11 @@ func removeBy(ctx context.Context, cli interface {
 	switch {
 	case err == nil:
 	case errors.Is(context.Cause(ctx), errStoppedWaiting):
-		sent := false
-		select {
-		case <-wrote:
-			sent = true
-		default:
+		left := &removalLeft{err: err}
+		if at := time.Unix(0, sentAt.Load()); at.After(until) {
+			left.late = at.Sub(until)
 		}
-		return &removalLeft{sent: sent, err: err}
+		return left
 	case ctx.Err() != nil:
 		// Said as what it is, not only the client's "context deadline
 		// exceeded": the container may still be there.
@@ -547,7 +560,8 @@ func removeBy(ctx context.Context, cli interface {
 }
 
 // stopWaiting stops a removal's wait at until once its request is
-// written (wrote), or removeSendWait later if it still is not.
+// written (wrote): a request not yet written is waited for, as the
+// container would otherwise be left running.
 func stopWaiting(ctx context.Context, until time.Time, wrote <-chan struct{}, stop context.CancelCauseFunc) {
 	at := time.NewTimer(time.Until(until))
 	defer at.Stop()
@@ -556,11 +570,8 @@ func stopWaiting(ctx context.Context, until time.Time, wrote <-chan struct{}, st
 	case <-ctx.Done():
 		return
 	}
-	unsent := time.NewTimer(removeSendWait)
-	defer unsent.Stop()
 	select {
 	case <-wrote:
-	case <-unsent.C:
 	case <-ctx.Done():
 		return
 	}
@@ -572,18 +583,21 @@ func stopWaiting(ctx context.Context, until time.Time, wrote <-chan struct{}, st
 var errStoppedWaiting = errors.New("the runner stopped waiting at the teardown's bound")
 
 // removalLeft is a removal the runner stopped waiting for at the
-// teardown's bound, past the run's deadline: a note, not a failure, as
-// long as the engine has the request.
+// teardown's bound, past the run's deadline, once the engine had the
+// request: a note, not a failure.
 type removalLeft struct {
-	sent bool  // the request reached the engine, which goes on with it
+	// late is how long past the teardown's bound the request was written
+	// (zero: before it); past removeSendWait the note says so.
+	late time.Duration
 	err  error // what the request ended with
 }
 
 func (e *removalLeft) Error() string {
-	if e.sent {
-		return fmt.Sprintf("the container's removal was not waited for past --timeout and %s of teardown: the engine has the request and goes on with it; should it not finish, the next run's reaper removes the container (%v)", TeardownGrace, e.err)
+	msg := fmt.Sprintf("the container's removal was not waited for past --timeout and %s of teardown: the engine has the request and goes on with it; should it not finish, the next run's reaper removes the container (%v)", TeardownGrace, e.err)
+	if e.late > removeSendWait {
+		msg += fmt.Sprintf("; the request reached the engine only %s past that bound (a loaded engine), which the run's overrun includes", e.late.Round(time.Millisecond))
 	}
-	return fmt.Sprintf("the container's removal was not asked of the engine by --timeout and %s of teardown: the next run's reaper removes the container (%v)", TeardownGrace+removeSendWait, e.err)
+	return msg
 }
 
 func (e *removalLeft) Unwrap() error { return e.err }

@@ -1298,8 +1298,9 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 		ctr.release()
 	} else if err := ctr.closeBy(ctx, until); err != nil {
 		var left *removalLeft
-		if errors.As(err, &left) && left.sent {
-			// The engine goes on with it: a note, not a failure.
+		if errors.As(err, &left) {
+			// The engine has the request and goes on with it: a note,
+			// not a failure.
 			s.problem("teardown", 0, "%s", report.OneLine(err.Error()))
 		} else {
 			errs = append(errs, err)

@@ -21,6 +21,8 @@ import (
 type slowRemover struct {
 	Engine
 	received bool
+	// sendAfter delays the request's being written (a loaded engine).
+	sendAfter time.Duration
 	// slowKill makes a kill wait for its context too; killCause is then
 	// told what ended it.
 	slowKill  bool
@@ -38,6 +40,7 @@ func newSlowRemover(received bool) *slowRemover {
 
 func (f *slowRemover) ContainerRemove(ctx context.Context, _ string, _ container.RemoveOptions) error {
 	if t := httptrace.ContextClientTrace(ctx); f.received && t != nil && t.WroteRequest != nil {
+		time.Sleep(f.sendAfter)
 		t.WroteRequest(httptrace.WroteRequestInfo{})
 	}
 	f.asked <- struct{}{}
@@ -120,25 +123,47 @@ func TestTeardownPastDeadlineLeavesTheRemovalToTheEngine(t *testing.T) {
 }
 
 // TestTeardownPastDeadlineRemovalNeverSent: past the bound, a removal
-// whose request never reached the engine is waited for removeSendWait
-// more, then given up, and that is an error: the container stays until
-// the next run's reaper.
+// whose request has not reached the engine is still waited for (a
+// request never sent leaves the container running): up to the removal's
+// own bound, whose end is then an error, not a note, saying the reaper
+// removes the container.
 func TestTeardownPastDeadlineRemovalNeverSent(t *testing.T) {
 	f := newSlowRemover(false)
 	s := teardownSession(f)
+	s.ctr.removeTimeout = 100 * time.Millisecond
 	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Minute))
 	defer cancel()
 	err := s.Close(ctx)
 	var left *removalLeft
-	if !errors.As(err, &left) || left.sent {
-		t.Fatalf("Close: %v, want the removal left unsent", err)
+	if errors.As(err, &left) {
+		t.Fatalf("Close: %v, a removal left to an engine that never had the request", err)
+	}
+	if cause := <-f.cause; !errors.Is(cause, context.DeadlineExceeded) {
+		t.Errorf("the removal's context ended with %v, want its own bound (never the runner's wait past the deadline)", cause)
+	}
+	if err == nil || !strings.Contains(err.Error(), "did not answer within 100ms") || !strings.Contains(err.Error(), "reaper") {
+		t.Errorf("Close: %v, want the removal's bound said", err)
+	}
+}
+
+// TestTeardownPastDeadlineRemovalSentLate: a request that reaches the
+// engine past the bound (a loaded engine) is waited for until it does,
+// and the note says how late it went.
+func TestTeardownPastDeadlineRemovalSentLate(t *testing.T) {
+	f := newSlowRemover(true)
+	f.sendAfter = removeSendWait + removeSendWait/2
+	s := teardownSession(f)
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Minute))
+	defer cancel()
+	if err := s.Close(ctx); err != nil {
+		t.Errorf("Close: %v, want no error (the engine has the request)", err)
 	}
 	if cause := <-f.cause; !errors.Is(cause, errStoppedWaiting) {
-		t.Errorf("the removal's context ended with %v, want the runner's", cause)
+		t.Errorf("the removal's context ended with %v, want the runner's %v", cause, errStoppedWaiting)
 	}
 	msgs := teardownProblems(s)
-	if len(msgs) != 1 || !strings.Contains(msgs[0], "not asked of the engine") || !strings.Contains(msgs[0], "reaper") {
-		t.Errorf("teardown problems %q", msgs)
+	if len(msgs) != 1 || !strings.Contains(msgs[0], "goes on with it") || !strings.Contains(msgs[0], "reached the engine only") {
+		t.Errorf("teardown problems %q, want one saying the request went late", msgs)
 	}
 }
 
