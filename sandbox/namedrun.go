@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpsandbox/mcpsandbox/overlay"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 )
 
 // NamedRun is a named run's record while its session runs, for `scan
@@ -26,7 +27,8 @@ func BeginNamedRun(store RunStore, name string, so SessionOptions) (*NamedRun, e
 	if err := CheckRunName(name); err != nil {
 		return nil, err
 	}
-	n := &NamedRun{store: store, meta: RunMeta{Name: name, Command: so.Argv, Image: so.Image, Created: time.Now().UTC(), State: RunRunning}}
+	n := &NamedRun{store: store, meta: RunMeta{Name: name, Command: so.Argv, Image: so.Image, Created: time.Now().UTC(), State: RunRunning,
+		Owner: label.SelfOwner()}}
 	if so.State != nil {
 		n.meta.StateName = so.State.StateName()
 	}
@@ -67,6 +69,7 @@ func (n *NamedRun) Kept(k KeptSession) (string, error) {
 		return "", n.store.Forget(n.meta.Name)
 	}
 	n.meta.Container, n.meta.Upper, n.meta.Planted, n.meta.State = k.Container, k.WorkspaceUpper, k.Planted, RunStopped
+	n.meta.Owner = ""
 	name := n.meta.Name
 	msg := fmt.Sprintf("kept run %s ('mcpsandbox changes %s', 'apply %s', 'clean %s')", name, name, name, name)
 	if n.meta.Workspace != "" && n.meta.Upper == "" {

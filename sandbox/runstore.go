@@ -18,6 +18,7 @@ import (
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/mcpsandbox/mcpsandbox/overlay"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 )
 
 // Named runs and server states live under the user's state directory
@@ -139,7 +140,8 @@ type RunMeta struct {
 	// Planted are the paths the runner put in the workspace (relative to
 	// it): never applied.
 	Planted []string `json:"planted,omitempty"`
-	// Owner is the runner's label.Owner value while it runs.
+	// Owner is the runner's label.Owner value while it runs (a record
+	// whose runner died before it had a container is gone).
 	Owner string `json:"owner,omitempty"`
 }
 
@@ -169,6 +171,11 @@ func (st RunStore) Create(meta RunMeta, baseline *overlay.Baseline) error {
 	dir := st.runDir(meta.Name)
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		if errors.Is(err, fs.ErrExist) {
+			if old, gerr := st.Get(meta.Name); gerr == nil && runnerDied(old) {
+				// Not taken over: two runners doing so at once could
+				// each remove the other's new record.
+				return fmt.Errorf("%w: %s (its runner died before its container was made; 'mcpsandbox clean %s' frees the name)", ErrRunExists, meta.Name, meta.Name)
+			}
 			return fmt.Errorf("%w: %s", ErrRunExists, meta.Name)
 		}
 		return fmt.Errorf("making the run's directory: %w", err)
@@ -258,6 +265,13 @@ func (st RunStore) List() ([]RunMeta, error) {
 	return out, nil
 }
 
+// runnerDied says whether m is a record of a run still starting whose
+// runner is dead (killed before its container was made, or before it
+// said which): no container will ever be recorded.
+func runnerDied(m RunMeta) bool {
+	return m.State == RunRunning && m.Container == "" && m.Owner != "" && !label.OwnerAlive(m.Owner)
+}
+
 // RunEngine is the part of the Engine API named runs use.
 type RunEngine interface {
 	ContainerInspect(ctx context.Context, containerID string) (container.InspectResponse, error)
@@ -268,6 +282,9 @@ type RunEngine interface {
 // there, stopped when it no longer runs.
 func (st RunStore) Refresh(ctx context.Context, cli RunEngine, m RunMeta) (RunMeta, error) {
 	if m.Container == "" {
+		if runnerDied(m) {
+			m.State = RunGone
+		}
 		return m, nil
 	}
 	in, err := cli.ContainerInspect(ctx, m.Container)

@@ -277,3 +277,46 @@ func isEmpty(s string) error {
 	}
 	return nil
 }
+
+// TestNamedRunWhoseRunnerDied: a named run's record is made before its
+// container; a runner killed in between (SIGKILL: nothing of it runs on)
+// leaves a record with no container that would say "running" forever.
+// Its runner's death makes it gone, and a new run of that name is
+// refused with the way to free it (never taken over: two runners doing
+// so at once could remove each other's record).
+func TestNamedRunWhoseRunnerDied(t *testing.T) {
+	st := sandbox.RunStore{Root: t.TempDir()}
+	ctx := context.Background()
+	n, err := sandbox.BeginNamedRun(st, "srv", sandbox.SessionOptions{Image: "img", Argv: []string{"srv"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.Get(n.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Owner != label.SelfOwner() {
+		t.Fatalf("record's owner %q, want this runner's %q", m.Owner, label.SelfOwner())
+	}
+	if r, err := st.Refresh(ctx, nil, m); err != nil || r.State != sandbox.RunRunning {
+		t.Errorf("refresh while its runner lives: %v, %v; want running", r.State, err)
+	}
+
+	m.Owner = deadOwner(t) // the runner was killed before Started
+	if err := st.Update(m); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := st.Refresh(ctx, nil, m); err != nil || r.State != sandbox.RunGone {
+		t.Errorf("refresh once its runner died: %v, %v; want gone", r.State, err)
+	}
+	_, err = sandbox.BeginNamedRun(st, "srv", sandbox.SessionOptions{Image: "img", Argv: []string{"srv"}})
+	if !errors.Is(err, sandbox.ErrRunExists) || !strings.Contains(err.Error(), "mcpsandbox clean srv") {
+		t.Errorf("a new run of the dead one's name: %v, want refused with the way to free it", err)
+	}
+	if err := st.Remove(ctx, nil, "srv"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sandbox.BeginNamedRun(st, "srv", sandbox.SessionOptions{Image: "img", Argv: []string{"srv"}}); err != nil {
+		t.Errorf("once removed: %v", err)
+	}
+}
