@@ -23,7 +23,7 @@ func TestRoundsOfADeterministicServer(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d, want 1; %s", code, stderr)
 	}
-	two := decode(t, b)
+	two, twoRaw := decode(t, b), b
 	if two.Rounds == nil || two.Rounds.Run != 2 || len(two.Rounds.Unstable) != 0 || two.Summary.Unstable != 0 {
 		t.Fatalf("rounds %+v, summary %+v: want 2 run, none unstable; problems %+v; report %s", two.Rounds, two.Summary, two.Problems, b)
 	}
@@ -63,7 +63,11 @@ func TestRoundsOfADeterministicServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(w1.Bytes(), w2.Bytes()) {
-		t.Errorf("--rounds 2 without its rounds differs from --rounds 1:\n%s", lineDiff(w1.Bytes(), w2.Bytes()))
+		// Both whole, with the servers' stderr tails: the one failure seen
+		// (1 in about 400 runs, idle) was a list_workspace call with no
+		// answer within --call-timeout, the next calls answered (#31).
+		t.Errorf("--rounds 2 without its rounds differs from --rounds 1:\n%s\n--rounds 1 report:\n%s\n--rounds 2 report:\n%s",
+			lineDiff(w1.Bytes(), w2.Bytes()), b, twoRaw)
 	}
 }
 
