@@ -14,6 +14,19 @@ if command -v docker >/dev/null 2>&1 && answers; then
   exit 0
 fi
 
+# Two suites started at once on a fresh machine (CI beside a developer's
+# run) would both install and both start dockerd: the second apt-get
+# fails on dpkg's lock. One lock for this script and host-deps.sh; the
+# engine's check is made again under it. -o: dockerd, started
+# below, must not hold the lock for ever.
+if [ -z "${MCPSANDBOX_HOST_LOCKED:-}" ] && command -v flock >/dev/null 2>&1; then
+  export MCPSANDBOX_HOST_LOCKED=1
+  exec flock -o "${MCPSANDBOX_HOST_LOCK:-/tmp/mcpsandbox-host.lock}" bash "$0" "$@"
+fi
+if command -v docker >/dev/null 2>&1 && answers; then
+  exit 0
+fi
+
 if [ "$(id -u)" != 0 ]; then
   echo "docker-up: no Docker engine answers and this is not root: start dockerd yourself (or run as root)" >&2
   exit 1
@@ -22,8 +35,9 @@ fi
 if ! command -v dockerd >/dev/null 2>&1; then
   echo "docker-up: installing Debian's docker.io" >&2
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
-  apt-get install -y -qq --no-install-recommends docker.io iptables >/dev/null
+  # apt of another user (not this lock's) is waited for, not failed on.
+  apt-get -o DPkg::Lock::Timeout=300 update -qq >/dev/null
+  apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends docker.io iptables >/dev/null
 fi
 
 # A pid file left by a dead dockerd stops a new one from starting.

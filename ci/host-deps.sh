@@ -9,11 +9,19 @@
 # stops bulk's install scripts, so it is installed when missing but
 # never fails this script.
 set -euo pipefail
+# One lock with docker-up.sh: two suites started at once on a fresh machine
+# would otherwise run apt-get side by side, and the second fails on dpkg's
+# lock; every check below is made under it.
+if [ -z "${MCPSANDBOX_HOST_LOCKED:-}" ] && command -v flock >/dev/null 2>&1; then
+  export MCPSANDBOX_HOST_LOCKED=1
+  exec flock -o "${MCPSANDBOX_HOST_LOCK:-/tmp/mcpsandbox-host.lock}" bash "$0" "$@"
+fi
 export DEBIAN_FRONTEND=noninteractive
 updated=
 apt_install() {
-  [ -n "$updated" ] || { apt-get update -qq >/dev/null; updated=1; }
-  apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+  # apt of another user (not this lock's) is waited for, not failed on.
+  [ -n "$updated" ] || { apt-get -o DPkg::Lock::Timeout=300 update -qq >/dev/null; updated=1; }
+  apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "$@" >/dev/null
 }
 if ! file -L /bin/busybox 2>/dev/null | grep -q 'statically linked'; then
   if [ "$(id -u)" != 0 ]; then
