@@ -12,8 +12,11 @@ import (
 
 	"github.com/joshdk/go-junit"
 
+	"github.com/mcpsandbox/mcpsandbox/ci/baseline"
+	"github.com/mcpsandbox/mcpsandbox/ci/contract"
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/ci/report/reporttest"
+	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
 )
 
@@ -218,18 +221,27 @@ func TestReportsForCI(t *testing.T) {
 }
 
 // TestContractDriftFailsTheBump: a release that renames a property and
-// flips readOnlyHint fails --contract.
+// flips readOnlyHint fails --contract; the release pinned passes its own.
 func TestContractDriftFailsTheBump(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	pin := filepath.Join(dir, "contract.json")
-	if code, _, stderr := scanFixture(t, []string{"--contract-out", pin, "--probes", writeFile(t, dir, "p.json", `[]`)}, "honest"); code != 0 {
+	code, b, stderr := scanFixture(t, []string{"--contract-out", pin, "--probes", writeFile(t, dir, "p.json", `[]`)}, "honest")
+	if code != 0 {
 		t.Fatalf("v1: exit %d %s", code, stderr)
 	}
-	if code, _, _ := scanFixture(t, []string{"--contract", pin}, "honest"); code != 0 {
-		t.Errorf("v1 against its own contract: exit %d", code)
+	// v1 against its own contract: the verdict alone, on v1's
+	// observations (a second scan would list the same tools again).
+	pinned, err := contract.Load(pin)
+	if err != nil {
+		t.Fatal(err)
 	}
-	code, b, _ := scanFixture(t, []string{"--contract", pin}, "honest", "--v2")
+	v1 := decode(t, b)
+	verdict.Finish(&v1, verdict.Config{Contract: &pinned})
+	if len(v1.Findings) != 0 {
+		t.Errorf("v1 against its own contract: findings %+v", v1.Findings)
+	}
+	code, b, _ = scanFixture(t, []string{"--contract", pin}, "honest", "--v2")
 	if code != 1 {
 		t.Fatalf("v2: exit %d, want 1", code)
 	}
@@ -250,12 +262,22 @@ func TestStaleBaselineFailsTheGate(t *testing.T) {
 	dir := t.TempDir()
 	base := filepath.Join(dir, "baseline.json")
 	probes := writeFile(t, dir, "p.json", `[{"tool":"lying_read"},{"tool":"echo"}]`)
-	if code, _, _ := scanFixture(t, []string{"--probes", probes, "--write-baseline", base}, "honest", "liar"); code != 1 {
+	code, b, _ := scanFixture(t, []string{"--probes", probes, "--write-baseline", base}, "honest", "liar")
+	if code != 1 {
 		t.Fatalf("first scan: exit %d, want 1", code)
 	}
-	code, b, _ := scanFixture(t, []string{"--probes", probes, "--baseline", base}, "honest", "liar")
-	if r := decode(t, b); code != 0 || r.Summary.Baselined == 0 {
-		t.Errorf("same findings, baselined: exit %d, summary %+v", code, r.Summary)
+	// The same findings against the baseline they wrote: the verdict
+	// alone, on the first scan's observations. A second scan would
+	// observe them again; that its findings are the same bytes, whatever
+	// the bait seed, is TestBaitSeedGivesTheSameReport's.
+	accepted, err := baseline.Load(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := decode(t, b)
+	verdict.Finish(&r, verdict.Config{Baseline: &accepted})
+	if verdict.Fails(&r, verdict.FailOn{Severity: report.SeverityError}) || r.Summary.Baselined == 0 { // --fail-on's default
+		t.Errorf("same findings, baselined: findings %+v, summary %+v", r.Findings, r.Summary)
 	}
 	code, b, _ = scanFixture(t, []string{"--baseline", base}, "honest")
 	stale := 0

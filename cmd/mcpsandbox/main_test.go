@@ -33,7 +33,7 @@ func TestUsageAndExitCodes(t *testing.T) {
 		{[]string{"version"}, 0, "mcpsandbox"},
 		{[]string{"scan", "--help"}, 0, "--call-timeout"},
 		{[]string{"images", "build", "--help"}, 0, "--quiet"},
-		{[]string{"scan"}, 2, "needs the server command"},
+		{[]string{"scan"}, 2, "needs the server command after --, or --image REF"},
 		{[]string{"scan", "--format", "xml", "--", "srv"}, 2, `--format "xml"`},
 		{[]string{"scan", "--env", "NOEQUALS", "--", "srv"}, 2, "want KEY=VAL"},
 		{[]string{"scan", "--mount", "relative", "--", "srv"}, 2, "want HOST:/CONTAINER/PATH"},
@@ -44,6 +44,7 @@ func TestUsageAndExitCodes(t *testing.T) {
 		{[]string{"scan", "--bait-seed", "9007199254740992", "--", "srv"}, 2, "--bait-seed 9007199254740992: want 0 to 9007199254740991"},
 		{[]string{"scan", "--bait-seed", "-1", "--", "srv"}, 2, "--bait-seed"},
 		{[]string{"scan", "--client-name", "", "--", "srv"}, 2, "--client-name: want a name"},
+		{[]string{"scan", "--min-coverage", "80", "--", "srv"}, 2, "--min-coverage: coverage minimum 80 is not between 0 and 1"}, // a share, not a percentage
 	} {
 		var out, errb bytes.Buffer
 		err := run(context.Background(), tc.args, &out, &errb)

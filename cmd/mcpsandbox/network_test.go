@@ -1,17 +1,14 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
 
 // TestDefaultNetworkIsTheSinkhole: with no --network, names resolve, a
-// page fetches (200) and nothing leaves; with --no-agent, which the
-// sinkhole needs, the default is none.
+// page fetches (200) and nothing leaves. (With --no-agent, which the
+// sinkhole needs, the default is none: TestNoAgentNetworkIsNone, which
+// needs no engine.)
 func TestDefaultNetworkIsTheSinkhole(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -25,19 +22,5 @@ func TestDefaultNetworkIsTheSinkhole(t *testing.T) {
 		if c.Tool == "fetch_page" && !strings.HasPrefix(c.Result, "status: 200 OK") {
 			t.Errorf("fetch_page: %q", c.Result)
 		}
-	}
-	out := filepath.Join(dir, "noagent.json")
-	args := fixtureArgs(t, out, []string{"--no-agent", "--probes", probes, "--fail-on", "never"}, "env")
-	// fixtureArgs names the agent; --no-agent wins.
-	var so, se bytes.Buffer
-	if code := exitCode(run(context.Background(), args, &so, &se), &se); code != 0 {
-		t.Fatalf("--no-agent: exit %d; stderr %s", code, se.String())
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := decode(t, b); r.Sandbox.Network != "none" {
-		t.Errorf("--no-agent: network %q, want none", r.Sandbox.Network)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
 )
 
 const ownerProbes = `[{"tool":"owner_status"},{"tool":"owner_search"},{"tool":"owner_begin"},{"tool":"owner_end"},
@@ -25,18 +26,32 @@ const ownerProbes = `[{"tool":"owner_status"},{"tool":"owner_search"},{"tool":"o
 //   - the lock's removal, the store's rewrite and the failed spawn are no
 //     findings, and the spawn is one process entry, not one per PATH
 //     directory.
+//
+// One scan, with --policy allowing the host; the findings without it are
+// the verdict alone on the same observations (verdict.Finish reads
+// nothing else; a second scan would only observe them again).
 func TestEffectsGoToTheirOwner(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	probes := writeFile(t, dir, "p.json", ownerProbes)
-	code, b, stderr := scanFixture(t, []string{"--network", "sinkhole", "--probes", probes, "--workspace", seedWorkspaceDir(t)}, "owner")
-	if code != 1 {
-		t.Fatalf("exit %d, want 1 (the telemetry); %s", code, stderr)
-	}
+	policy := writeFile(t, dir, "policy.yml", "allowedHosts: [\"telemetry.fixture.example\"]\n")
+	code, b, stderr := scanFixture(t, []string{"--network", "sinkhole", "--probes", probes, "--workspace", seedWorkspaceDir(t), "--policy", policy}, "owner")
 	r := decode(t, b)
 	if !r.Complete || len(r.Calls) != 7 {
 		t.Fatalf("complete %v, %d calls; problems %+v", r.Complete, len(r.Calls), r.Problems)
 	}
+	// Allowing the telemetry host leaves what the server owns, which
+	// fails the default gate all the same.
+	if code != 1 {
+		t.Fatalf("allowed: exit %d, want 1; %s", code, stderr)
+	}
+	for _, f := range r.Findings {
+		if f.Tool != "" {
+			t.Errorf("allowed: a tool's finding %+v", f)
+		}
+	}
+
+	verdict.Finish(&r, verdict.Config{})
 	type got struct {
 		rule, tool string
 		calls      []int
@@ -102,19 +117,6 @@ func TestEffectsGoToTheirOwner(t *testing.T) {
 	}
 	if store == nil || store.Change != report.ChangeModified || !store.LinesKept || store.Appended {
 		t.Errorf("the store's rewrite: %+v", store)
-	}
-
-	// Allowing the telemetry host leaves what the server owns, which
-	// fails the default gate all the same.
-	policy := writeFile(t, dir, "policy.yml", "allowedHosts: [\"telemetry.fixture.example\"]\n")
-	code, b, stderr = scanFixture(t, []string{"--network", "sinkhole", "--probes", probes, "--workspace", seedWorkspaceDir(t), "--policy", policy}, "owner")
-	if code != 1 {
-		t.Fatalf("allowed: exit %d, want 1; %s", code, stderr)
-	}
-	for _, f := range decode(t, b).Findings {
-		if f.Tool != "" {
-			t.Errorf("allowed: a tool's finding %+v", f)
-		}
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/mcpsandbox/mcpsandbox/sandbox"
 )
 
 // flagLine is a flag's name in a line of FlagUsages.
@@ -78,5 +80,51 @@ func TestSessionFlagsHelp(t *testing.T) {
 		if got := strings.Join(seen[tc.flag], " "); got != tc.cmds {
 			t.Errorf("--%s in the help of %q, want %q", tc.flag, got, tc.cmds)
 		}
+	}
+}
+
+// sessionOptions parses args as the session flags of which and fills a
+// SessionOptions from them, as runScan does before it connects to the
+// engine: what the flags make of a command line, with no engine.
+func sessionOptions(t *testing.T, which sessionFlag, args ...string) (sandbox.SessionOptions, string) {
+	t.Helper()
+	var stderr bytes.Buffer
+	fs := newFlags("scan", "scan", &stderr)
+	fill := sessionFlags(fs, which, &stderr)
+	if err := parse(fs, args); err != nil {
+		t.Fatalf("%q: %v", args, err)
+	}
+	var so sandbox.SessionOptions
+	if err := fill(&so); err != nil {
+		t.Fatalf("%q: %v", args, err)
+	}
+	return so, stderr.String()
+}
+
+// TestNoAgentNetworkIsNone: the sinkhole is the agent's, so --no-agent
+// makes the default network none, and wins over an --agent given too (it
+// is not even looked for); a --network given is kept (the session then
+// says the sinkhole needs the agent). That a scan runs on the default
+// sinkhole and the report says so is TestDefaultNetworkIsTheSinkhole's.
+func TestNoAgentNetworkIsNone(t *testing.T) {
+	const which = flagNoAgent | flagNetwork | flagAgent
+	for _, tc := range []struct {
+		args []string
+		want sandbox.NetworkMode
+	}{
+		{[]string{"--no-agent"}, sandbox.NetworkNone},
+		{[]string{"--agent", "/no/such/agent", "--no-agent"}, sandbox.NetworkNone},
+		{[]string{"--no-agent", "--network", "sinkhole"}, sandbox.NetworkSinkhole},
+		{[]string{"--no-agent", "--network", "bridge"}, sandbox.NetworkBridge},
+	} {
+		so, _ := sessionOptions(t, which, tc.args...)
+		if so.Network != tc.want || so.Agent != "" {
+			t.Errorf("%q: network %s, agent %q; want %s and no agent", tc.args, so.Network, so.Agent, tc.want)
+		}
+	}
+	// Without --no-agent (the agent left out of which: finding it is not
+	// this test's), the default is the sinkhole.
+	if so, _ := sessionOptions(t, flagNoAgent|flagNetwork); so.Network != sandbox.DefaultNetwork || sandbox.DefaultNetwork != sandbox.NetworkSinkhole {
+		t.Errorf("no flags: network %s, want the sinkhole", so.Network)
 	}
 }

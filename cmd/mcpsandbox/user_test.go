@@ -1,44 +1,42 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/ci/rules"
-	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
+	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
 )
 
-// TestUserRootWarnsAndFails: --user 0 runs the server as root, says so on
-// stderr, records it, and fails the gate with a server-level finding.
+// TestUserRootWarnsAndFails: --user 0 says on stderr that the server runs
+// as root and passes the user on; a report whose sandbox ran as it gets a
+// server-level finding that fails the default gate. No engine: that the
+// server does run as uid 0 and the report records the user is the
+// session's (sandbox's TestServerRunsAsTheSandboxUser).
 func TestUserRootWarnsAndFails(t *testing.T) {
-	t.Parallel()
-	cli := sandboxtest.Docker(t)
-	sandboxtest.NodeImage(t, cli)
-	fx := sandboxtest.Fixture(t)
-	out := filepath.Join(t.TempDir(), "report.json")
-	var stdout, stderr bytes.Buffer
-	args := []string{"scan", "--format", "json", "--out", out, "--agent", sandboxtest.Agent(t), "--user", "0", "--linger", sandboxtest.Linger.String(), "--no-replay",
-		"--mount", fx.Source + ":" + fx.Target, "--", fx.Target, "honest"}
-	code := exitCode(run(context.Background(), args, &stdout, &stderr), &stderr)
-	if code != 1 || !strings.Contains(stderr.String(), "warning: --user 0 runs the server as root") {
-		t.Fatalf("exit %d, stderr %q; want 1 and a warning", code, stderr.String())
+	so, stderr := sessionOptions(t, flagUser, "--user", "0")
+	if so.User != "0" || !strings.Contains(stderr, "warning: --user 0 runs the server as root") {
+		t.Fatalf("user %q, stderr %q; want 0 and a warning", so.User, stderr)
 	}
-	r := readReport(t, out)
-	if r.Sandbox.User != "0" {
-		t.Errorf("sandbox.user %q, want 0", r.Sandbox.User)
+	if _, stderr := sessionOptions(t, flagUser); stderr != "" {
+		t.Errorf("the default user warns: %q", stderr)
 	}
+
+	r := report.New()
+	r.Sandbox.User = so.User
+	verdict.Finish(r, verdict.Config{})
 	var found bool
 	for _, f := range r.Findings {
 		found = found || (f.Rule == rules.ServerRunsAsRoot && f.Tool == "" && f.Severity == report.SeverityError)
 	}
 	if !found {
 		t.Errorf("findings %+v lack %s", r.Findings, rules.ServerRunsAsRoot)
+	}
+	if !verdict.Fails(r, verdict.FailOn{Severity: report.SeverityError}) { // --fail-on's default
+		t.Errorf("the default gate passes a server run as root: %+v", r.Findings)
 	}
 }
 
