@@ -194,7 +194,7 @@ func TestPinLeavesNothingPinned(t *testing.T) {
 	// burst's execs come slower than 1,000 stops a second and are a burst
 	// still (each exec is about five stops); far lower, the few stops of
 	// the child waking to look would pin it again.
-	res := runAgent(t, agentRun{args: []string{"--network", "open", "--pin", "--pin-rate", "200", "--", probe, "pin-after-burst"}})
+	res := runAgent(t, agentRun{args: []string{"--network", "open", "--pin", "--pin-rate", "200", "--", probe, "pin-after-burst", all}})
 	seen := map[string]int{}
 	for _, l := range strings.Split(res.stdout, "\n") {
 		f := strings.Fields(l)

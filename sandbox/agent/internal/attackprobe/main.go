@@ -116,7 +116,7 @@ func run(mode string, args []string) int {
 					runtime.LockOSThread()
 					<-done
 				}()
-				c := exec.Command(os.Args[0], "pin-child")
+				c := exec.Command(os.Args[0], "pin-child", args[0])
 				out, _ := c.StdoutPipe()
 				in, _ := c.StdinPipe()
 				c.Start()
@@ -126,12 +126,13 @@ func run(mode string, args []string) int {
 			}
 		}
 		time.Sleep(300 * time.Millisecond)
-		printTasks("server", os.Getpid())
-		printTasks("agent", os.Getppid())
+		all := args[0] // the CPUs the tasks may run on once freed
+		printFreed("server", os.Getpid(), all)
+		printFreed("agent", os.Getppid(), all)
 		close(done)
 	case "pin-child":
 		io.Copy(io.Discard, os.Stdin)
-		printTasks("child", os.Getpid())
+		printFreed("child", os.Getpid(), args[0])
 	case "untraced":
 		// A child made with CLONE_UNTRACED: no tracer may follow it. It
 		// says so on stdout and ends with code 7.
@@ -282,15 +283,43 @@ func run(mode string, args []string) int {
 
 // printTasks prints the CPUs each thread of pid may run on.
 func printTasks(who string, pid int) {
+	for tid, cpus := range tasksCPUs(pid) {
+		fmt.Println(who, tid, cpus)
+	}
+}
+
+// tasksCPUs is the CPU list each task of pid may run on, by tid.
+func tasksCPUs(pid int) map[string]string {
+	out := map[string]string{}
 	dirs, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	for _, d := range dirs {
 		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, d.Name()))
 		for _, l := range strings.Split(string(b), "\n") {
 			if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
-				fmt.Println(who, d.Name(), strings.TrimSpace(v))
+				out[d.Name()] = strings.TrimSpace(v)
 			}
 		}
 	}
+	return out
+}
+
+// printFreed prints pid's tasks once each may run on all, or as they are
+// after freeBound. The pinner frees the tasks a moment after the stops
+// turn rare, as it sees them: on a loaded machine the tracer takes the
+// stops it was late for in a batch, which reads as a burst and pins the
+// tasks again for a while. Stuck pinned is what this tells, not how soon.
+func printFreed(who string, pid int, all string) {
+	const freeBound = 5 * time.Second
+	for end := time.Now().Add(freeBound); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		free := true
+		for _, cpus := range tasksCPUs(pid) {
+			free = free && cpus == all
+		}
+		if free {
+			break
+		}
+	}
+	printTasks(who, pid)
 }
 
 func bytesEqualPadded(a, b []byte) bool {
