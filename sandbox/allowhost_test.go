@@ -88,7 +88,7 @@ func TestAllowHostReachesOnlyIt(t *testing.T) {
 				{"tool":"dial","arguments":{"host":"api.allowed.test","port":%[2]d}},
 				{"tool":"dial","arguments":{"host":"other.test","port":%[1]d}},
 				{"tool":"dial","arguments":{"host":"127.0.0.1","port":%[2]d}}]`, allowed.port, other.port))
-			res, err := scan(t, cli, opts)
+			res, err := runScan(t, cli, opts)
 			if err != nil {
 				t.Fatalf("scan: %v", err)
 			}
@@ -140,7 +140,7 @@ func TestAllowHostLoopbackAddress(t *testing.T) {
 	opts.Probes = steps(t, fmt.Sprintf(`[
 		{"tool":"dial","arguments":{"host":"127.0.0.1","port":%d}},
 		{"tool":"dial","arguments":{"host":"127.0.0.1","port":%d}}]`, allowed.port, other.port))
-	res, err := scan(t, cli, opts)
+	res, err := runScan(t, cli, opts)
 	if err != nil {
 		t.Fatalf("scan: %v", err)
 	}
@@ -151,7 +151,7 @@ func TestAllowHostLoopbackAddress(t *testing.T) {
 		t.Errorf("another loopback port reached: %+v", c)
 	}
 	opts.Network = sandbox.NetworkSinkhole
-	if _, err := scan(t, cli, opts); err == nil || !strings.Contains(err.Error(), "sinkhole") {
+	if _, err := runScan(t, cli, opts); err == nil || !strings.Contains(err.Error(), "sinkhole") {
 		t.Errorf("a loopback address with the sinkhole: %v, want refused", err)
 	}
 }

@@ -28,7 +28,7 @@ func TestBoundaryProbes(t *testing.T) {
 		t.Run(net.String(), func(t *testing.T) {
 			opts := fixtureOpts(t, "boundary", "honest")
 			opts.Network = net
-			res, err := scan(t, cli, opts)
+			res, err := runScan(t, cli, opts)
 			if err != nil {
 				t.Fatalf("scan: %v", err)
 			}
@@ -80,7 +80,7 @@ func TestBoundaryProbes(t *testing.T) {
 	t.Run("no-boundary", func(t *testing.T) {
 		opts := fixtureOpts(t, "boundary")
 		opts.NoBoundary = true
-		res, err := scan(t, cli, opts)
+		res, err := runScan(t, cli, opts)
 		if err != nil {
 			t.Fatalf("scan: %v", err)
 		}

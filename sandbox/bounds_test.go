@@ -33,7 +33,7 @@ func TestBoundedRunnerHostileServer(t *testing.T) {
 	opts := fixtureOpts(t, "flood", "result-bytes=200000", "depth=80", "notify-bytes=100000", "schema-bytes=5000", "stderr-bytes=300000")
 	opts.Probes = steps(t, `[{"tool": "big"}, {"tool": "deep"}, {"tool": "chatty"}, {"tool": "echo"}]`)
 	opts.Bounds = sandbox.Bounds{MaxMessage: 64 << 10, MaxDepth: 50, MaxSchema: 2048}
-	res, err := scan(t, cli, opts)
+	res, err := runScan(t, cli, opts)
 	if err != nil {
 		t.Fatalf("scan: %v", err)
 	}
@@ -112,7 +112,7 @@ func TestToolListBounds(t *testing.T) {
 			opts := fixtureOpts(t, append([]string{"flood"}, c.args...)...)
 			opts.Bounds = c.bounds
 			opts.Probes = steps(t, `[]`)
-			res, err := scan(t, cli, opts)
+			res, err := runScan(t, cli, opts)
 			if err != nil {
 				t.Fatalf("scan: %v", err)
 			}
@@ -138,7 +138,7 @@ func TestClientClosedIsNotACrash(t *testing.T) {
 	cli := sandboxtest.Docker(t)
 	opts := fixtureOpts(t, "flood", "invalid")
 	opts.Probes = steps(t, `[{"tool": "invalid"}]`)
-	res, err := scan(t, cli, opts)
+	res, err := runScan(t, cli, opts)
 	r := res.Report
 	if err == nil {
 		t.Fatalf("the scan completed; problems %+v", r.Problems)

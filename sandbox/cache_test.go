@@ -21,6 +21,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/scan"
 )
 
 // cacheDir returns a directory holding one file of random bytes, so that
@@ -198,7 +199,7 @@ func TestParallelScansWithEviction(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			opts := sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Image: base, Argv: []string{sandboxtest.FixtureMount, "honest"}, RunID: runID,
+			opts := scan.Options{SessionOptions: sandbox.SessionOptions{Image: base, Argv: []string{sandboxtest.FixtureMount, "honest"}, RunID: runID,
 				Workspace: ws, CopyWorkspace: true}, NoSeed: true, Linger: sandboxtest.Linger}
 			opts.Probes = steps(t, `[{"tool":"read_file","arguments":{"path":"f.txt"}}]`)
 			for range 2 {
@@ -233,7 +234,7 @@ func TestKeptContainerIsNeitherReapedNorEvicted(t *testing.T) {
 	evictAll(t, cli, runID)
 	ctx := context.Background()
 	ws := cacheDir(t, 1<<10)
-	res, err := scanWithRunID(t, cli, sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Image: base, Argv: []string{sandboxtest.FixtureMount, "honest"}, RunID: runID,
+	res, err := scanWithRunID(t, cli, scan.Options{SessionOptions: sandbox.SessionOptions{Image: base, Argv: []string{sandboxtest.FixtureMount, "honest"}, RunID: runID,
 		Workspace: ws, CopyWorkspace: true, Keep: true}, NoSeed: true, Linger: sandboxtest.Linger})
 	must(t, err)
 	if res.ContainerID == "" {

@@ -24,6 +24,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/sandbox/agent"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/scan"
 )
 
 // view is what the fixture's sandbox_view tool (and `fixtureserver
@@ -99,7 +100,7 @@ func TestSocketFamiliesInEveryMode(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			res, err := scan(t, cli, sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Image: img, Argv: []string{sandboxtest.FixtureMount, "confine"},
+			res, err := runScan(t, cli, scan.Options{SessionOptions: sandbox.SessionOptions{Image: img, Argv: []string{sandboxtest.FixtureMount, "confine"},
 				Agent: tc.agent, Network: tc.network}, NoSeed: true, Probes: steps(t, `{"socket_families": {}}`)})
 			if err != nil {
 				t.Fatalf("scan: %v", err)
@@ -122,7 +123,7 @@ func TestServerRunsAsTheSandboxUser(t *testing.T) {
 		user, reported string
 		uid            int
 	}{{"", images.User(), images.UID}, {"0", "0", 0}} {
-		res, err := scan(t, cli, sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Image: img, Argv: []string{sandboxtest.FixtureMount, "confine"}, User: tc.user},
+		res, err := runScan(t, cli, scan.Options{SessionOptions: sandbox.SessionOptions{Image: img, Argv: []string{sandboxtest.FixtureMount, "confine"}, User: tc.user},
 			NoSeed: true, Probes: steps(t, `{"sandbox_view": {}}`)})
 		if err != nil {
 			t.Fatalf("scan as %q: %v", tc.user, err)

@@ -31,7 +31,7 @@ func secretsHanded(t *testing.T, iso sandbox.Isolation) {
 	opts.Isolation = iso
 	seed := uint64(11)
 	opts.BaitSeed = &seed
-	res, err := scan(t, cli, opts)
+	res, err := runScan(t, cli, opts)
 	if err != nil {
 		t.Fatalf("scan: %v", err)
 	}

@@ -2,12 +2,10 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
-	"github.com/mcpsandbox/mcpsandbox/probes"
 )
 
 // DefaultDisk bounds the space the server's writes may hold: the
@@ -29,7 +27,7 @@ const diskTick = 2 * time.Millisecond
 // watch is a disk problem, and the scan goes on.
 func (s *Session) watchDisk(ctx context.Context, id string, pid int, targets []string) {
 	if s.layer == "" || pid == 0 {
-		s.problem("disk", 0, "the disk bound (--disk) is not watched: the container's layer directory is not readable here (--changes api, or a remote engine)")
+		s.Problem("disk", 0, "the disk bound (--disk) is not watched: the container's layer directory is not readable here (--changes api, or a remote engine)")
 		return
 	}
 	var files []string
@@ -38,7 +36,7 @@ func (s *Session) watchDisk(ctx context.Context, id string, pid int, targets []s
 	}
 	w, err := newDiskWatch(pid, s.opts.Disk, s.opts.DiskInterval, []string{s.layer}, files, append([]string{"/"}, targets...))
 	if err != nil {
-		s.problem("disk", 0, "the disk bound (--disk) is not watched: %s", report.OneLine(err.Error()))
+		s.Problem("disk", 0, "the disk bound (--disk) is not watched: %s", report.OneLine(err.Error()))
 		return
 	}
 	s.disk = w
@@ -47,6 +45,10 @@ func (s *Session) watchDisk(ctx context.Context, id string, pid int, targets []s
 
 // DiskStopped says whether the runner stopped the server at the disk bound.
 func (s *Session) DiskStopped() bool { return s.diskStopped || (s.disk != nil && s.disk.stopped()) }
+
+// DiskBound is the disk bound the session runs under (--disk, or the
+// default): what a driver's message about the stop quotes.
+func (s *Session) DiskBound() int64 { return s.opts.Disk }
 
 // finishDisk takes the last measurement, once the server is stopped, and
 // records what the watch saw.
@@ -61,7 +63,7 @@ func (s *Session) finishDisk(deadline time.Time) {
 	r := s.disk.finish(!past)
 	s.disk = nil
 	if past {
-		s.problem("disk", 0, "the disk use was not measured a last time: past --timeout (the most used until then is under timing)")
+		s.Problem("disk", 0, "the disk use was not measured a last time: past --timeout (the most used until then is under timing)")
 	}
 	s.diskStopped = s.diskStopped || r.Exceeded
 	s.logf("disk: %d measurement(s), the longest %s; the most used %d bytes (bound %d)", r.Polls, r.Cost, r.Peak, s.opts.Disk)
@@ -70,7 +72,7 @@ func (s *Session) finishDisk(deadline time.Time) {
 	}
 	s.rep.Timing.DiskPeakBytes = max(s.rep.Timing.DiskPeakBytes, r.Peak)
 	if r.Err != nil {
-		s.problem("disk", 0, "measuring the disk use: %s", report.OneLine(r.Err.Error()))
+		s.Problem("disk", 0, "measuring the disk use: %s", report.OneLine(r.Err.Error()))
 	}
 	if !r.Exceeded {
 		return
@@ -81,38 +83,11 @@ func (s *Session) finishDisk(deadline time.Time) {
 			return // said where it happened
 		}
 	}
-	s.problem("disk", 0, "%s", diskMessage(s.opts.Disk))
+	s.Problem("disk", 0, "%s", DiskMessage(s.opts.Disk))
 }
 
-// diskMessage says that the bound was passed (the measured figures vary
+// DiskMessage says that the bound was passed (the measured figures vary
 // from run to run: they are under timing).
-func diskMessage(bound int64) string {
+func DiskMessage(bound int64) string {
 	return fmt.Sprintf("the server's writes passed the disk bound of %d bytes (--disk): it was stopped, and what it did after was not seen", bound)
-}
-
-// errDiskStopped ends a session's calls: the runner stopped the server at
-// the disk bound.
-var errDiskStopped = errors.New("the server was stopped at the disk bound")
-
-// diskStop records that the server was stopped at the disk bound during
-// call seq, and that the rest of the plan was not reached.
-func (sc *scanner) diskStop(s *Session, seq int, rest []probes.Call) error {
-	s.problem("disk", seq, "call %d: %s", seq, diskMessage(s.opts.Disk))
-	for _, c := range rest {
-		s.rep.NotCalled = append(s.rep.NotCalled, report.NotCalled{Tool: c.Tool, Reason: "not reached: the server was stopped at the disk bound"})
-	}
-	return fmt.Errorf("%w: %w", ErrIncomplete, errDiskStopped)
-}
-
-// diskVerdict: a scan stopped at the disk bound ran as far as the server
-// let it; its verdict is the bound's finding (exit 1, not 2), and the
-// report says it is partial (complete: false). Whatever stopped the scan
-// once the server was killed (a call cut off, a listing that failed) is a
-// consequence of the stop.
-func diskVerdict(rep *report.Report, err error) error {
-	if rep.Sandbox.DiskExceeded && errors.Is(err, ErrIncomplete) {
-		rep.Complete = false
-		return nil
-	}
-	return err
 }

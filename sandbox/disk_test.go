@@ -18,6 +18,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/scan"
 )
 
 // testDisk is the disk bound the tests scan with: small, so that a
@@ -105,7 +106,7 @@ func TestDiskBound(t *testing.T) {
 
 // scanSeeingLayer scans (as scan does) and finds, while it runs, the
 // layer directory of its container.
-func scanSeeingLayer(t *testing.T, cli *client.Client, opts sandbox.ScanOptions) (string, sandbox.Result, error) {
+func scanSeeingLayer(t *testing.T, cli *client.Client, opts scan.Options) (string, scan.Result, error) {
 	t.Helper()
 	opts.Image = sandboxtest.NodeImage(t, cli)
 	opts.Agent = sandboxtest.Agent(t)
@@ -135,7 +136,7 @@ func scanSeeingLayer(t *testing.T, cli *client.Client, opts sandbox.ScanOptions)
 			}
 		}
 	}()
-	res, err := sandbox.Scan(ctx, cli, opts)
+	res, err := scan.Run(ctx, cli, opts)
 	close(stop)
 	res.Report.Finish()
 	return <-found, res, err

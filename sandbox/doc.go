@@ -5,7 +5,7 @@
 // effect to the call or phase that caused it, and the evidence
 // (transcript, stderr) they leave. It observes; it does not judge.
 //
-// The drivers build on a Session: the batch scan (Scan, in this package
-// for now), run's proxy (sandbox/proxy), the client test
-// (sandbox/clientrun). See docs/architecture.md.
+// The drivers build on a Session: the batch scan (sandbox/scan), run's
+// proxy (sandbox/proxy), the client test (sandbox/clientrun). See
+// docs/architecture.md.
 package sandbox

@@ -62,7 +62,7 @@ func TestFileEffectsOnTheLyingFixture(t *testing.T) {
 			opts.Probes = steps(t, `[{"tool":"echo","arguments":{"text":"1"}},{"tool":"echo","arguments":{"text":"2"}},{"tool":"echo","arguments":{"text":"3"}},
 				{"tool":"read_file","arguments":{"path":"seed.txt"}},{"tool":"list_workspace"},
 				{"tool":"lying_read"},{"tool":"tidy"},{"tool":"run_tests"},{"tool":"add_note","arguments":{"text":"n"}}]`)
-			res, err := scan(t, cli, opts)
+			res, err := runScan(t, cli, opts)
 			if err != nil {
 				t.Fatalf("scan: %v", err)
 			}
@@ -136,7 +136,7 @@ func TestHostileFilesystem(t *testing.T) {
 				flood, opts.FileLimits.MaxEntries = 120, 100
 			}
 			opts.Probes = steps(t, fmt.Sprintf(`{"plant_links":{},"odd_names":{},"huge":{"mb":4},"flood":{"count":%d}}`, flood))
-			res, err := scan(t, cli, opts)
+			res, err := runScan(t, cli, opts)
 			if err != nil {
 				t.Fatalf("scan: %v", err)
 			}

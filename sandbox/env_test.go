@@ -10,6 +10,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/images"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/scan"
 )
 
 // TestSeededProjectIsAGitRepo: a server that runs git in the canary
@@ -30,7 +31,7 @@ func TestSeededProjectIsAGitRepo(t *testing.T) {
 	opts := fixtureOpts(t, "env")
 	opts.Image = img.Ref
 	opts.Probes = steps(t, `[{"tool":"git_history"}]`)
-	res, err := scan(t, cli, opts)
+	res, err := runScan(t, cli, opts)
 	if err != nil {
 		t.Fatalf("scan: %v", err)
 	}
@@ -66,7 +67,7 @@ func TestSinkholeServesAPage(t *testing.T) {
 	opts := fixtureOpts(t, "env")
 	opts.Network = sandbox.NetworkSinkhole
 	opts.Probes = steps(t, `[{"tool":"fetch_page","arguments":{"url":"http://example.com/"}},{"tool":"fetch_page","arguments":{"url":"http://example.com/data.json"}}]`)
-	res, err := scan(t, cli, opts)
+	res, err := runScan(t, cli, opts)
 	if err != nil {
 		t.Fatalf("scan: %v", err)
 	}
@@ -110,7 +111,7 @@ func TestRealServerWritesNextToItsCode(t *testing.T) {
 	memory := sandboxtest.NPMMount + "/@modelcontextprotocol/server-memory/dist/memory.jsonl"
 	probe := `[{"tool":"create_entities","arguments":{"entities":[{"name":"a","entityType":"t","observations":["o"]}]}}]`
 
-	res, err := scan(t, cli, sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Argv: server, Package: npm.Source, PackageTarget: sandboxtest.NPMMount}, Probes: steps(t, probe)})
+	res, err := runScan(t, cli, scan.Options{SessionOptions: sandbox.SessionOptions{Argv: server, Package: npm.Source, PackageTarget: sandboxtest.NPMMount}, Probes: steps(t, probe)})
 	if err != nil {
 		t.Fatalf("scan --package: %v", err)
 	}
@@ -129,7 +130,7 @@ func TestRealServerWritesNextToItsCode(t *testing.T) {
 		t.Error("the write reached the host's package directory")
 	}
 
-	res, err = scan(t, cli, sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Argv: server, Mounts: []sandbox.Mount{npm}}, Probes: steps(t, probe)})
+	res, err = runScan(t, cli, scan.Options{SessionOptions: sandbox.SessionOptions{Argv: server, Mounts: []sandbox.Mount{npm}}, Probes: steps(t, probe)})
 	if err != nil {
 		t.Fatalf("scan --mount: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/scan"
 )
 
 // TestScanOverHTTP scans the fixture server over streamable HTTP and over
@@ -39,7 +40,7 @@ func TestScanOverHTTP(t *testing.T) {
 			opts.Transport = tc.transport
 			opts.Probes = steps(t, `{"read_file": {"path": "seed.txt"}, "echo": {"text": "hi"}}`)
 			opts.Workspace = seedWorkspace(t)
-			res, err := scan(t, cli, opts)
+			res, err := runScan(t, cli, opts)
 			if err != nil {
 				t.Fatalf("scan: %v", err)
 			}
@@ -112,7 +113,7 @@ func TestServerThatNeverOpensItsPort(t *testing.T) {
 			// The container starts within it on a busy engine (3 s was
 			// passed under load 27: the start, not the port, timed out).
 			opts.StartTimeout = 10 * time.Second
-			res, err := scan(t, cli, opts)
+			res, err := runScan(t, cli, opts)
 			if !errors.Is(err, sandbox.ErrServerStart) {
 				t.Fatalf("scan: %v, want ErrServerStart", err)
 			}
@@ -135,7 +136,7 @@ func TestRealServerOverStreamableHTTP(t *testing.T) {
 	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	npm := sandboxtest.NPM(t)
-	res, err := scan(t, cli, sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{
+	res, err := runScan(t, cli, scan.Options{SessionOptions: sandbox.SessionOptions{
 		Argv:      []string{"node", sandboxtest.NPMMount + "/@modelcontextprotocol/server-everything/dist/index.js", "streamableHttp"},
 		Mounts:    []sandbox.Mount{npm},
 		Transport: sandbox.Transport{Kind: sandbox.TransportHTTP},
@@ -162,7 +163,7 @@ func TestHTTPServerThatWantsAToken(t *testing.T) {
 	cli := sandboxtest.Docker(t)
 	opts := fixtureOpts(t, "honest", "--http=:3000", "--want-header=Authorization: Bearer t0k")
 	opts.Transport = sandbox.Transport{Kind: sandbox.TransportHTTP, Port: 3000}
-	res, err := scan(t, cli, opts)
+	res, err := runScan(t, cli, opts)
 	if !errors.Is(err, sandbox.ErrServerStart) || !strings.Contains(err.Error(), "Unauthorized") || !strings.Contains(err.Error(), "--header 'Authorization: Bearer ...'") {
 		t.Fatalf("scan: %v, want ErrServerStart saying Unauthorized and --header", err)
 	}

@@ -152,7 +152,7 @@ func (s *Session) waitReady(ctx, startCtx context.Context, ctr *Container) (int,
 				return 0, nf
 			}
 			if exit := s.exitBeforeInitialize(ctx, ctr, errors.New("the server exited before it accepted a connection")); exit != nil {
-				s.problem("crash", 0, "%s", exit)
+				s.Problem("crash", 0, "%s", exit)
 				return 0, fmt.Errorf("%w: %w", ErrServerStart, exit)
 			}
 		case <-startCtx.Done():
@@ -161,7 +161,7 @@ func (s *Session) waitReady(ctx, startCtx context.Context, ctr *Container) (int,
 			return 0, ctx.Err()
 		}
 		msg := s.notReady(port, lastErr, ctr)
-		s.problem("timeout", 0, "%s", msg)
+		s.Problem("timeout", 0, "%s", msg)
 		return 0, fmt.Errorf("%w: %s", ErrServerStart, msg)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/scan"
 )
 
 // TestImageOwnCommand: an image FROM scratch that holds only the static
@@ -33,7 +34,7 @@ func TestImageOwnCommand(t *testing.T) {
 	seed := uint64(18)
 	// The whole sandbox_view, not the report's first 4 KiB of it.
 	bounds := sandbox.Bounds{MaxResultText: 1 << 20}
-	res, err := scan(t, cli, sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Image: img, Bounds: bounds}, BaitSeed: &seed})
+	res, err := runScan(t, cli, scan.Options{SessionOptions: sandbox.SessionOptions{Image: img, Bounds: bounds}, BaitSeed: &seed})
 	if err != nil {
 		t.Fatalf("scan of %s with no command: %v", img, err)
 	}
@@ -73,7 +74,7 @@ func TestImageOwnCommand(t *testing.T) {
 
 	stdio := fixtureOpts(t, argv[1:]...)
 	stdio.BaitSeed, stdio.Bounds = &seed, bounds
-	ref, err := scan(t, cli, stdio)
+	ref, err := runScan(t, cli, stdio)
 	if err != nil {
 		t.Fatalf("scan of the fixture as a command: %v", err)
 	}
@@ -112,7 +113,7 @@ func TestImageNotInTheEngine(t *testing.T) {
 		agent string
 	}{{"own command", nil, ""}, {"command", []string{"/server"}, ""}, {"no agent", nil, "none"}} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := scan(t, cli, sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Image: ref, Argv: tc.argv, Agent: tc.agent}, NoSeed: true})
+			_, err := runScan(t, cli, scan.Options{SessionOptions: sandbox.SessionOptions{Image: ref, Argv: tc.argv, Agent: tc.agent}, NoSeed: true})
 			var ie *sandbox.InfraError
 			if !errors.Is(err, sandbox.ErrImageNotFound) || !errors.As(err, &ie) || !strings.Contains(err.Error(), ref+" is not in the local Docker engine") ||
 				!strings.Contains(err.Error(), "never pulls") {
@@ -127,7 +128,7 @@ func TestImageNotInTheEngine(t *testing.T) {
 func TestImageWithoutCommand(t *testing.T) {
 	cli := sandboxtest.Docker(t)
 	img := sandboxtest.FixtureImage(t, cli)
-	_, err := scan(t, cli, sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Image: img}, NoSeed: true})
+	_, err := runScan(t, cli, scan.Options{SessionOptions: sandbox.SessionOptions{Image: img}, NoSeed: true})
 	if err == nil || !strings.Contains(err.Error(), "no entrypoint and no command") {
 		t.Errorf("scan of an image without a command: %v", err)
 	}

@@ -111,7 +111,7 @@ func RunPhase(ctx context.Context, cli Engine, opts SessionOptions, po PhaseOpti
 	// A container gone before its end seems not to have ended: that is
 	// a lost sandbox (recorded by checkLost), not a command past its bound.
 	if !ended && s.checkLost(ctx, 0, true) == nil {
-		s.problem("run-timeout", 0, "the %s did not end within %s: killed", po.Name, po.Timeout)
+		s.Problem("run-timeout", 0, "the %s did not end within %s: killed", po.Name, po.Timeout)
 	}
 	if ended && st.ExitCode == 0 && po.Extract != "" {
 		// The container has stopped but is still there: its filesystem,

@@ -11,6 +11,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/scan"
 )
 
 // fileEffects renders a call's file changes as "change area path" lines.
@@ -66,7 +67,7 @@ func TestWritablePlacesOutsideTheOverlay(t *testing.T) {
 			}
 			sort.Strings(js)
 			opts.Probes = steps(t, "["+strings.Join(js, ",")+"]")
-			res, err := scan(t, cli, opts)
+			res, err := runScan(t, cli, opts)
 			if err != nil {
 				t.Fatalf("scan: %v", err)
 			}
@@ -141,7 +142,7 @@ func TestRootWritesTheEnginesFiles(t *testing.T) {
 	opts := fixtureOpts(t, "ipc")
 	opts.User = "0"
 	opts.Probes = steps(t, `{"root_files":{}}`)
-	res, err := scan(t, cli, opts)
+	res, err := runScan(t, cli, opts)
 	if err != nil {
 		t.Fatalf("scan: %v", err)
 	}
@@ -170,9 +171,9 @@ func TestImageVolumeIsObserved(t *testing.T) {
 		sandboxtest.ImageFile{Path: strings.TrimPrefix(sandboxtest.FixtureMount, "/"), Mode: 0o755, Source: sandboxtest.Fixture(t).Source},
 		sandboxtest.ImageFile{Path: "data", Dir: true, Mode: 0o755, UID: 10001, GID: 10001},
 		sandboxtest.ImageFile{Path: "data/seed.txt", Mode: 0o644, Content: []byte("from the image\n"), UID: 10001, GID: 10001})
-	opts := sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Image: img, Argv: []string{sandboxtest.FixtureMount, "ipc"}}}
+	opts := scan.Options{SessionOptions: sandbox.SessionOptions{Image: img, Argv: []string{sandboxtest.FixtureMount, "ipc"}}}
 	opts.Probes = steps(t, `{"data_write":{}}`)
-	res, err := scan(t, cli, opts)
+	res, err := runScan(t, cli, opts)
 	if err != nil {
 		t.Fatalf("scan: %v", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/scan"
 )
 
 // TestRunTimeoutInTheLingerIsSaid: a --timeout that ends the linger window
@@ -25,8 +26,8 @@ func TestRunTimeoutInTheLingerIsSaid(t *testing.T) {
 	// start the bound cuts is TestRunTimeoutInTheStartIsSaid's, and under
 	// load (25) a 5 s bound cut it before the container was removed.
 	opts.Timeout = 20 * time.Second
-	res, err := scan(t, cli, opts)
-	if !errors.Is(err, sandbox.ErrIncomplete) {
+	res, err := runScan(t, cli, opts)
+	if !errors.Is(err, scan.ErrIncomplete) {
 		t.Fatalf("scan: %v, want ErrIncomplete", err)
 	}
 	cutByTheBound(t, res.Report)
@@ -48,8 +49,8 @@ func TestRunTimeoutInTheReplaysIsSaid(t *testing.T) {
 		time.Sleep(opts.Timeout + 100*time.Millisecond)
 		return []int{1}
 	}
-	res, err := scan(t, cli, opts)
-	if !errors.Is(err, sandbox.ErrIncomplete) {
+	res, err := runScan(t, cli, opts)
+	if !errors.Is(err, scan.ErrIncomplete) {
 		t.Fatalf("scan: %v, want ErrIncomplete", err)
 	}
 	cutByTheBound(t, res.Report)
@@ -69,8 +70,8 @@ func TestRunTimeoutInTheStartIsSaid(t *testing.T) {
 			opts := fixtureOpts(t, "honest")
 			opts.Isolation = iso
 			opts.Timeout = time.Nanosecond
-			res, err := scan(t, cli, opts)
-			if !errors.Is(err, sandbox.ErrIncomplete) {
+			res, err := runScan(t, cli, opts)
+			if !errors.Is(err, scan.ErrIncomplete) {
 				t.Fatalf("scan: %v, want ErrIncomplete", err)
 			}
 			cutByTheBound(t, res.Report)

@@ -25,6 +25,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/sandbox/agent"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/scan"
 )
 
 // TestScanLooksLikeDockerRunInit runs a detection script (the fixture's
@@ -41,7 +42,7 @@ func TestScanLooksLikeDockerRunInit(t *testing.T) {
 	argv := []string{sandboxtest.FixtureMount, "confine"}
 	fx := sandboxtest.Fixture(t)
 
-	res, err := scan(t, cli, sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Image: img, Argv: argv, Mounts: []sandbox.Mount{fx}}, Probes: steps(t, `{"sandbox_view": {}}`)})
+	res, err := runScan(t, cli, scan.Options{SessionOptions: sandbox.SessionOptions{Image: img, Argv: argv, Mounts: []sandbox.Mount{fx}}, Probes: steps(t, `{"sandbox_view": {}}`)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -310,7 +310,7 @@ func (s *Session) checkLost(ctx context.Context, seq int, look bool) error {
 		where = fmt.Sprintf(" during call %d", seq)
 	}
 	msg := fmt.Sprintf("container %.12s%s: %s; what was seen until then is kept, and the report is incomplete", s.ctr.ID, where, why)
-	s.problem(s.lostKind(), seq, "the sandbox was lost: %s", msg)
+	s.Problem(s.lostKind(), seq, "the sandbox was lost: %s", msg)
 	s.lost = fmt.Errorf("%w: %s", ErrSandboxLost, msg)
 	return s.lost
 }
@@ -327,3 +327,11 @@ func (s *Session) lostNow() string {
 // Lost is the loss recorded so far (wrapping ErrSandboxLost; nil: none):
 // after Close, whether the session's sandbox was lost at all.
 func (s *Session) Lost() error { return s.lost }
+
+// LostSignal is closed once the session's container is seen lost (nil:
+// never), for a wait that a loss cuts short.
+func (s *Session) LostSignal() <-chan struct{} { return s.ctr.lostSignal() }
+
+// TeardownErr is what Close's teardown failed on, without the loss (which
+// Lost says): for a caller that already said the loss once.
+func (s *Session) TeardownErr() error { return s.closeErr }

@@ -18,6 +18,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/scan"
 )
 
 // errSignal stands for the cause a signal gives the run's context.
@@ -36,11 +37,11 @@ func TestSignalBetweenCreateAndStart(t *testing.T) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	var created string
-	sandbox.SetCreated(&opts, func(id string) {
+	sandbox.SetCreated(&opts.SessionOptions, func(id string) {
 		created = id
 		cancel(errSignal)
 	})
-	res, err := sandbox.Scan(ctx, cli, opts)
+	res, err := scan.Run(ctx, cli, opts)
 	if !errors.Is(err, errSignal) {
 		t.Fatalf("err %v, want the context's cause", err)
 	}
@@ -73,7 +74,7 @@ func TestLostReplayKeepsTheCallsEffects(t *testing.T) {
 	var mu sync.Mutex
 	created := 0
 	removed := make(chan error, 1)
-	sandbox.SetCreated(&opts, func(id string) {
+	sandbox.SetCreated(&opts.SessionOptions, func(id string) {
 		mu.Lock()
 		created++
 		n := created
@@ -83,11 +84,11 @@ func TestLostReplayKeepsTheCallsEffects(t *testing.T) {
 		}
 		go func() { removed <- removeOnceServing(cli, id) }()
 	})
-	res, err := scan(t, cli, opts)
+	res, err := runScan(t, cli, opts)
 	if rerr := <-removed; rerr != nil {
 		t.Fatal(rerr)
 	}
-	if !errors.Is(err, sandbox.ErrIncomplete) || !errors.Is(err, sandbox.ErrSandboxLost) {
+	if !errors.Is(err, scan.ErrIncomplete) || !errors.Is(err, sandbox.ErrSandboxLost) {
 		t.Fatalf("scan: %v, want ErrIncomplete and ErrSandboxLost", err)
 	}
 	r := res.Report

@@ -24,7 +24,7 @@ func TestTheAgentAgainstAHostileServer(t *testing.T) {
 	opts.Probes = steps(t, `[{"tool":"echo","arguments":{"text":"before"}},{"tool":"signal_init"},{"tool":"make_sockets"},
 		{"tool":"hide_sends"},{"tool":"big_argv"},{"tool":"exec_disguised"},{"tool":"exec_memfd"},{"tool":"nondumpable"},
 		{"tool":"huge_argv"},{"tool":"big_send"},{"tool":"echo","arguments":{"text":"after"}}]`)
-	res, err := scan(t, cli, opts)
+	res, err := runScan(t, cli, opts)
 	if err != nil {
 		t.Fatalf("scan: %v", err)
 	}

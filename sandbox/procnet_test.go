@@ -10,6 +10,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/scan"
 )
 
 func netBrief(c report.Call) []string {
@@ -48,7 +49,7 @@ func TestProcessesAndNetworkInNoneMode(t *testing.T) {
 	cli := sandboxtest.Docker(t)
 	opts := fixtureOpts(t, "liar")
 	opts.Probes = steps(t, `[{"tool":"run_tests"},{"tool":"lookup"},{"tool":"background"},{"tool":"tidy"}]`)
-	res, err := scan(t, cli, opts)
+	res, err := runScan(t, cli, opts)
 	if err != nil {
 		t.Fatalf("scan: %v", err)
 	}
@@ -114,7 +115,7 @@ func TestSinkholeRecordsRequests(t *testing.T) {
 	opts := fixtureOpts(t, "liar")
 	opts.Network = sandbox.NetworkSinkhole
 	opts.Probes = steps(t, `[{"tool":"upload"}]`)
-	res, err := scan(t, cli, opts)
+	res, err := runScan(t, cli, opts)
 	if err != nil {
 		t.Fatalf("scan: %v", err)
 	}
@@ -148,7 +149,7 @@ func TestBadServersUnderTheAgent(t *testing.T) {
 		opts.Limits = sandbox.Limits{Pids: 64, MemoryMB: 512, CPUs: 1}
 		opts.Settle = 500 * time.Millisecond
 		opts.Probes = steps(t, `[{"tool":"forkbomb"},{"tool":"echo","arguments":{"text":"alive"}}]`)
-		res, _ := scan(t, cli, opts)
+		res, _ := runScan(t, cli, opts)
 		r := res.Report
 		fb := callsOf(r, "forkbomb")
 		if len(fb) != 1 || !strings.Contains(fb[0].Result, "refused") {
@@ -173,7 +174,7 @@ func TestBadServersUnderTheAgent(t *testing.T) {
 		opts := fixtureOpts(t, "net_flood")
 		opts.MaxEvents = 500
 		opts.Probes = steps(t, `[{"tool":"net_flood","arguments":{"count":3000}}]`)
-		res, _ := scan(t, cli, opts)
+		res, _ := runScan(t, cli, opts)
 		r := res.Report
 		nf := callsOf(r, "net_flood")
 		if len(nf) != 1 || len(nf[0].Effects.Network) > 500 {
@@ -187,8 +188,8 @@ func TestBadServersUnderTheAgent(t *testing.T) {
 		opts := fixtureOpts(t, "close_stdout", "garbage")
 		opts.CallTimeout = 5 * time.Second
 		opts.Probes = steps(t, `[{"tool":"close_stdout"},{"tool":"garbage"}]`)
-		res, err := scan(t, cli, opts)
-		if !errors.Is(err, sandbox.ErrIncomplete) {
+		res, err := runScan(t, cli, opts)
+		if !errors.Is(err, scan.ErrIncomplete) {
 			t.Fatalf("err = %v, want ErrIncomplete", err)
 		}
 		// The engine holds the stdout pipe open, so closing it is silence,
@@ -198,8 +199,8 @@ func TestBadServersUnderTheAgent(t *testing.T) {
 		}
 	})
 	t.Run("exits at once", func(t *testing.T) {
-		res, err := scan(t, cli, sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Argv: []string{"/bin/true"}}})
-		if !errors.Is(err, sandbox.ErrIncomplete) || res.Report.Server.ExitCode == nil || *res.Report.Server.ExitCode != 0 {
+		res, err := runScan(t, cli, scan.Options{SessionOptions: sandbox.SessionOptions{Argv: []string{"/bin/true"}}})
+		if !errors.Is(err, scan.ErrIncomplete) || res.Report.Server.ExitCode == nil || *res.Report.Server.ExitCode != 0 {
 			t.Fatalf("err = %v, exit %v", err, res.Report.Server.ExitCode)
 		}
 	})

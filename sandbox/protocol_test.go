@@ -42,7 +42,7 @@ func TestProtocolVersions(t *testing.T) {
 			t.Parallel()
 			opts := fixtureOpts(t, "liar", "--protocol="+v)
 			opts.NoSeed, opts.NoBoundary = true, true
-			res, err := scan(t, cli, opts)
+			res, err := runScan(t, cli, opts)
 			if err != nil {
 				t.Fatalf("scan: %v", err)
 			}
@@ -100,7 +100,7 @@ func TestToolAsksForInput(t *testing.T) {
 		t.Run(v, func(t *testing.T) {
 			opts := fixtureOpts(t, "asks", "--protocol="+v)
 			opts.NoSeed, opts.NoBoundary = true, true
-			res, err := scan(t, cli, opts)
+			res, err := runScan(t, cli, opts)
 			if err != nil {
 				t.Fatalf("scan: %v", err)
 			}
@@ -122,7 +122,7 @@ func TestProtocolNoteOnce(t *testing.T) {
 	cli := sandboxtest.Docker(t)
 	opts := fixtureOpts(t, "flaky", "asks", "--protocol=2024-11-05")
 	opts.NoSeed, opts.NoBoundary, opts.Isolation = true, true, sandbox.IsolationCall
-	res, err := scan(t, cli, opts)
+	res, err := runScan(t, cli, opts)
 	if err != nil {
 		t.Fatalf("scan: %v", err)
 	}

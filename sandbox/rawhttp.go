@@ -58,9 +58,9 @@ func (s *Session) rawHTTP(ctx, startCtx context.Context, t mcp.Transport) error 
 	conn, err := t.Connect(startCtx)
 	if err != nil {
 		if ctx.Err() == nil && startCtx.Err() != nil {
-			s.problem("timeout", 0, "no connection to %s within --start-timeout %s", s.rep.Server.Endpoint, s.opts.StartTimeout)
+			s.Problem("timeout", 0, "no connection to %s within --start-timeout %s", s.rep.Server.Endpoint, s.opts.StartTimeout)
 		} else {
-			s.problem("protocol", 0, "connecting to %s: %s", s.rep.Server.Endpoint, report.OneLine(s.clip(err.Error())))
+			s.Problem("protocol", 0, "connecting to %s: %s", s.rep.Server.Endpoint, report.OneLine(s.clip(err.Error())))
 		}
 		return fmt.Errorf("%w: connecting over %s: %w%s", ErrServerStart, s.opts.Transport.Kind, err, s.authHint(err))
 	}

@@ -208,7 +208,7 @@ func TestKeepKeepsTheScansContainerOnly(t *testing.T) {
 	opts := fixtureOpts(t, "honest")
 	opts.Keep = true
 	opts.Suspects = func(*report.Report) []int { return []int{1} }
-	res, err := scan(t, cli, opts)
+	res, err := runScan(t, cli, opts)
 	if res.ContainerID != "" {
 		t.Cleanup(func() { cli.ContainerRemove(ctx, res.ContainerID, container.RemoveOptions{Force: true}) })
 	}
@@ -227,7 +227,7 @@ func TestKeepKeepsTheScansContainerOnly(t *testing.T) {
 	opts = fixtureOpts(t, "honest")
 	opts.Keep, opts.Isolation = true, sandbox.IsolationCall
 	var ie *sandbox.InfraError
-	if _, err := scan(t, cli, opts); !errors.As(err, &ie) {
+	if _, err := runScan(t, cli, opts); !errors.As(err, &ie) {
 		t.Errorf("--keep with --isolation call: %v, want refused", err)
 	}
 }

@@ -101,7 +101,7 @@ func TestStateAcrossScans(t *testing.T) {
 			opts.State = sd
 		}
 		opts.Probes = steps(t, probe)
-		res, err := scan(t, cli, opts)
+		res, err := runScan(t, cli, opts)
 		if err != nil {
 			t.Fatalf("scan: %v", err)
 		}

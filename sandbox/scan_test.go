@@ -28,11 +28,12 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/scan"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-// Tests that do nothing but scans of their own (scan: containers of their
+// Tests that do nothing but scans of their own (runScan: containers of their
 // own run, a temporary workspace) call t.Parallel, and so do their
 // subtests when the test checks nothing after them: a scan mostly waits
 // (container starts, settle and linger windows), so scans side by side
@@ -52,9 +53,9 @@ var apiScans sync.Mutex
 // ChangesAPI scan of the lying fixture took past 3 minutes (50 s idle).
 const scanBound = 10 * time.Minute
 
-// scan runs a scan of the fixture server with the given tool sets and
+// runScan runs a scan of the fixture server with the given tool sets and
 // probes, checking that nothing is left behind.
-func scan(t *testing.T, cli *client.Client, opts sandbox.ScanOptions) (sandbox.Result, error) {
+func runScan(t *testing.T, cli *client.Client, opts scan.Options) (scan.Result, error) {
 	t.Helper()
 	if opts.Image == "" {
 		opts.Image = sandboxtest.NodeImage(t, cli)
@@ -75,14 +76,14 @@ func scan(t *testing.T, cli *client.Client, opts sandbox.ScanOptions) (sandbox.R
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), scanBound)
 	defer cancel()
-	res, err := sandbox.Scan(ctx, cli, opts)
+	res, err := scan.Run(ctx, cli, opts)
 	// The observations' counts; verdicts are ci/verdict's, not tested here.
 	res.Report.Finish()
 	return res, err
 }
 
-func fixtureOpts(t *testing.T, sets ...string) sandbox.ScanOptions {
-	return sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{
+func fixtureOpts(t *testing.T, sets ...string) scan.Options {
+	return scan.Options{SessionOptions: sandbox.SessionOptions{
 		Argv:   append([]string{sandboxtest.FixtureMount}, sets...),
 		Mounts: []sandbox.Mount{sandboxtest.Fixture(t)},
 	}}
@@ -126,7 +127,7 @@ func TestScanFixture(t *testing.T) {
 	opts := fixtureOpts(t, "honest", "liar")
 	opts.Probes = steps(t, `{"read_file": {"path": "seed.txt"}, "echo": {"text": "hi"}}`)
 	opts.Workspace = seedWorkspace(t)
-	res, err := scan(t, cli, opts)
+	res, err := runScan(t, cli, opts)
 	if err != nil {
 		t.Fatalf("scan: %v", err)
 	}
@@ -271,7 +272,7 @@ func TestHostWorkspaceNeverModified(t *testing.T) {
 	// tidy deletes seed.txt and overwrites data.json; lying_read and
 	// add_note create files; the server sees all of it in /workspace.
 	opts.Probes = steps(t, `{"tidy": {}, "lying_read": {}, "add_note": {"text": "n"}, "list_workspace": {}}`)
-	res, err := scan(t, cli, opts)
+	res, err := runScan(t, cli, opts)
 	if err != nil {
 		t.Fatalf("scan: %v", err)
 	}
@@ -296,9 +297,9 @@ func TestHangingCallTimesOutAndScanGoesOn(t *testing.T) {
 	// enough for the hang's timeout not to weigh on the suite.
 	opts.CallTimeout = 8 * time.Second
 	start := time.Now()
-	res, err := scan(t, cli, opts)
+	res, err := runScan(t, cli, opts)
 	// crash requires nothing, so it runs after the probes and ends the scan.
-	if !errors.Is(err, sandbox.ErrIncomplete) {
+	if !errors.Is(err, scan.ErrIncomplete) {
 		t.Fatalf("scan: %v, want ErrIncomplete from the crash tool", err)
 	}
 	r := res.Report
@@ -348,10 +349,10 @@ func TestCrashMidCallKeepsPartialReport(t *testing.T) {
 	}
 }
 
-func crashMidCall(t *testing.T, cli *client.Client, opts sandbox.ScanOptions) {
+func crashMidCall(t *testing.T, cli *client.Client, opts scan.Options) {
 	opts.Probes = steps(t, `{"echo": {"text": "before"}, "crash": {}, "no_hints": {}}`)
-	res, err := scan(t, cli, opts)
-	if !errors.Is(err, sandbox.ErrIncomplete) {
+	res, err := runScan(t, cli, opts)
+	if !errors.Is(err, scan.ErrIncomplete) {
 		t.Fatalf("err = %v, want ErrIncomplete", err)
 	}
 	r := res.Report
@@ -386,7 +387,7 @@ func TestGarbageOnStdoutIsDroppedAndCounted(t *testing.T) {
 	opts := fixtureOpts(t, "honest", "garbage", "--banner")
 	opts.Probes = steps(t, `{"garbage": {}, "echo": {"text": "still here"}}`)
 	opts.CallTimeout = 5 * time.Second
-	res, _ := scan(t, cli, opts)
+	res, _ := runScan(t, cli, opts)
 	r := res.Report
 	if c := callsOf(r, "echo"); len(c) != 1 || c[0].Result != "echo: still here" {
 		t.Errorf("echo after garbage = %+v", c)
@@ -398,12 +399,12 @@ func TestGarbageOnStdoutIsDroppedAndCounted(t *testing.T) {
 
 func TestMissingImageAndCommand(t *testing.T) {
 	cli := sandboxtest.Docker(t)
-	for name, opts := range map[string]sandbox.ScanOptions{
+	for name, opts := range map[string]scan.Options{
 		"image":   {SessionOptions: sandbox.SessionOptions{Image: "mcpsandbox/does-not-exist:latest", Argv: []string{"node"}}},
 		"command": {SessionOptions: sandbox.SessionOptions{Argv: []string{"/no/such/server", "--stdio"}}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			res, err := scan(t, cli, opts)
+			res, err := runScan(t, cli, opts)
 			var ie *sandbox.InfraError
 			if !errors.As(err, &ie) {
 				t.Fatalf("err = %v, want an InfraError", err)
@@ -422,7 +423,7 @@ func TestRealNPMServers(t *testing.T) {
 	npm := sandboxtest.NPM(t)
 	ws := t.TempDir()
 	must(t, os.WriteFile(filepath.Join(ws, "a.txt"), []byte("hello\n"), 0o644))
-	opts := sandbox.ScanOptions{
+	opts := scan.Options{
 		SessionOptions: sandbox.SessionOptions{
 			Argv:      []string{"node", sandboxtest.NPMMount + "/@modelcontextprotocol/server-filesystem/dist/index.js", "/workspace"},
 			Mounts:    []sandbox.Mount{npm},
@@ -430,7 +431,7 @@ func TestRealNPMServers(t *testing.T) {
 		},
 		Probes: steps(t, `{"read_text_file": {"path": "/workspace/a.txt"}, "write_file": {"path": "/workspace/b.txt", "content": "x"}}`),
 	}
-	res, err := scan(t, cli, opts)
+	res, err := runScan(t, cli, opts)
 	if err != nil {
 		t.Fatalf("scan: %v", err)
 	}
@@ -470,7 +471,7 @@ func TestRealNPMServers(t *testing.T) {
 		t.Error("server-filesystem: no boundary call")
 	}
 
-	mem, err := scan(t, cli, sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{
+	mem, err := runScan(t, cli, scan.Options{SessionOptions: sandbox.SessionOptions{
 		Argv:   []string{"node", sandboxtest.NPMMount + "/@modelcontextprotocol/server-memory/dist/index.js"},
 		Mounts: []sandbox.Mount{npm},
 	}})
@@ -495,7 +496,7 @@ func TestEveryToolOfRealServersIsCalled(t *testing.T) {
 	} {
 		t.Run(filepath.Base(filepath.Dir(filepath.Dir(srv[1]))), func(t *testing.T) {
 			t.Parallel()
-			res, err := scan(t, cli, sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Argv: srv, Mounts: []sandbox.Mount{npm}}})
+			res, err := runScan(t, cli, scan.Options{SessionOptions: sandbox.SessionOptions{Argv: srv, Mounts: []sandbox.Mount{npm}}})
 			if err != nil {
 				t.Fatalf("scan: %v", err)
 			}
@@ -535,7 +536,7 @@ func TestCallIsolation(t *testing.T) {
 	opts := fixtureOpts(t, "honest")
 	opts.Isolation = sandbox.IsolationCall
 	opts.Probes = steps(t, `[{"tool":"add_note","arguments":{"text":"a"}},{"tool":"add_note","arguments":{"text":"b"}},{"tool":"echo","arguments":{"text":"x"}}]`)
-	res, err := scan(t, cli, opts)
+	res, err := runScan(t, cli, opts)
 	if err != nil {
 		t.Fatalf("scan: %v", err)
 	}

@@ -286,8 +286,9 @@ func (s *Session) logf(format string, args ...any) {
 	}
 }
 
-// problem records a failure of the run or the server.
-func (s *Session) problem(kind string, call int, format string, args ...any) {
+// Problem records a failure of the run or the server in the report,
+// during call (0: none).
+func (s *Session) Problem(kind string, call int, format string, args ...any) {
 	s.rep.Problems = append(s.rep.Problems, report.Problem{Kind: kind, Call: call, Message: fmt.Sprintf(format, args...)})
 }
 
@@ -301,7 +302,7 @@ func (s *Session) open(ctx context.Context) error {
 	switch o.Network {
 	case NetworkNone, NetworkSinkhole:
 	case NetworkBridge, NetworkHost:
-		s.problem("network", 0, "--network %s: the server could reach other machines; nothing in this report proves it did not leave", o.Network)
+		s.Problem("network", 0, "--network %s: the server could reach other machines; nothing in this report proves it did not leave", o.Network)
 	default:
 		return &InfraError{Cause: fmt.Sprintf("unknown network mode %v", o.Network), Fix: "use none, sinkhole, bridge or host"}
 	}
@@ -360,16 +361,16 @@ func (s *Session) open(ctx context.Context) error {
 		case ctx.Err() != nil:
 			// The caller says why its context ended.
 		case startCtx.Err() != nil:
-			s.problem("timeout", 0, "the server did not answer initialize within %s", o.StartTimeout)
+			s.Problem("timeout", 0, "the server did not answer initialize within %s", o.StartTimeout)
 		default:
 			if _, r := s.gate.take("initialize"); r != nil {
-				s.problem(ProblemProtocolBound, 0, "the answer to initialize: %s", r)
+				s.Problem(ProblemProtocolBound, 0, "the answer to initialize: %s", r)
 			} else if exit := s.exitBeforeInitialize(ctx, ctr, err); exit != nil {
 				// What the server said as it went says why, not the EOF.
-				s.problem("crash", 0, "%s", exit)
+				s.Problem("crash", 0, "%s", exit)
 				return fmt.Errorf("%w: %w", ErrServerStart, exit)
 			} else {
-				s.problem("protocol", 0, "initialize failed: %s%s", report.OneLine(s.clip(err.Error())), s.authHint(err))
+				s.Problem("protocol", 0, "initialize failed: %s%s", report.OneLine(s.clip(err.Error())), s.authHint(err))
 			}
 		}
 		return fmt.Errorf("%w: %w%s", ErrServerStart, err, s.authHint(err))
@@ -380,7 +381,7 @@ func (s *Session) open(ctx context.Context) error {
 	s.rep.Server.ProtocolVersion = cs.InitializeResult().ProtocolVersion
 	s.serverFromHandshake()
 	if !report.ToolAnnotationsIn(s.rep.Server.ProtocolVersion) {
-		s.problem("protocol", 0, "the server speaks protocol version %s, which has no tool annotations: whatever hints its tools send, none is judged", s.rep.Server.ProtocolVersion)
+		s.Problem("protocol", 0, "the server speaks protocol version %s, which has no tool annotations: whatever hints its tools send, none is judged", s.rep.Server.ProtocolVersion)
 	}
 	s.logf("initialized %s (protocol %s)", s.rep.Server.ServerInfo, s.rep.Server.ProtocolVersion)
 	return nil
@@ -433,7 +434,7 @@ func (s *Session) launch(ctx, startCtx context.Context) error {
 			case err == nil:
 				s.rep.Sandbox.WorkspaceBy = "mount"
 			case errors.Is(err, ErrMountUnsupported) || errors.Is(err, errNoLayerDir):
-				s.problem("workspace", 0, "the workspace is copied, not mounted: %s", report.OneLine(err.Error()))
+				s.Problem("workspace", 0, "the workspace is copied, not mounted: %s", report.OneLine(err.Error()))
 			default:
 				return err
 			}
@@ -443,7 +444,7 @@ func (s *Session) launch(ctx, startCtx context.Context) error {
 				s.logf("preparing an image layer from %s at %s", d.host, d.target)
 				p, skipped, err := workspaceImage(ctx, s.cli, s.image, d.host, d.target, o.RunID)
 				for _, sk := range skipped {
-					s.problem("workspace", 0, "special file not copied into %s: %s", d.target, sk)
+					s.Problem("workspace", 0, "special file not copied into %s: %s", d.target, sk)
 				}
 				if err != nil {
 					return asInfra(err, "preparing "+d.target)
@@ -626,7 +627,7 @@ func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Contai
 			}
 		}
 		if v, err := openHostView(id, pid, o.FileLimits, volumes); err != nil {
-			s.problem("effects", 0, "/dev/shm, /dev, message queues, System V IPC and the engine's /etc files are not observed: %s", report.OneLine(err.Error()))
+			s.Problem("effects", 0, "/dev/shm, /dev, message queues, System V IPC and the engine's /etc files are not observed: %s", report.OneLine(err.Error()))
 		} else {
 			hs.view = v
 			if err := hs.baseline(ctx, &s.rec.prev); err != nil {
@@ -676,7 +677,7 @@ func (s *Session) Mark(ctx context.Context, call bool, seq int) report.Effects {
 	eff, unhashed, err := s.rec.mark(context.WithoutCancel(ctx), call, deadline)
 	// A read that failed may be a container gone: the engine is asked.
 	if lerr := s.checkLost(ctx, seq, err != nil); lerr == nil && err != nil {
-		s.problem("effects", seq, "reading file effects: %s", report.OneLine(err.Error()))
+		s.Problem("effects", seq, "reading file effects: %s", report.OneLine(err.Error()))
 	}
 	// A bound hit is said once, where it first was; the verdict's
 	// snapshot-truncated finding lists every place.
@@ -686,11 +687,11 @@ func (s *Session) Mark(ctx context.Context, call bool, seq int) report.Effects {
 	}
 	if eff.FilesTruncated && !s.bounds.walk {
 		s.bounds.walk = true
-		s.problem("snapshot", where, "the file snapshot hit one of its bounds (--max-files entries, 32 MiB of paths, or the run's --timeout): changes past it were not seen (the workspace and the home directories were walked first)")
+		s.Problem("snapshot", where, "the file snapshot hit one of its bounds (--max-files entries, 32 MiB of paths, or the run's --timeout): changes past it were not seen (the workspace and the home directories were walked first)")
 	}
 	if eff.FilesOmitted > 0 && !s.bounds.listed {
 		s.bounds.listed = true
-		s.problem("snapshot", where, "%d file change(s) past the listing bound were counted, not listed, and not judged", eff.FilesOmitted)
+		s.Problem("snapshot", where, "%d file change(s) past the listing bound were counted, not listed, and not judged", eff.FilesOmitted)
 	}
 	s.unhashed(seq, unhashed, deadline)
 	return eff
@@ -702,7 +703,7 @@ func (s *Session) Mark(ctx context.Context, call bool, seq int) report.Effects {
 // look (the engine may be remote), and the report says so.
 func (s *Session) watchHeld(pid int, targets []string) {
 	if s.rep.Sandbox.Changes == ChangesAPI.String() {
-		s.problem("effects", 0, "with --changes api the files the server holds (mapped shared, open for writing) cannot be found, and the API gives no ctime: a file rewritten with its size and mtime unchanged (through a shared mapping, or with its mtime put back) is not seen")
+		s.Problem("effects", 0, "with --changes api the files the server holds (mapped shared, open for writing) cannot be found, and the API gives no ctime: a file rewritten with its size and mtime unchanged (through a shared mapping, or with its mtime put back) is not seen")
 		return
 	}
 	if pid == 0 {
@@ -711,7 +712,7 @@ func (s *Session) watchHeld(pid int, targets []string) {
 	h, err := newHeldFiles(pid, append([]string{"/"}, targets...)...)
 	if err != nil {
 		s.rec.heldBroken = true
-		s.problem("effects", 0, "the files the server holds cannot be found (%s): every file is compared by content at every snapshot", report.OneLine(err.Error()))
+		s.Problem("effects", 0, "the files the server holds cannot be found (%s): every file is compared by content at every snapshot", report.OneLine(err.Error()))
 		return
 	}
 	s.rec.held = h
@@ -738,7 +739,7 @@ func (s *Session) unhashed(seq int, paths []string, deadline time.Time) {
 	if len(paths) > len(named) {
 		more = fmt.Sprintf(" and %d more", len(paths)-len(named))
 	}
-	s.problem("hash-budget", seq, "%d file(s) not compared by content, so a change to them may be missing: %s: %s%s", len(paths), why, strings.Join(named, ", "), more)
+	s.Problem("hash-budget", seq, "%d file(s) not compared by content, so a change to them may be missing: %s: %s%s", len(paths), why, strings.Join(named, ", "), more)
 }
 
 // maxUnhashedNamed bounds the files a hash-budget problem names.
@@ -822,16 +823,16 @@ func (s *Session) ListTools(ctx context.Context) ([]report.Tool, error) {
 			}
 			tool, err := DecodeTool(rt)
 			if err != nil {
-				s.problem("protocol", 0, "%s", s.clip(err.Error()))
+				s.Problem("protocol", 0, "%s", s.clip(err.Error()))
 				continue
 			}
 			if len(tool.Name) > b.MaxSchema {
-				s.problem(ProblemProtocolBound, 0, "a tool's name of %d bytes is over the schema bound (%d bytes); the tool is left out: %q", len(tool.Name), b.MaxSchema, s.clip(tool.Name))
+				s.Problem(ProblemProtocolBound, 0, "a tool's name of %d bytes is over the schema bound (%d bytes); the tool is left out: %q", len(tool.Name), b.MaxSchema, s.clip(tool.Name))
 				s.rep.Server.ToolListTruncated = true
 				continue
 			}
 			if names[tool.Name] {
-				s.problem("protocol", 0, "tool %q is listed twice; the first is kept", s.clip(tool.Name))
+				s.Problem("protocol", 0, "tool %q is listed twice; the first is kept", s.clip(tool.Name))
 				continue
 			}
 			names[tool.Name] = true
@@ -845,12 +846,12 @@ func (s *Session) ListTools(ctx context.Context) ([]report.Tool, error) {
 		// A tool whose inputSchema was replaced is not called: a place to
 		// hide, so the list counts as cut.
 		s.rep.Server.ToolListTruncated = true
-		s.problem(ProblemProtocolBound, 0, "%d tool(s) sent a description, title, annotations or schema over the schema bound (%d bytes): cut or replaced (a replaced inputSchema accepts nothing, so the tool is not called): %s",
+		s.Problem(ProblemProtocolBound, 0, "%d tool(s) sent a description, title, annotations or schema over the schema bound (%d bytes): cut or replaced (a replaced inputSchema accepts nothing, so the tool is not called): %s",
 			len(bounded), b.MaxSchema, s.names(bounded))
 	}
 	if cut != "" {
 		s.rep.Server.ToolListTruncated = true
-		s.problem(ProblemProtocolBound, 0, "the tool list was cut: %s; the %d tool(s) listed before are kept, the rest are neither called nor judged", cut, len(tools))
+		s.Problem(ProblemProtocolBound, 0, "the tool list was cut: %s; the %d tool(s) listed before are kept, the rest are neither called nor judged", cut, len(tools))
 	}
 	return tools, nil
 }
@@ -902,24 +903,24 @@ func (s *Session) boundServer() {
 	did := cutString(&sv.Instructions, max)
 	did = replaceRaw(&sv.ServerInfo, "serverInfo", max, false) || did
 	if did = replaceRaw(&sv.Capabilities, "capabilities", max, false) || did; did {
-		s.problem(ProblemProtocolBound, 0, "initialize sent instructions, serverInfo or capabilities over the schema bound (%d bytes): cut or replaced", max)
+		s.Problem(ProblemProtocolBound, 0, "initialize sent instructions, serverInfo or capabilities over the schema bound (%d bytes): cut or replaced", max)
 	}
 }
 
-// names lists up to maxNamed names, quoted and clipped.
+// names lists up to MaxNamed names, quoted and clipped.
 func (s *Session) names(names []string) string {
 	var out []string
-	for _, n := range names[:min(len(names), maxNamed)] {
+	for _, n := range names[:min(len(names), MaxNamed)] {
 		out = append(out, strconv.Quote(s.clip(n)))
 	}
-	if len(names) > maxNamed {
-		out = append(out, fmt.Sprintf("and %d more", len(names)-maxNamed))
+	if len(names) > MaxNamed {
+		out = append(out, fmt.Sprintf("and %d more", len(names)-MaxNamed))
 	}
 	return strings.Join(out, ", ")
 }
 
-// maxNamed bounds the names one problem lists.
-const maxNamed = 20
+// MaxNamed bounds the names one problem lists.
+const MaxNamed = 20
 
 // clip bounds a string from the server that a problem or an error quotes.
 func (s *Session) clip(str string) string {
@@ -985,7 +986,7 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 		// server's.
 		call.Error, call.ErrorKind = "the client refused the result: "+refused.String(), "client"
 		call.ResultBytes, call.ResultSha256 = refused.Result.Bytes, refused.Result.Sha256
-		s.problem(ProblemProtocolBound, req.Seq, "the answer to call %d (%s): %s", req.Seq, s.clip(req.Tool), refused)
+		s.Problem(ProblemProtocolBound, req.Seq, "the answer to call %d (%s): %s", req.Seq, s.clip(req.Tool), refused)
 	case err == nil:
 		call.IsError = res.IsError
 		call.Result = resultText(res, s.opts.Bounds.MaxResultText)
@@ -1194,7 +1195,7 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 		case p := <-edits:
 			s.rep.Problems = append(s.rep.Problems, p...)
 		case <-ctx.Done(): // past the teardown's bound
-			s.problem("workspace", 0, "the host directories were not checked for edits during the run: the check had not ended by --timeout and %s of teardown", TeardownGrace)
+			s.Problem("workspace", 0, "the host directories were not checked for edits during the run: the check had not ended by --timeout and %s of teardown", TeardownGrace)
 		}
 	}()
 	// The session is closed (stdin at EOF): give the server a moment to
@@ -1222,7 +1223,7 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 		// Cut by the teardown's bound (the engine's kill waits for the
 		// container's end, which takes it seconds under load): the
 		// removal, forced, kills it all the same. A note.
-		s.problem("teardown", 0, "%s (not waited for past --timeout and %s of teardown: the container's forced removal kills it)", report.OneLine(err.Error()), TeardownGrace)
+		s.Problem("teardown", 0, "%s (not waited for past --timeout and %s of teardown: the container's forced removal kills it)", report.OneLine(err.Error()), TeardownGrace)
 	} else {
 		errs = append(errs, err)
 	}
@@ -1249,7 +1250,7 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 	eff, unhashed, err := s.rec.mark(mctx, false, deadline)
 	switch {
 	case err != nil && lost != nil:
-		s.problem(s.lostKind(), 0, "the teardown's file effects were not read, the sandbox being lost: %s", report.OneLine(err.Error()))
+		s.Problem(s.lostKind(), 0, "the teardown's file effects were not read, the sandbox being lost: %s", report.OneLine(err.Error()))
 	case err != nil:
 		errs = append(errs, fmt.Errorf("reading file effects at teardown: %w", err))
 	}
@@ -1264,14 +1265,14 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 	if s.rec.pn != nil {
 		started, dropped, agentErrs := ctr.events.status()
 		if !started {
-			s.problem("agent", 0, "the agent never reported: processes and network attempts were not recorded")
+			s.Problem("agent", 0, "the agent never reported: processes and network attempts were not recorded")
 		}
 		if dropped > 0 {
 			s.rep.Sandbox.EventsDropped = dropped
-			s.problem("agent", 0, "%d agent events dropped over the bound (an event flood)", dropped)
+			s.Problem("agent", 0, "%d agent events dropped over the bound (an event flood)", dropped)
 		}
 		for _, e := range agentErrs {
-			s.problem("agent", 0, "%s", e)
+			s.Problem("agent", 0, "%s", e)
 		}
 	}
 	s.rep.Server.StderrTail, s.rep.Server.StderrBytes, s.rep.Server.StderrTruncated = ctr.Stderr()
@@ -1291,7 +1292,7 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 	s.rep.Server.Ambiguities, s.rep.Server.AmbiguitiesOmitted = s.gate.ambiguities()
 	s.refusedElsewhere()
 	if s.rep.Server.StdoutNoise > 0 {
-		s.problem("stdout-noise", 0, "the server wrote %d line(s) to stdout that are not JSON-RPC; they were dropped (first: %s)", s.rep.Server.StdoutNoise, s.rep.Server.StdoutNoiseSample[0])
+		s.Problem("stdout-noise", 0, "the server wrote %d line(s) to stdout that are not JSON-RPC; they were dropped (first: %s)", s.rep.Server.StdoutNoise, s.rep.Server.StdoutNoiseSample[0])
 	}
 	if s.opts.Keep && lost == nil {
 		s.kept = ctr.ID
@@ -1301,7 +1302,7 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 		if errors.As(err, &left) {
 			// The engine has the request and goes on with it: a note,
 			// not a failure.
-			s.problem("teardown", 0, "%s", report.OneLine(err.Error()))
+			s.Problem("teardown", 0, "%s", report.OneLine(err.Error()))
 		} else {
 			errs = append(errs, err)
 		}
@@ -1342,7 +1343,7 @@ func (s *Session) refusedElsewhere() {
 			break
 		}
 	}
-	s.problem(ProblemProtocolBound, 0, "%d message(s) from the server that answer no request of the client's were refused over a bound and dropped%s", other, first)
+	s.Problem(ProblemProtocolBound, 0, "%d message(s) from the server that answer no request of the client's were refused over a bound and dropped%s", other, first)
 }
 
 // hostEdits reports edits made to the mounted host workspace by someone
@@ -1377,7 +1378,7 @@ const maxHostEdits = 20
 func (s *Session) teardownErr(errs []error) error {
 	err := errors.Join(errs...)
 	if err != nil {
-		s.problem("teardown", 0, "%s", report.OneLine(err.Error()))
+		s.Problem("teardown", 0, "%s", report.OneLine(err.Error()))
 	}
 	return err
 }

@@ -1,12 +1,9 @@
 package sandbox
 
 import (
-	"bytes"
 	"io"
 	"strings"
 	"testing"
-
-	"github.com/mcpsandbox/mcpsandbox/ci/report"
 )
 
 // TestWhyLinePicksTheReason: from a real server's stderr as it dies, the
@@ -55,20 +52,5 @@ func TestExitBeforeInitializeSays(t *testing.T) {
 		if got := tc.e.Error(); got != tc.want {
 			t.Errorf("%q, want %q", got, tc.want)
 		}
-	}
-}
-
-// TestLogWriterEscapesControls: a progress line that quotes a tool name
-// with terminal sequences reaches the terminal escaped, its newline kept,
-// the bait as its role.
-func TestLogWriterEscapesControls(t *testing.T) {
-	var out bytes.Buffer
-	lw := &logWriter{w: &out, ps: []report.Placeholder{{Value: "s3cr3tv4lu3xyz", Role: "<aws-secret-access-key>"}}}
-	line := "calling evil\x1b[2J\r\a\u009b tool with s3cr3tv4lu3xyz\n"
-	if n, err := lw.Write([]byte(line)); err != nil || n != len(line) {
-		t.Fatalf("write: %d %v", n, err)
-	}
-	if want := "calling evil\\x1b[2J\\x0d\\x07\\u009b tool with <aws-secret-access-key>\n"; out.String() != want {
-		t.Errorf("%q, want %q", out.String(), want)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/scan"
 )
 
 // TestExitBeforeInitializeSaysWhy: a server that prints why it cannot
@@ -20,9 +21,9 @@ echo "Error: cannot read the config: key $AWS_SECRET_ACCESS_KEY refused" >&2
 i=0; while [ $i -lt 1500 ]; do echo "    at frame $i of a long and useless stack trace" >&2; i=$((i+1)); done
 echo "last words" >&2
 exit 3`
-	res, err := scan(t, cli, sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Argv: []string{"/bin/sh", "-c", script}}})
+	res, err := runScan(t, cli, scan.Options{SessionOptions: sandbox.SessionOptions{Argv: []string{"/bin/sh", "-c", script}}})
 	var exit *sandbox.ExitBeforeInitialize
-	if !errors.Is(err, sandbox.ErrIncomplete) || !errors.Is(err, sandbox.ErrServerStart) || !errors.As(err, &exit) {
+	if !errors.Is(err, scan.ErrIncomplete) || !errors.Is(err, sandbox.ErrServerStart) || !errors.As(err, &exit) {
 		t.Fatalf("scan: %v, want an ExitBeforeInitialize", err)
 	}
 	const why = "Error: cannot read the config: key <aws-secret-access-key> refused"

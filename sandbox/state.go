@@ -309,16 +309,16 @@ func (s *Session) saveState() {
 	info, saved, err := sd.Save(s, upper, s.stateSkip())
 	switch {
 	case errors.Is(err, errNoUpper):
-		s.problem("state", 0, "state %s not saved: the container's changes are read through the API, not from its upper dir", name)
+		s.Problem("state", 0, "state %s not saved: the container's changes are read through the API, not from its upper dir", name)
 		return
 	case err != nil:
-		s.problem("state", 0, "state %s not saved (the last save is kept): %s", name, report.OneLine(err.Error()))
+		s.Problem("state", 0, "state %s not saved (the last save is kept): %s", name, report.OneLine(err.Error()))
 		return
 	case !saved:
 		return
 	}
 	if len(info.Skipped) > 0 {
-		s.problem("state", 0, "state %s: %d path(s) not kept (deletions of the image's files, devices, fifos, sockets): %s",
+		s.Problem("state", 0, "state %s: %d path(s) not kept (deletions of the image's files, devices, fifos, sockets): %s",
 			name, len(info.Skipped), strings.Join(info.Skipped[:min(len(info.Skipped), maxHostEdits)], ", "))
 	}
 	s.logf("saved state %s: %d file(s), %d byte(s)", name, info.Files, info.Bytes)

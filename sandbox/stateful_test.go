@@ -27,7 +27,7 @@ func TestStatefulToolsAllExercised(t *testing.T) {
 			t.Parallel()
 			opts := fixtureOpts(t, "stateful")
 			opts.Isolation = iso
-			res, err := scan(t, cli, opts)
+			res, err := runScan(t, cli, opts)
 			if err != nil {
 				t.Fatalf("scan: %v", err)
 			}

@@ -44,41 +44,43 @@ func declaredSurfaces(raw json.RawMessage) surfaceCaps {
 	return surfaceCaps{resources: has("resources"), prompts: has("prompts"), completions: has("completions")}
 }
 
-// surfaces reads every surface besides the tools that the server
-// declares, in s, once its tools were called: resources (listed, read),
+// Surfaces reads every surface besides the tools that the server
+// declared, once its tools were called: resources (listed, read),
 // resource templates (listed, read with variables made like a tool's
-// arguments), prompts (listed, got with arguments made from their
-// argument lists), and completions of the prompts' and templates' first
-// argument. Each read is a report.Read with its effects. A read that
-// ended the session (the server gone, the run over) makes the scan
-// incomplete: the error wraps ErrIncomplete.
-func (sc *scanner) surfaces(s *Session) error {
-	if ended := sc.readSurfaces(s); ended != "" {
-		if sc.ctx.Err() != nil {
-			s.rep.Problems = append(s.rep.Problems, sc.why())
-		}
-		return fmt.Errorf("%w: %s", ErrIncomplete, ended)
-	}
-	return nil
+// arguments from canary), prompts (listed, got with arguments made from
+// their argument lists), and completions of the prompts' and templates'
+// first argument. Each read is a report.Read with its effects. It returns
+// why the reads ended early ("" when they did not); interrupted says that
+// ctx ended them, which only the caller can say why (its problem is the
+// caller's).
+func (s *Session) Surfaces(ctx context.Context, canary probes.Canary) (ended string, interrupted bool) {
+	r := surfaceReader{s: s, ctx: ctx}
+	ended = r.all(canary)
+	return ended, r.interrupted
 }
 
-// readSurfaces makes the reads of surfaces; it returns why they ended
-// early, if they did.
-func (sc *scanner) readSurfaces(s *Session) (ended string) {
+// surfaceReader makes one Surfaces' reads.
+type surfaceReader struct {
+	s   *Session
+	ctx context.Context
+	// interrupted is set once ctx ended a read.
+	interrupted bool
+}
+
+// all makes the reads of surfaces; it returns why they ended early, if
+// they did.
+func (sr *surfaceReader) all(canary probes.Canary) (ended string) {
+	s := sr.s
 	caps := declaredSurfaces(s.rep.Server.Capabilities)
 	if !caps.resources && !caps.prompts {
 		return "" // completion is about prompts and templates
 	}
-	if eff := s.Mark(sc.ctx, false, 0); !eff.Empty() {
+	if eff := s.Mark(sr.ctx, false, 0); !eff.Empty() {
 		s.rep.Phases = append(s.rep.Phases, report.Phase{Name: phaseBeforeReads, Effects: eff})
-	}
-	canary := probes.DefaultCanary()
-	if !sc.opts.NoSeed {
-		canary = sc.bait.Canary
 	}
 	var completions []completion
 	if caps.resources {
-		res := listSurface(sc.ctx, s, "resources/list", func(ctx context.Context, cursor string) ([]*mcp.Resource, string, error) {
+		res := listSurface(sr.ctx, s, "resources/list", func(ctx context.Context, cursor string) ([]*mcp.Resource, string, error) {
 			r, err := s.cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
 			if err != nil {
 				return nil, "", err
@@ -93,12 +95,12 @@ func (sc *scanner) readSurfaces(s *Session) (ended string) {
 		}
 		slices.Sort(uris)
 		uris = slices.Compact(uris)
-		for _, uri := range sc.bounded(s, "resources", uris) {
-			if ended = sc.readResource(s, report.SurfaceResource, uri, uri, nil); ended != "" {
+		for _, uri := range s.bounded("resources", uris) {
+			if ended = sr.readResource(report.SurfaceResource, uri, uri, nil); ended != "" {
 				return ended
 			}
 		}
-		tpls := listSurface(sc.ctx, s, "resources/templates/list", func(ctx context.Context, cursor string) ([]*mcp.ResourceTemplate, string, error) {
+		tpls := listSurface(sr.ctx, s, "resources/templates/list", func(ctx context.Context, cursor string) ([]*mcp.ResourceTemplate, string, error) {
 			r, err := s.cs.ListResourceTemplates(ctx, &mcp.ListResourceTemplatesParams{Cursor: cursor})
 			if err != nil {
 				return nil, "", err
@@ -113,11 +115,11 @@ func (sc *scanner) readSurfaces(s *Session) (ended string) {
 		}
 		slices.Sort(names)
 		names = slices.Compact(names)
-		for _, tpl := range sc.bounded(s, "resource templates", names) {
+		for _, tpl := range s.bounded("resource templates", names) {
 			vars := templateVars(tpl)
 			vals := synthStrings(canary, tpl, vars, nil)
 			args, _ := json.Marshal(vals)
-			if ended = sc.readResource(s, report.SurfaceTemplate, tpl, expandTemplate(tpl, vals), args); ended != "" {
+			if ended = sr.readResource(report.SurfaceTemplate, tpl, expandTemplate(tpl, vals), args); ended != "" {
 				return ended
 			}
 			if len(vars) > 0 {
@@ -126,7 +128,7 @@ func (sc *scanner) readSurfaces(s *Session) (ended string) {
 		}
 	}
 	if caps.prompts {
-		ps := listSurface(sc.ctx, s, "prompts/list", func(ctx context.Context, cursor string) ([]*mcp.Prompt, string, error) {
+		ps := listSurface(sr.ctx, s, "prompts/list", func(ctx context.Context, cursor string) ([]*mcp.Prompt, string, error) {
 			r, err := s.cs.ListPrompts(ctx, &mcp.ListPromptsParams{Cursor: cursor})
 			if err != nil {
 				return nil, "", err
@@ -142,7 +144,7 @@ func (sc *scanner) readSurfaces(s *Session) (ended string) {
 			}
 		}
 		slices.Sort(names)
-		for _, name := range sc.bounded(s, "prompts", names) {
+		for _, name := range s.bounded("prompts", names) {
 			p := byName[name]
 			var argNames []string
 			required := map[string]bool{}
@@ -156,7 +158,7 @@ func (sc *scanner) readSurfaces(s *Session) (ended string) {
 			vals := synthStrings(canary, name, argNames, desc)
 			args, _ := json.Marshal(vals)
 			rd := report.Read{Surface: report.SurfacePrompt, Method: "prompts/get", Target: name, Arguments: args}
-			if ended = sc.read(s, rd, func(ctx context.Context) (any, string, error) {
+			if ended = sr.read(rd, func(ctx context.Context) (any, string, error) {
 				r, err := s.cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: name, Arguments: vals})
 				if err != nil {
 					return nil, "", err
@@ -176,7 +178,7 @@ func (sc *scanner) readSurfaces(s *Session) (ended string) {
 	for _, c := range completions[:min(len(completions), MaxReadsPerSurface)] {
 		args, _ := json.Marshal(map[string]string{"name": c.arg, "value": ""})
 		rd := report.Read{Surface: report.SurfaceCompletion, Method: "completion/complete", Target: c.target, Arguments: args}
-		if ended = sc.read(s, rd, func(ctx context.Context) (any, string, error) {
+		if ended = sr.read(rd, func(ctx context.Context) (any, string, error) {
 			r, err := s.cs.Complete(ctx, &mcp.CompleteParams{Ref: c.ref, Argument: mcp.CompleteParamsArgument{Name: c.arg}})
 			if err != nil {
 				return nil, "", err
@@ -187,7 +189,7 @@ func (sc *scanner) readSurfaces(s *Session) (ended string) {
 		}
 	}
 	if n := len(completions) - MaxReadsPerSurface; n > 0 {
-		s.problem("surfaces", 0, "%d completion(s) past the first %d were not asked", n, MaxReadsPerSurface)
+		s.Problem("surfaces", 0, "%d completion(s) past the first %d were not asked", n, MaxReadsPerSurface)
 	}
 	return ""
 }
@@ -201,19 +203,19 @@ type completion struct {
 
 // bounded is the first MaxReadsPerSurface of names; the rest are a
 // problem.
-func (sc *scanner) bounded(s *Session, what string, names []string) []string {
+func (s *Session) bounded(what string, names []string) []string {
 	if n := len(names) - MaxReadsPerSurface; n > 0 {
-		s.problem("surfaces", 0, "the server lists %d %s; the first %d (in order) were read, %d were not", len(names), what, MaxReadsPerSurface, n)
+		s.Problem("surfaces", 0, "the server lists %d %s; the first %d (in order) were read, %d were not", len(names), what, MaxReadsPerSurface, n)
 		return names[:MaxReadsPerSurface]
 	}
 	return names
 }
 
 // readResource reads uri (target is the resource's URI or the template's).
-func (sc *scanner) readResource(s *Session, surface, target, uri string, args json.RawMessage) string {
+func (sr *surfaceReader) readResource(surface, target, uri string, args json.RawMessage) string {
 	rd := report.Read{Surface: surface, Method: "resources/read", Target: target, URI: uri, Arguments: args}
-	return sc.read(s, rd, func(ctx context.Context) (any, string, error) {
-		r, err := s.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
+	return sr.read(rd, func(ctx context.Context) (any, string, error) {
+		r, err := sr.s.cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: uri})
 		if err != nil {
 			return nil, "", err
 		}
@@ -224,14 +226,16 @@ func (sc *scanner) readResource(s *Session, surface, target, uri string, args js
 // read makes one read and records it with its effects; it returns why
 // the reads cannot go on ("" when they can): the run ended, the
 // connection is gone, or the server no longer answers even a ping.
-func (sc *scanner) read(s *Session, rd report.Read, do func(ctx context.Context) (any, string, error)) string {
-	if sc.ctx.Err() != nil {
-		return sc.why().Message
+func (sr *surfaceReader) read(rd report.Read, do func(ctx context.Context) (any, string, error)) string {
+	s := sr.s
+	if sr.ctx.Err() != nil {
+		sr.interrupted = true
+		return "interrupted"
 	}
 	rd.Seq = len(s.rep.Reads) + 1
 	rd.Effects = report.NewEffects()
-	sc.logf("read %d: %s %s", rd.Seq, rd.Method, rd.Target)
-	cctx, cancel := context.WithTimeout(sc.ctx, s.opts.CallTimeout)
+	s.logf("read %d: %s %s", rd.Seq, rd.Method, rd.Target)
+	cctx, cancel := context.WithTimeout(sr.ctx, s.opts.CallTimeout)
 	defer cancel() // classified below by whether it ran out
 	start := time.Now()
 	v, text, err := do(cctx)
@@ -243,7 +247,7 @@ func (sc *scanner) read(s *Session, rd report.Read, do func(ctx context.Context)
 	case refused != nil:
 		rd.Error, rd.ErrorKind = "the client refused the result: "+refused.String(), "client"
 		rd.ResultBytes, rd.ResultSha256 = refused.Result.Bytes, refused.Result.Sha256
-		s.problem(ProblemProtocolBound, 0, "the answer to read %d (%s %s): %s", rd.Seq, rd.Method, s.clip(rd.Target), refused)
+		s.Problem(ProblemProtocolBound, 0, "the answer to read %d (%s %s): %s", rd.Seq, rd.Method, s.clip(rd.Target), refused)
 	case err == nil:
 		rd.Result = boundText(text, s.opts.Bounds.MaxResultText)
 		rd.WholeBytes, rd.WholeSha256 = whole.Bytes, whole.Sha256
@@ -253,29 +257,29 @@ func (sc *scanner) read(s *Session, rd report.Read, do func(ctx context.Context)
 		rd.Disclosed = s.disclosed(v)
 	case errors.As(err, &rpcErr):
 		rd.Error, rd.ErrorKind = fmt.Sprintf("JSON-RPC error %d: %s", rpcErr.Code, s.clip(rpcErr.Message)), "rpc"
-	case errors.Is(cctx.Err(), context.DeadlineExceeded) && sc.ctx.Err() == nil:
+	case errors.Is(cctx.Err(), context.DeadlineExceeded) && sr.ctx.Err() == nil:
 		rd.Error, rd.ErrorKind = fmt.Sprintf("no result within --call-timeout %s", s.opts.CallTimeout), "timeout"
-		s.problem("timeout", 0, "read %d (%s %s): %s", rd.Seq, rd.Method, s.clip(rd.Target), rd.Error)
+		s.Problem("timeout", 0, "read %d (%s %s): %s", rd.Seq, rd.Method, s.clip(rd.Target), rd.Error)
 		// One stuck handler is the resource's; a server that answers
 		// nothing would cost a timeout per read left.
-		if perr := s.Ping(sc.ctx, 3*time.Second); perr != nil && sc.ctx.Err() == nil {
+		if perr := s.Ping(sr.ctx, 3*time.Second); perr != nil && sr.ctx.Err() == nil {
 			ended = fmt.Sprintf("the server stopped answering after read %d (not even ping)", rd.Seq)
-			s.problem("unresponsive", 0, "%s", ended)
+			s.Problem("unresponsive", 0, "%s", ended)
 		}
-	case sc.ctx.Err() != nil:
-		rd.Error, rd.ErrorKind = "the run ended during the read: "+context.Cause(sc.ctx).Error(), "interrupted"
-		ended = sc.why().Message
+	case sr.ctx.Err() != nil:
+		rd.Error, rd.ErrorKind = "the run ended during the read: "+context.Cause(sr.ctx).Error(), "interrupted"
+		sr.interrupted, ended = true, "interrupted"
 	case errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe):
 		rd.Error, rd.ErrorKind = s.clip(err.Error()), "transport"
 		ended = fmt.Sprintf("the server closed the connection during read %d (%s %s)", rd.Seq, rd.Method, s.clip(rd.Target))
-		if st, exited := s.Exited(sc.ctx); exited {
+		if st, exited := s.Exited(sr.ctx); exited {
 			ended = fmt.Sprintf("the server exited with code %d during read %d (%s %s)", st.ExitCode, rd.Seq, rd.Method, s.clip(rd.Target))
 		}
-		s.problem("crash", 0, "%s", ended)
+		s.Problem("crash", 0, "%s", ended)
 	default:
 		rd.Error, rd.ErrorKind = s.clip(err.Error()), "client"
 	}
-	rd.Effects = s.Mark(sc.ctx, true, 0)
+	rd.Effects = s.Mark(sr.ctx, true, 0)
 	s.rep.Reads = append(s.rep.Reads, rd)
 	return ended
 }
@@ -336,7 +340,7 @@ func listSurface[T any](ctx context.Context, s *Session, method string, page fun
 			kind = ProblemProtocolBound
 			s.rep.Server.SurfacesTruncated = append(s.rep.Server.SurfacesTruncated, method)
 		}
-		s.problem(kind, 0, "%s was cut: %s; the %d item(s) listed before are kept", method, cut, len(items))
+		s.Problem(kind, 0, "%s was cut: %s; the %d item(s) listed before are kept", method, cut, len(items))
 	}
 	return items
 }

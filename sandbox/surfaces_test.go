@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/scan"
 )
 
 // TestReadThatKillsTheServer: a read that ends the session is recorded
@@ -14,8 +15,8 @@ import (
 // before.
 func TestReadThatKillsTheServer(t *testing.T) {
 	cli := sandboxtest.Docker(t)
-	res, err := scan(t, cli, fixtureOpts(t, "surfaces", "readcrash"))
-	if !errors.Is(err, sandbox.ErrIncomplete) {
+	res, err := runScan(t, cli, fixtureOpts(t, "surfaces", "readcrash"))
+	if !errors.Is(err, scan.ErrIncomplete) {
 		t.Fatalf("scan: %v, want ErrIncomplete", err)
 	}
 	r := res.Report
@@ -34,7 +35,7 @@ func TestSurfaceListBound(t *testing.T) {
 	cli := sandboxtest.Docker(t)
 	opts := fixtureOpts(t, "surfaces")
 	opts.Bounds = sandbox.Bounds{MaxTools: 2}
-	res, err := scan(t, cli, opts)
+	res, err := runScan(t, cli, opts)
 	if err != nil {
 		t.Fatalf("scan: %v", err)
 	}

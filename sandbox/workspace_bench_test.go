@@ -16,6 +16,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/scan"
 )
 
 // BenchmarkWorkspaceImage measures what the hermetic workspace costs once
@@ -100,7 +101,7 @@ func BenchmarkScanWorkspace(b *testing.B) {
 					}
 					runID := label.NewRunID()
 					b.StartTimer()
-					res, err := sandbox.Scan(ctx, cli, sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Image: "mcpsandbox/node:latest", Argv: []string{fx.Target, "honest"},
+					res, err := scan.Run(ctx, cli, scan.Options{SessionOptions: sandbox.SessionOptions{Image: "mcpsandbox/node:latest", Argv: []string{fx.Target, "honest"},
 						Mounts: []sandbox.Mount{fx}, Agent: agentPath, Workspace: ws, CopyWorkspace: copy, RunID: runID}, NoSeed: true,
 						Probes: benchProbe(b)})
 					if err != nil {

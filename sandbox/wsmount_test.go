@@ -22,6 +22,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/scan"
 )
 
 // hostWorkspace is seedWorkspace owned as a checkout usually is: by a user
@@ -90,7 +91,7 @@ func TestWorkspaceIsMountedNotCopied(t *testing.T) {
 	opts := fixtureOpts(t, "honest", "liar", "ws")
 	opts.Workspace = ws
 	opts.Probes = steps(t, `[{"tool":"tidy"},{"tool":"add_note","arguments":{"text":"n"}},{"tool":"read_any","arguments":{"path":"/proc/self/mountinfo"}},{"tool":"list_workspace"}]`)
-	res, err := scan(t, cli, opts)
+	res, err := runScan(t, cli, opts)
 	if err != nil {
 		t.Fatalf("scan: %v", err)
 	}
@@ -198,7 +199,7 @@ func TestAPIChangesGetTheCopiedWorkspace(t *testing.T) {
 	opts.Workspace = hostWorkspace(t)
 	opts.Changes = sandbox.ChangesAPI
 	opts.Probes = steps(t, `[{"tool":"add_note","arguments":{"text":"n"}}]`)
-	res, err := scan(t, cli, opts)
+	res, err := runScan(t, cli, opts)
 	if err != nil {
 		t.Fatalf("scan: %v", err)
 	}
@@ -295,7 +296,7 @@ func writeProbes(t *testing.T, js string) string {
 }
 
 // scanWithRunID is scan with the run id the caller chose.
-func scanWithRunID(t *testing.T, cli *client.Client, opts sandbox.ScanOptions) (sandbox.Result, error) {
+func scanWithRunID(t *testing.T, cli *client.Client, opts scan.Options) (scan.Result, error) {
 	t.Helper()
 	if opts.Image == "" {
 		opts.Image = sandboxtest.NodeImage(t, cli)
@@ -306,7 +307,7 @@ func scanWithRunID(t *testing.T, cli *client.Client, opts sandbox.ScanOptions) (
 	sandboxtest.NoLeftovers(t, cli, opts.RunID)
 	ctx, cancel := context.WithTimeout(context.Background(), scanBound)
 	defer cancel()
-	res, err := sandbox.Scan(ctx, cli, opts)
+	res, err := scan.Run(ctx, cli, opts)
 	res.Report.Finish()
 	return res, err
 }
@@ -335,9 +336,9 @@ func TestPackageIsCopyOnWrite(t *testing.T) {
 			}))
 			ws := hostWorkspace(t)
 			before, wsBefore := manifest(t, pkg), manifest(t, ws)
-			opts := sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Argv: []string{"/srv/mcp/pkg/server", "ws"}, Workspace: ws, Package: pkg, PackageTarget: "/srv/mcp/pkg", CopyWorkspace: copied}}
+			opts := scan.Options{SessionOptions: sandbox.SessionOptions{Argv: []string{"/srv/mcp/pkg/server", "ws"}, Workspace: ws, Package: pkg, PackageTarget: "/srv/mcp/pkg", CopyWorkspace: copied}}
 			opts.Probes = steps(t, `[{"tool":"write_beside"},{"tool":"read_any","arguments":{"path":"/workspace/rootdir/r.txt"}}]`)
-			res, err := scan(t, cli, opts)
+			res, err := runScan(t, cli, opts)
 			if err != nil {
 				t.Fatalf("scan: %v", err)
 			}

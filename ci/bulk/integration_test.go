@@ -23,6 +23,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/scan"
 )
 
 // countingScanner counts the scans of the scanner it wraps.
@@ -43,7 +44,7 @@ func (c *countingScanner) Scan(ctx context.Context, j Job) (*report.Report, erro
 // from reg installed with the real npm (scripts off) into a fresh cache.
 func integrationOptions(t *testing.T, cli *client.Client, reg NPMRegistry, log *syncBuffer) Options {
 	t.Helper()
-	base := sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Image: sandboxtest.NodeImage(t, cli), Agent: sandboxtest.Agent(t), Changes: sandbox.ChangesAuto, Network: sandbox.DefaultNetwork,
+	base := scan.Options{SessionOptions: sandbox.SessionOptions{Image: sandboxtest.NodeImage(t, cli), Agent: sandboxtest.Agent(t), Changes: sandbox.ChangesAuto, Network: sandbox.DefaultNetwork,
 		User: images.User(), Limits: sandbox.DefaultLimits(), ClientInfo: sandbox.DefaultClientInfo(), Disk: sandbox.DefaultDisk, DiskInterval: sandbox.DefaultDiskInterval,
 		StartTimeout: 60 * time.Second, CallTimeout: 10 * time.Second}, // the start as scan's default bounds it: 20 s was passed under load 27
 		Isolation: sandbox.IsolationSession, Linger: sandboxtest.Linger, NoBoundary: true}

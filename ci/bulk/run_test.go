@@ -16,6 +16,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
 	"github.com/mcpsandbox/mcpsandbox/probes"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/scan"
 )
 
 // fakeInstaller installs by the spec's name: "nofetch" fails to fetch,
@@ -67,7 +68,7 @@ func (f *fakeScanner) Scan(ctx context.Context, j Job) (*report.Report, error) {
 	case "slowpoke":
 		rep.Complete = false
 		rep.Problems = []report.Problem{{Kind: "run-timeout", Message: "the run exceeded --timeout"}}
-		return rep, sandbox.ErrIncomplete
+		return rep, scan.ErrIncomplete
 	case "slow":
 		if f.block != nil {
 			close(f.block)
@@ -229,13 +230,13 @@ func TestStatusOf(t *testing.T) {
 		{"below the threshold", &report.Report{Tools: ok.Tools, Findings: []report.Finding{{Severity: report.SeverityNote}}}, nil, StatusOK},
 		{"start", &report.Report{}, fmt.Errorf("x: %w", sandbox.ErrServerStart), StatusFailedStart},
 		{"no report", nil, errors.New("engine gone"), StatusFailedStart},
-		{"run timeout", &report.Report{Tools: ok.Tools, Problems: []report.Problem{{Kind: "run-timeout"}}}, sandbox.ErrIncomplete, StatusTimeout},
+		{"run timeout", &report.Report{Tools: ok.Tools, Problems: []report.Problem{{Kind: "run-timeout"}}}, scan.ErrIncomplete, StatusTimeout},
 		{"backstop", nil, context.DeadlineExceeded, StatusTimeout},
-		{"crashed mid-way, findings", &report.Report{Tools: ok.Tools, Findings: []report.Finding{{Severity: report.SeverityError}}}, sandbox.ErrIncomplete, StatusFindings},
+		{"crashed mid-way, findings", &report.Report{Tools: ok.Tools, Findings: []report.Finding{{Severity: report.SeverityError}}}, scan.ErrIncomplete, StatusFindings},
 		// A lost sandbox is no result, whatever it saw until then.
 		{"sandbox lost, findings", &report.Report{Tools: ok.Tools, Findings: []report.Finding{{Severity: report.SeverityError}}},
-			fmt.Errorf("%w: %w: gone", sandbox.ErrIncomplete, sandbox.ErrSandboxLost), StatusFailed},
-		{"sandbox lost, in the report", &report.Report{Tools: ok.Tools, Problems: []report.Problem{{Kind: report.ProblemSandboxLost}}}, sandbox.ErrIncomplete, StatusFailed},
+			fmt.Errorf("%w: %w: gone", scan.ErrIncomplete, sandbox.ErrSandboxLost), StatusFailed},
+		{"sandbox lost, in the report", &report.Report{Tools: ok.Tools, Problems: []report.Problem{{Kind: report.ProblemSandboxLost}}}, scan.ErrIncomplete, StatusFailed},
 	} {
 		if got := StatusOf(tc.rep, tc.err, fail); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)

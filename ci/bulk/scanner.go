@@ -11,6 +11,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
 	"github.com/mcpsandbox/mcpsandbox/probes"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/scan"
 )
 
 // Job is one package's scan.
@@ -37,7 +38,7 @@ type GateScanner struct {
 	Engine sandbox.Engine
 	// Base is every scan's options (image, agent, network, bounds); a
 	// job sets Argv, Env, Package, Timeout and the bait seed.
-	Base    sandbox.ScanOptions
+	Base    scan.Options
 	Verdict verdict.Config
 	// Rounds and NoReplay are scan's --rounds and --no-replay.
 	Rounds   int

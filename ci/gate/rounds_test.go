@@ -21,6 +21,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/scan"
 )
 
 // flakyEnv is the fixture server's FlakyEnv: flaky_read writes when set.
@@ -28,7 +29,7 @@ const flakyEnv = "MCPSANDBOX_FIXTURE_FLAKY=1"
 
 // roundEnv is the real engine, with env added to the server containers of
 // the rounds named in lies: a round is told apart by its run id, the
-// label every container of one sandbox.Scan carries. The rounds' commands
+// label every container of one scan.Run carries. The rounds' commands
 // and starting states are the same by design, so the difference a test
 // needs between them has to come from outside the scan.
 type roundEnv struct {
@@ -69,7 +70,7 @@ func TestRoundsFlakyServer(t *testing.T) {
 	eng := &roundEnv{Client: cli, lies: map[int]bool{2: true}}
 	var out bytes.Buffer
 	opts := gate.Options{
-		Scan: sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Image: img, Argv: []string{fx.Target, "flaky", "honest"}, Mounts: []sandbox.Mount{fx},
+		Scan: scan.Options{SessionOptions: sandbox.SessionOptions{Image: img, Argv: []string{fx.Target, "flaky", "honest"}, Mounts: []sandbox.Mount{fx},
 			Agent: sandboxtest.Agent(t)}, Linger: sandboxtest.Linger},
 		NoReplay: true, Rounds: 3,
 		Outputs: []gate.Output{{Format: "json"}}, Stdout: &out,

@@ -14,6 +14,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/scan"
 )
 
 // Output is one report file to write.
@@ -24,7 +25,7 @@ type Output struct {
 
 // Options configures one gated scan.
 type Options struct {
-	Scan    sandbox.ScanOptions
+	Scan    scan.Options
 	Verdict verdict.Config
 	FailOn  verdict.FailOn
 	// Outputs are the reports to write; one of them may go to Stdout.

@@ -21,7 +21,7 @@ type Config struct {
 }
 
 // Suspects are the calls of rep to replay under cfg (see
-// sandbox.ScanOptions.Suspects): those whose effects the rules would hold
+// scan.Options.Suspects): those whose effects the rules would hold
 // against them or an earlier call of their session.
 func Suspects(rep *report.Report, cfg Config) []int {
 	return rules.Suspects(rep, rules.Options{AllowedHosts: cfg.Policy.AllowedHosts})

@@ -17,6 +17,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
 	"github.com/mcpsandbox/mcpsandbox/images"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/scan"
 )
 
 // runBulk is `mcpsandbox bulk`: flags in, ci/bulk does the work.
@@ -43,7 +44,7 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	image := fs.String("image", "mcpsandbox/node:latest", "image npm packages are scanned in (must be in the local engine; never pulled); by default the node image, built from the host's files when missing, by its content tag")
 	node := fs.String("node", "", "the image's node version, for engines ranges (default: the host's node --version: images are built from the host's files)")
 	session := sessionFlags(fs, flagNetwork|flagAgent|flagStart|flagCall, stderr)
-	linger := fs.Duration("linger", sandbox.DefaultLinger, "after the last call, keep observing this long; 0: not at all")
+	linger := fs.Duration("linger", scan.DefaultLinger, "after the last call, keep observing this long; 0: not at all")
 	noReplay := fs.Bool("no-replay", false, "do not replay the calls whose effects raise findings")
 	noBoundary := fs.Bool("no-boundary", false, "leave out the boundary probes")
 	verbose := fs.BoolP("verbose", "v", false, "print each scan's progress to stderr too")
@@ -120,7 +121,7 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		*image = built.Ref
 	}
-	base := sandbox.ScanOptions{SessionOptions: sandbox.SessionOptions{Image: *image, Changes: sandbox.ChangesAuto,
+	base := scan.Options{SessionOptions: sandbox.SessionOptions{Image: *image, Changes: sandbox.ChangesAuto,
 		User: images.User(), Limits: sandbox.DefaultLimits(), ClientInfo: sandbox.DefaultClientInfo(),
 		Disk: sandbox.DefaultDisk, DiskInterval: sandbox.DefaultDiskInterval},
 		Isolation: sandbox.IsolationSession, Linger: *linger, NoBoundary: *noBoundary}

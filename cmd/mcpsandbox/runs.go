@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/scan"
 )
 
 // runStore is the user's run store; tests set XDG_STATE_HOME.
@@ -134,9 +135,9 @@ func stateFlag(fs *pflag.FlagSet) func() (*sandbox.StateDir, error) {
 // before the scan (sandbox.NamedRun, as run --name does); the one that
 // returns reports the run after it, or forgets it when no container was
 // kept.
-func nameFlag(fs *pflag.FlagSet) func(opts *sandbox.ScanOptions, rounds int, stdout io.Writer) (func() error, error) {
+func nameFlag(fs *pflag.FlagSet) func(opts *scan.Options, rounds int, stdout io.Writer) (func() error, error) {
 	name := fs.String("name", "", "keep the container (stopped) as a named run: 'mcpsandbox changes NAME' lists what it changed in the --workspace, 'apply NAME' writes it to the host, 'clean NAME' removes it")
-	return func(opts *sandbox.ScanOptions, rounds int, stdout io.Writer) (func() error, error) {
+	return func(opts *scan.Options, rounds int, stdout io.Writer) (func() error, error) {
 		if *name == "" {
 			return func() error { return nil }, nil
 		}

@@ -17,11 +17,12 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
 	"github.com/mcpsandbox/mcpsandbox/probes"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/scan"
 )
 
 func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := newFlags("scan", "scan [flags] -- COMMAND [ARG...] | scan [flags] --image REF (no command: the image's own entrypoint and command)", stderr)
-	opts := sandbox.ScanOptions{Isolation: sandbox.IsolationSession}
+	opts := scan.Options{Isolation: sandbox.IsolationSession}
 	session := sessionFlags(fs, serverFlags|flagCall, stderr)
 	probeFile := fs.String("probes", "", "probe file: JSON object of tool name to arguments, called in file order")
 	fs.StringArrayVar(&opts.Env, "env", nil, "environment variable KEY=VAL for the server (repeatable)")
@@ -38,7 +39,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	out := fs.String("out", "", "write the report to this file instead of stdout")
 	transcript := fs.String("transcript", "", "write every JSON-RPC frame, with timestamps, to this file (JSON Lines; the bait shows as its roles, as in the report)")
 	transcriptUnredacted := fs.Bool("transcript-unredacted", false, "keep the planted names and honeytoken values in the --transcript, and the bytes exactly as received (it then holds this run's secrets: do not publish it)")
-	fs.DurationVar(&opts.Linger, "linger", sandbox.DefaultLinger, "after the last call, keep observing this long for what the calls set off for later (timers, threads, children); 0: not at all")
+	fs.DurationVar(&opts.Linger, "linger", scan.DefaultLinger, "after the last call, keep observing this long for what the calls set off for later (timers, threads, children); 0: not at all")
 	noReplay := fs.Bool("no-replay", false, "do not replay the calls whose effects raise findings: every effect is then the call's during which it was seen")
 	fs.DurationVar(&opts.Settle, "settle", 0, "after a call, wait up to this long while processes it left behind run (default 2s)")
 	fs.Var(&opts.Isolation, "isolation", "session (one container, calls in order) or call (a fresh container from the same starting state for each call)")

@@ -1,4 +1,4 @@
-package sandbox
+package scan
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/sandbox"
 )
 
 func tool(name, desc, ann, schema string) report.Tool {
@@ -71,7 +72,7 @@ func TestCutValue(t *testing.T) {
 }
 
 func testScanner(maxLate, maxChanges int, first ...report.Tool) (*scanner, *toolWatch) {
-	sc := &scanner{opts: ScanOptions{MaxLateTools: maxLate}, tl: newToolLists(maxChanges)}
+	sc := &scanner{opts: Options{MaxLateTools: maxLate}, tl: newToolLists(maxChanges)}
 	rep := report.New()
 	rep.Tools = first
 	sc.tl.rep = rep
@@ -79,7 +80,7 @@ func testScanner(maxLate, maxChanges int, first ...report.Tool) (*scanner, *tool
 	for _, t := range first {
 		sc.tl.planned[t.Name] = true
 	}
-	return sc, sc.startWatch(&Session{rep: rep})
+	return sc, sc.startWatch(new(sandbox.Session)) // a session only by identity here
 }
 
 // TestCompareListings: a tool that appears is recorded and planned once,

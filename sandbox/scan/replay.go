@@ -1,4 +1,4 @@
-package sandbox
+package scan
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/probes"
+	"github.com/mcpsandbox/mcpsandbox/sandbox"
 )
 
 // DefaultLinger is how long a scan keeps observing after its last call.
@@ -21,7 +22,7 @@ const DefaultLinger = 3 * time.Second
 // linger keeps observing after the last call (seq) for the linger window:
 // timers, threads and children it set off act now or are not seen. What
 // still runs at the end is a problem.
-func (sc *scanner) linger(s *Session, seq int) {
+func (sc *scanner) linger(s *sandbox.Session, seq int) {
 	if sc.opts.Linger <= 0 {
 		return
 	}
@@ -34,7 +35,7 @@ func (sc *scanner) linger(s *Session, seq int) {
 		return
 	}
 	if bg := s.Background(); len(bg) > 0 {
-		s.problem("background", seq, "%d process(es) left by the calls still ran after --linger %s; what they do later is not seen", len(bg), sc.opts.Linger)
+		s.Problem("background", seq, "%d process(es) left by the calls still ran after --linger %s; what they do later is not seen", len(bg), sc.opts.Linger)
 	}
 }
 
@@ -95,10 +96,10 @@ func (sc *scanner) replay(rep *report.Report) error {
 		go func() { defer wg.Done(); with, werr = sc.replayOnce(prefix, &target, 0) }()
 		go func() { defer wg.Done(); without, cerr = sc.replayOnce(prefix, nil, window) }()
 		wg.Wait()
-		if errors.Is(werr, ErrSandboxLost) || errors.Is(cerr, ErrSandboxLost) {
+		if errors.Is(werr, sandbox.ErrSandboxLost) || errors.Is(cerr, sandbox.ErrSandboxLost) {
 			c.Replay = nil
 			for _, err := range []error{werr, cerr} {
-				if errors.Is(err, ErrSandboxLost) {
+				if errors.Is(err, sandbox.ErrSandboxLost) {
 					rep.Problems = append(rep.Problems, report.Problem{Kind: "replay", Call: seq, Message: fmt.Sprintf(
 						"replaying call %d: %s; the call's effects stay with it, unreplayed", seq, report.OneLine(lostCause(err).Error()))})
 					lost = append(lost, fmt.Errorf("replaying call %d: %w", seq, lostCause(err)))
@@ -131,7 +132,7 @@ func (sc *scanner) replay(rep *report.Report) error {
 func lostCause(err error) error {
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		for _, e := range j.Unwrap() {
-			if errors.Is(e, ErrSandboxLost) {
+			if errors.Is(e, sandbox.ErrSandboxLost) {
 				return lostCause(e)
 			}
 		}
@@ -262,7 +263,7 @@ func (sc *scanner) replayOnce(prefix []probes.Call, target *probes.Call, window 
 		return p.Arguments
 	}
 	for i, p := range prefix {
-		c := s.Call(sc.ctx, CallRequest{Seq: i + 1, Tool: p.Tool, Arguments: args(p), Source: p.Source, Negative: p.Negative})
+		c := s.Call(sc.ctx, sandbox.CallRequest{Seq: i + 1, Tool: p.Tool, Arguments: args(p), Source: p.Source, Negative: p.Negative})
 		if c.ErrorKind == "" && !c.IsError {
 			st.Harvest(i+1, p.Tool, c.Result, s.Structured())
 		}
@@ -280,7 +281,7 @@ func (sc *scanner) replayOnce(prefix []probes.Call, target *probes.Call, window 
 	s.Mark(sc.ctx, false, len(prefix)) // the start of the window
 	var effs []report.Effects
 	if target != nil {
-		c := s.Call(sc.ctx, CallRequest{Seq: len(prefix) + 1, Tool: target.Tool, Arguments: args(*target), Source: target.Source, Negative: target.Negative})
+		c := s.Call(sc.ctx, sandbox.CallRequest{Seq: len(prefix) + 1, Tool: target.Tool, Arguments: args(*target), Source: target.Source, Negative: target.Negative})
 		if c.ErrorKind == "interrupted" {
 			return nil, fmt.Errorf("the replayed call: %s", c.Error)
 		}
@@ -317,12 +318,12 @@ func (sc *scanner) replayOnce(prefix []probes.Call, target *probes.Call, window 
 
 // sleepLost waits d, or until ctx ends or s's container is seen lost (a
 // replay's window, which a lost sandbox cuts short).
-func sleepLost(ctx context.Context, s *Session, d time.Duration) {
+func sleepLost(ctx context.Context, s *sandbox.Session, d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 	case <-ctx.Done():
-	case <-s.ctr.lostSignal():
+	case <-s.LostSignal():
 	}
 }

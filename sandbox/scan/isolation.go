@@ -1,4 +1,4 @@
-package sandbox
+package scan
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/probes"
+	"github.com/mcpsandbox/mcpsandbox/sandbox"
 )
 
 // scanPerCall runs each planned call in a fresh session from the same
@@ -17,9 +18,9 @@ import (
 // that call. Process ids are per container.
 func (sc *scanner) scanPerCall() (res Result, err error) {
 	disc, derr := sc.open(false)
-	rep := disc.rep
-	res = Result{Report: rep, Transcript: disc.transcript}
-	rep.Sandbox.Isolation = IsolationCall.String()
+	rep := disc.Report()
+	res = Result{Report: rep, Transcript: disc.Transcript()}
+	rep.Sandbox.Isolation = sandbox.IsolationCall.String()
 	var plan []probes.Call
 	var surfErr error // a read that ended the first session: the calls still run, each in its own
 	func() {
@@ -54,7 +55,7 @@ func (sc *scanner) scanPerCall() (res Result, err error) {
 		serr := sc.callSession(rep, group)
 		if serr != nil {
 			complete = false
-			if errors.Is(serr, ErrSandboxLost) {
+			if errors.Is(serr, sandbox.ErrSandboxLost) {
 				// Its sandbox-lost problem is in the call's report, merged.
 				errs = append(errs, serr)
 			} else if !errors.Is(serr, ErrIncomplete) {
@@ -87,11 +88,11 @@ func (sc *scanner) callSession(rep *report.Report, group []probes.Call) (err err
 	s, err := sc.open(false)
 	defer func() {
 		sc.close(s, &err)
-		mergeCall(rep, s.rep, first)
+		mergeCall(rep, s.Report(), first)
 	}()
 	if err != nil {
 		for _, c := range group {
-			s.rep.NotCalled = append(s.rep.NotCalled, report.NotCalled{Tool: c.Tool, Reason: "not reached: the call's session did not start"})
+			s.Report().NotCalled = append(s.Report().NotCalled, report.NotCalled{Tool: c.Tool, Reason: "not reached: the call's session did not start"})
 		}
 		return sc.startError(err)
 	}
@@ -117,7 +118,7 @@ func (sc *scanner) callSession(rep *report.Report, group []probes.Call) (err err
 // the call (sc.state, with the setup calls' own seqs). Their effects are a
 // "setup" phase, which mergeCall leaves out as it does the start-up: they
 // repeat the setup calls' own, judged with them.
-func (sc *scanner) replaySetups(s *Session, first int) {
+func (sc *scanner) replaySetups(s *sandbox.Session, first int) {
 	sc.state = &probes.State{}
 	var replayed []probes.Call
 	for _, su := range sc.setups {
@@ -125,7 +126,7 @@ func (sc *scanner) replaySetups(s *Session, first int) {
 			break
 		}
 		sc.logf("call %d's session: replaying setup call %d (%s)", first+1, su.seq, su.call.Tool)
-		c := s.Call(sc.ctx, CallRequest{Seq: su.seq, Tool: su.call.Tool, Arguments: su.call.Arguments, Source: "setup"})
+		c := s.Call(sc.ctx, sandbox.CallRequest{Seq: su.seq, Tool: su.call.Tool, Arguments: su.call.Arguments, Source: "setup"})
 		if c.ErrorKind == "" && !c.IsError {
 			sc.state.Harvest(su.seq, su.call.Tool, c.Result, s.Structured())
 		} else {

@@ -1,4 +1,4 @@
-package sandbox
+package scan
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/probes"
+	"github.com/mcpsandbox/mcpsandbox/sandbox"
 )
 
 // The tool list is watched at fixed points only: the first listing,
@@ -66,7 +67,7 @@ func newToolLists(maxChanges int) *toolLists {
 
 // toolWatch follows one session's tool list.
 type toolWatch struct {
-	s *Session
+	s *sandbox.Session
 	// last is the definition last seen of every tool, kept when the tool
 	// goes so that one coming back is compared with what it was; current
 	// names the tools of the last listing, in its order.
@@ -83,7 +84,7 @@ type toolWatch struct {
 
 // watchFirst starts watching from the scan's first listing (rep.Tools,
 // listed in s).
-func (sc *scanner) watchFirst(s *Session, rep *report.Report) {
+func (sc *scanner) watchFirst(s *sandbox.Session, rep *report.Report) {
 	tl := sc.tl
 	tl.rep = rep
 	tl.first = append([]report.Tool(nil), rep.Tools...)
@@ -95,7 +96,7 @@ func (sc *scanner) watchFirst(s *Session, rep *report.Report) {
 }
 
 // startWatch watches s's tool list from the first listing.
-func (sc *scanner) startWatch(s *Session) *toolWatch {
+func (sc *scanner) startWatch(s *sandbox.Session) *toolWatch {
 	w := &toolWatch{s: s, last: map[string]report.Tool{}}
 	for _, t := range sc.tl.first {
 		w.last[t.Name] = t
@@ -107,20 +108,20 @@ func (sc *scanner) startWatch(s *Session) *toolWatch {
 
 // watchSession starts watching a call session whose first listing,
 // tools, is compared with the scan's first.
-func (sc *scanner) watchSession(s *Session, tools []report.Tool, call int) {
+func (sc *scanner) watchSession(s *sandbox.Session, tools []report.Tool, call int) {
 	w := sc.startWatch(s)
 	sc.tl.rep.ToolListing.Listings++
 	sc.compare(w, tools, report.ListingSessionStart, call)
 }
 
 // stopWatch ends the open session's watch.
-func (sc *scanner) stopWatch(s *Session) {
+func (sc *scanner) stopWatch(s *sandbox.Session) {
 	sc.tl.notifications += s.ToolListChanged()
 	sc.tl.watch = nil
 }
 
 // relist lists the tools again after call c, if the server answered it.
-func (sc *scanner) relist(s *Session, c report.Call) {
+func (sc *scanner) relist(s *sandbox.Session, c report.Call) {
 	switch c.ErrorKind {
 	case "", "rpc", "client":
 		sc.listAgain(s, report.ListingAfterCall, c.Seq)
@@ -129,10 +130,10 @@ func (sc *scanner) relist(s *Session, c report.Call) {
 
 // endListing is the session's last listing, before teardown. Tools it
 // finds new are recorded but not called: no call follows it.
-func (sc *scanner) endListing(s *Session) {
+func (sc *scanner) endListing(s *sandbox.Session) {
 	last := 0
-	if n := len(s.rep.Calls); n > 0 {
-		last = s.rep.Calls[n-1].Seq
+	if n := len(s.Report().Calls); n > 0 {
+		last = s.Report().Calls[n-1].Seq
 	}
 	sc.listAgain(s, report.ListingEnd, last)
 	w := sc.tl.watch
@@ -140,13 +141,13 @@ func (sc *scanner) endListing(s *Session) {
 		return
 	}
 	for _, t := range sc.admitLate(w) {
-		s.rep.NotCalled = append(s.rep.NotCalled, report.NotCalled{Tool: t.Name, Reason: "appeared at the end of the session, after every call"})
+		s.Report().NotCalled = append(s.Report().NotCalled, report.NotCalled{Tool: t.Name, Reason: "appeared at the end of the session, after every call"})
 	}
 }
 
 // listAgain lists the tools in the watched session and records what
 // changed since its last listing.
-func (sc *scanner) listAgain(s *Session, where string, call int) {
+func (sc *scanner) listAgain(s *sandbox.Session, where string, call int) {
 	w := sc.tl.watch
 	if w == nil || w.s != s || w.stopped || sc.ctx.Err() != nil {
 		return
@@ -155,11 +156,11 @@ func (sc *scanner) listAgain(s *Session, where string, call int) {
 	// phase after the call: not the call's, whose "between" phase is
 	// closed first.
 	s.Phase(sc.ctx, "between", call)
-	before := len(s.rep.Problems)
+	before := len(s.Report().Problems)
 	tools, err := s.ListTools(sc.ctx)
-	s.rep.Problems = dedupProblems(s.rep.Problems, before)
+	s.Report().Problems = dedupProblems(s.Report().Problems, before)
 	if eff := s.Mark(sc.ctx, false, call); !eff.Empty() {
-		s.rep.Phases = append(s.rep.Phases, report.Phase{Name: "tools/list", After: call, Effects: eff})
+		s.Report().Phases = append(s.Report().Phases, report.Phase{Name: "tools/list", After: call, Effects: eff})
 	}
 	if err != nil {
 		if sc.ctx.Err() != nil {
@@ -168,7 +169,7 @@ func (sc *scanner) listAgain(s *Session, where string, call int) {
 		w.stopped = true
 		msg := fmt.Sprintf("%s: tools/list failed (%s); the tool list was not checked again in this session", report.ListingWhere(where, call), report.OneLine(err.Error()))
 		sc.tl.rep.ToolListing.Unchecked = append(sc.tl.rep.ToolListing.Unchecked, msg)
-		s.problem("tool-list", call, "%s", msg)
+		s.Problem("tool-list", call, "%s", msg)
 		return
 	}
 	sc.tl.rep.ToolListing.Listings++
@@ -244,7 +245,7 @@ func (tl *toolLists) record(c report.ToolChange) {
 }
 
 // lateCalls plans the calls of the tools new to the watched session.
-func (sc *scanner) lateCalls(s *Session) []probes.Call {
+func (sc *scanner) lateCalls(s *sandbox.Session) []probes.Call {
 	w := sc.tl.watch
 	if w == nil || w.s != s {
 		return nil
@@ -254,13 +255,13 @@ func (sc *scanner) lateCalls(s *Session) []probes.Call {
 		return nil
 	}
 	sc.logf("%d tool(s) appeared during the session; calling them", len(tools))
-	return sc.planTools(s.rep, tools)
+	return sc.planTools(s.Report(), tools)
 }
 
 // lateCallsPending says whether tools new to s will be called after the
 // calls planned so far: the linger window then waits for the last of
 // those.
-func (sc *scanner) lateCallsPending(s *Session) bool {
+func (sc *scanner) lateCallsPending(s *sandbox.Session) bool {
 	w := sc.tl.watch
 	if w == nil || w.s != s {
 		return false
@@ -301,17 +302,17 @@ func (sc *scanner) admitLate(w *toolWatch) []report.Tool {
 
 // callAll makes the planned calls, then the calls of the tools that
 // appeared while they ran, until no listing finds a new one.
-func (sc *scanner) callAll(s *Session, plan []probes.Call, first int) error {
+func (sc *scanner) callAll(s *sandbox.Session, plan []probes.Call, first int) error {
 	for late := false; len(plan) > 0; late = true {
-		n := len(s.rep.Calls)
+		n := len(s.Report().Calls)
 		err := sc.runCalls(s, plan, first)
-		for i := n; late && i < len(s.rep.Calls); i++ {
-			s.rep.Calls[i].Late = true
+		for i := n; late && i < len(s.Report().Calls); i++ {
+			s.Report().Calls[i].Late = true
 		}
 		if err != nil {
 			return err
 		}
-		first += len(s.rep.Calls) - n // retries make more calls than planned
+		first += len(s.Report().Calls) - n // retries make more calls than planned
 		plan = sc.lateCalls(s)
 	}
 	return nil
@@ -347,8 +348,8 @@ func (sc *scanner) finishToolLists(rep *report.Report) {
 	if len(tl.over) > 0 {
 		names := tl.over
 		more := ""
-		if len(names) > maxNamed {
-			names, more = names[:maxNamed], fmt.Sprintf(" and %d more", len(tl.over)-maxNamed)
+		if len(names) > sandbox.MaxNamed {
+			names, more = names[:sandbox.MaxNamed], fmt.Sprintf(" and %d more", len(tl.over)-sandbox.MaxNamed)
 		}
 		unchecked(fmt.Sprintf("%d tool(s) appeared during the session past the bound of %d late tools (--max-late-tools) and were not called: %s%s",
 			len(tl.over), sc.opts.MaxLateTools, strings.Join(names, ", "), more))

@@ -1,4 +1,4 @@
-package sandbox
+package scan
 
 import (
 	"bytes"
@@ -12,19 +12,16 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/probes"
+	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
-	"github.com/mcpsandbox/mcpsandbox/sandbox/wire"
 )
 
-// ScanOptions configures a scan: each session's options, and the scan's
+// Options configures a scan: each session's options, and the scan's
 // own.
-type ScanOptions struct {
+type Options struct {
 	// SessionOptions are every session's of the scan (the main one,
 	// --isolation call's, the replays'), as given but for what the scan
 	// sets (scanner.sessionOptions and newScanner): RunID (default: a new
@@ -33,7 +30,7 @@ type ScanOptions struct {
 	// probes'), Secrets and Placeholders (the bait's). State is not with
 	// IsolationCall; past the Disk bound the report has a disk problem
 	// and a disk-bound-exceeded finding.
-	SessionOptions
+	sandbox.SessionOptions
 	Probes []probes.Step
 	// Timeout bounds the whole run (default 10m).
 	Timeout time.Duration
@@ -69,7 +66,7 @@ type ScanOptions struct {
 	// order) or IsolationCall (a fresh container from the same starting
 	// state for each call, so that one tool's deletions cannot hide
 	// another's effects).
-	Isolation Isolation
+	Isolation sandbox.Isolation
 	// MaxLateTools bounds the tools that appear during the scan and are
 	// called (default 50); MaxToolChanges the tool list changes the report
 	// lists (default 1000). Past either, the report says so and the gate
@@ -77,7 +74,7 @@ type ScanOptions struct {
 	MaxLateTools, MaxToolChanges int
 	// OnKept, with Keep, is told of the main session's kept container
 	// (not the replays'), to record it as a named run.
-	OnKept func(KeptSession)
+	OnKept func(sandbox.KeptSession)
 }
 
 // Result is what a scan returns besides the report.
@@ -85,7 +82,7 @@ type Result struct {
 	// Report holds the observations, normalized; its verdict (findings,
 	// summary) is ci/verdict's to give.
 	Report      *report.Report
-	Transcript  *Transcript
+	Transcript  *sandbox.Transcript
 	ContainerID string // set when Keep left a container behind
 	// Placeholders are the run's bait and the roles the report shows
 	// instead (nil with NoSeed): for what is written besides the report,
@@ -93,27 +90,17 @@ type Result struct {
 	Placeholders []report.Placeholder
 }
 
-// ProtocolVersion is the MCP version the scan asks for: the newest the
-// MCP SDK speaks (2026-07-28 with the SDK in go.mod, which asks with
-// server/discover first and falls back to initialize at 2025-11-25). A
-// server may answer any older version the SDK speaks (ProtocolVersions);
-// the session goes on in it, and the report records it.
-func ProtocolVersion() string { return mcp.SupportedProtocolVersions()[0] }
-
-// ProtocolVersions are the MCP versions a scan accepts, newest first.
-func ProtocolVersions() []string { return mcp.SupportedProtocolVersions() }
-
 // ErrIncomplete marks a scan that could not run every step: the server did
 // not start or died, the run timed out or was interrupted. The report is
 // partial but still written.
 var ErrIncomplete = errors.New("scan incomplete")
 
-// Scan starts the server in a sandbox, initializes it, lists its tools,
+// Run starts the server in a sandbox, initializes it, lists its tools,
 // calls them, and reports what happened: the observations, without a
 // verdict. It always returns a report, partial on error; the error wraps
 // ErrIncomplete or is an *InfraError when the scan could not run every
 // step.
-func Scan(ctx context.Context, cli Engine, opts ScanOptions) (Result, error) {
+func Run(ctx context.Context, cli sandbox.Engine, opts Options) (Result, error) {
 	sc, err := newScanner(ctx, cli, opts)
 	if err != nil {
 		return Result{Report: report.New()}, err
@@ -121,9 +108,9 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (Result, error) {
 	defer sc.cancel()
 	var res Result
 	switch sc.opts.Isolation {
-	case IsolationSession:
+	case sandbox.IsolationSession:
 		res, err = sc.scanSession()
-	case IsolationCall:
+	case sandbox.IsolationCall:
 		res, err = sc.scanPerCall()
 	}
 	rep := res.Report
@@ -132,7 +119,7 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (Result, error) {
 	}
 	rep.Sandbox.LingerMs = max(sc.opts.Linger, 0).Milliseconds()
 	rep.Sandbox.Replay = "not-run" // the scan did not run every step
-	if errors.Is(err, ErrSandboxLost) {
+	if errors.Is(err, sandbox.ErrSandboxLost) {
 		// What was seen is kept, but it is no result.
 		rep.Complete = false
 		if !errors.Is(err, ErrIncomplete) {
@@ -177,8 +164,8 @@ func Scan(ctx context.Context, cli Engine, opts ScanOptions) (Result, error) {
 
 // scanner holds what one scan's sessions share.
 type scanner struct {
-	cli     Engine
-	opts    ScanOptions
+	cli     sandbox.Engine
+	opts    Options
 	bait    probes.Bait
 	started time.Time
 	// parent is the caller's context; ctx adds the run's timeout.
@@ -213,26 +200,30 @@ type setupCall struct {
 // maxSetups bounds the setup calls kept for replays, per scan.
 const maxSetups = 16
 
-func newScanner(ctx context.Context, cli Engine, opts ScanOptions) (*scanner, error) {
+func newScanner(ctx context.Context, cli sandbox.Engine, opts Options) (*scanner, error) {
 	if opts.RunID == "" {
 		opts.RunID = label.NewRunID()
 	}
 	if opts.Isolation == 0 {
-		opts.Isolation = IsolationSession
+		opts.Isolation = sandbox.IsolationSession
 	}
-	if opts.Isolation != IsolationSession && opts.Isolation != IsolationCall {
-		return nil, &InfraError{Cause: fmt.Sprintf("unknown isolation %v", opts.Isolation), Fix: "use session or call"}
+	if opts.Isolation != sandbox.IsolationSession && opts.Isolation != sandbox.IsolationCall {
+		return nil, &sandbox.InfraError{Cause: fmt.Sprintf("unknown isolation %v", opts.Isolation), Fix: "use session or call"}
 	}
-	if opts.State != nil && opts.Isolation == IsolationCall {
-		return nil, &InfraError{Cause: "--state with --isolation call: each call starts from the same state, so no one call's changes are the state's", Fix: "use --isolation session with --state"}
+	if opts.State != nil && opts.Isolation == sandbox.IsolationCall {
+		return nil, &sandbox.InfraError{Cause: "--state with --isolation call: each call starts from the same state, so no one call's changes are the state's", Fix: "use --isolation session with --state"}
 	}
-	if opts.Keep && opts.Isolation == IsolationCall {
+	if opts.Keep && opts.Isolation == sandbox.IsolationCall {
 		// Each call has a container of its own: none is the scan's to
 		// keep, print or name.
-		return nil, &InfraError{Cause: "--keep or --name with --isolation call: each call runs in a container of its own, so no one container is the scan's", Fix: "use --isolation session to keep the container"}
+		return nil, &sandbox.InfraError{Cause: "--keep or --name with --isolation call: each call runs in a container of its own, so no one container is the scan's", Fix: "use --isolation session to keep the container"}
 	}
-	setDefault(&opts.Timeout, 10*time.Minute)
-	setDefault(&opts.Settle, 2*time.Second)
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Minute
+	}
+	if opts.Settle <= 0 {
+		opts.Settle = 2 * time.Second
+	}
 	if opts.Linger == 0 {
 		opts.Linger = DefaultLinger
 	}
@@ -266,7 +257,7 @@ func newScanner(ctx context.Context, cli Engine, opts ScanOptions) (*scanner, er
 		}
 		sc.opts.Log = lw
 	}
-	if reaped, err := ReapAll(sc.ctx, cli); err != nil && sc.ctx.Err() == nil {
+	if reaped, err := sandbox.ReapAll(sc.ctx, cli); err != nil && sc.ctx.Err() == nil {
 		// (A reap the run's bound cut is the run-timeout problem's to say.)
 		sc.reaped = append(sc.reaped, report.Problem{Kind: "reap", Message: err.Error()})
 	} else if len(reaped.Removed)+len(reaped.Stopped) > 0 {
@@ -292,7 +283,7 @@ func (sc *scanner) why() report.Problem {
 // sessionOptions are a session's options: the scan's SessionOptions,
 // with the run's bait (unless NoSeed) planted in it. Each session gets its
 // own Env.
-func (sc *scanner) sessionOptions() SessionOptions {
+func (sc *scanner) sessionOptions() sandbox.SessionOptions {
 	so := sc.opts.SessionOptions
 	so.Env = append([]string{}, so.Env...)
 	if !sc.opts.NoSeed {
@@ -308,12 +299,12 @@ func (sc *scanner) sessionOptions() SessionOptions {
 // Only the main session (main) keeps its container with Keep: a
 // replay's would be left stopped on the engine, printed and recorded
 // nowhere.
-func (sc *scanner) open(main bool) (*Session, error) {
+func (sc *scanner) open(main bool) (*sandbox.Session, error) {
 	so := sc.sessionOptions()
 	so.Keep = so.Keep && main
-	s, err := Open(sc.ctx, sc.cli, so)
+	s, err := sandbox.Open(sc.ctx, sc.cli, so)
 	sc.mu.Lock()
-	s.rep.Problems = append(s.rep.Problems, sc.reaped...)
+	s.Report().Problems = append(s.Report().Problems, sc.reaped...)
 	sc.reaped = nil
 	sc.mu.Unlock()
 	return s, err
@@ -323,24 +314,24 @@ func (sc *scanner) open(main bool) (*Session, error) {
 // form (process ids are per container, so each session is normalized on
 // its own). The bait becomes placeholders first, so that what is sorted
 // by path or argv sorts the same whatever was drawn.
-func (sc *scanner) close(s *Session, err *error) {
+func (sc *scanner) close(s *sandbox.Session, err *error) {
 	sc.stopWatch(s)
 	cerr := s.Close(sc.ctx)
-	if errors.Is(*err, ErrSandboxLost) {
-		cerr = s.closeErr // the loss is said once
+	if errors.Is(*err, sandbox.ErrSandboxLost) {
+		cerr = s.TeardownErr() // the loss is said once
 	}
 	*err = errors.Join(*err, cerr)
-	s.rep.Sanitize()
+	s.Report().Sanitize()
 	if !sc.opts.NoSeed {
-		s.rep.Redact(sc.bait.Placeholders())
+		s.Report().Redact(sc.bait.Placeholders())
 	}
-	s.rep.Normalize()
+	s.Report().Normalize()
 }
 
 // scanSession runs every call in one session.
 func (sc *scanner) scanSession() (res Result, err error) {
 	s, err := sc.open(true)
-	res = Result{Report: s.rep, Transcript: s.transcript}
+	res = Result{Report: s.Report(), Transcript: s.Transcript()}
 	defer func() {
 		sc.close(s, &err)
 		res.ContainerID = s.Kept()
@@ -349,16 +340,16 @@ func (sc *scanner) scanSession() (res Result, err error) {
 		}
 	}()
 	if err != nil {
-		sc.startCut(s.rep)
+		sc.startCut(s.Report())
 		return res, sc.startError(err)
 	}
 	tools, err := sc.list(s)
 	if err != nil {
 		return res, err
 	}
-	s.rep.Tools = tools
-	sc.watchFirst(s, s.rep)
-	plan := sc.plan(s.rep)
+	s.Report().Tools = tools
+	sc.watchFirst(s, s.Report())
+	plan := sc.plan(s.Report())
 	if err := sc.callAll(s, plan, 0); err != nil {
 		return res, err
 	}
@@ -370,10 +361,10 @@ func (sc *scanner) scanSession() (res Result, err error) {
 		// The run's bound ended the linger or a surface's listing early
 		// (each returns quietly): what came later was not seen. As
 		// --isolation call has it.
-		s.rep.Problems = append(s.rep.Problems, sc.why())
+		s.Report().Problems = append(s.Report().Problems, sc.why())
 		return res, fmt.Errorf("%w: %s", ErrIncomplete, sc.why().Message)
 	}
-	s.rep.Complete = true
+	s.Report().Complete = true
 	return res, nil
 }
 
@@ -383,10 +374,10 @@ func (sc *scanner) scanSession() (res Result, err error) {
 // never an engine failure. The caller says why in the report
 // (startCut).
 func (sc *scanner) startError(err error) error {
-	if sc.ctx.Err() != nil && !errors.Is(err, ErrSandboxLost) {
+	if sc.ctx.Err() != nil && !errors.Is(err, sandbox.ErrSandboxLost) {
 		return fmt.Errorf("%w: %s: %w", ErrIncomplete, sc.why().Message, err)
 	}
-	if errors.Is(err, ErrServerStart) {
+	if errors.Is(err, sandbox.ErrServerStart) {
 		return fmt.Errorf("%w: %w", ErrIncomplete, err)
 	}
 	return err
@@ -401,13 +392,13 @@ func (sc *scanner) startCut(rep *report.Report) {
 }
 
 // list lists the tools and closes the tools/list phase.
-func (sc *scanner) list(s *Session) ([]report.Tool, error) {
+func (sc *scanner) list(s *sandbox.Session) ([]report.Tool, error) {
 	tools, err := s.ListTools(sc.ctx)
 	if err != nil {
 		if sc.ctx.Err() != nil {
-			s.rep.Problems = append(s.rep.Problems, sc.why())
+			s.Report().Problems = append(s.Report().Problems, sc.why())
 		} else {
-			s.problem("protocol", 0, "tools/list failed: %s", err)
+			s.Problem("protocol", 0, "tools/list failed: %s", err)
 		}
 		return nil, fmt.Errorf("%w: listing tools: %w", ErrIncomplete, err)
 	}
@@ -454,8 +445,8 @@ func (sc *scanner) planTools(rep *report.Report, tools []report.Tool) []probes.C
 // A call's id-like arguments take the values earlier results returned
 // (sc.state); a call the server refuses as invalid is followed by a retry
 // with the next candidate arguments, so the plan may grow.
-func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
-	rep := s.rep
+func (sc *scanner) runCalls(s *sandbox.Session, plan []probes.Call, first int) error {
+	rep := s.Report()
 	plan = slices.Clone(plan)
 	notReached := func(rest []probes.Call, why string) {
 		for _, c := range rest {
@@ -480,7 +471,7 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 			}
 		}
 		sc.logf("call %d: %s %s", seq, step.Tool, step.Arguments)
-		call := s.Call(sc.ctx, CallRequest{Seq: seq, Tool: step.Tool, Arguments: step.Arguments, Source: step.Source, Negative: step.Negative})
+		call := s.Call(sc.ctx, sandbox.CallRequest{Seq: seq, Tool: step.Tool, Arguments: step.Arguments, Source: step.Source, Negative: step.Negative})
 		call.Retries, call.Setup, call.ValuesFrom = step.Retries, step.Setup, from
 		call.Boundary = boundaryOutcome(step, call, s.Structured())
 		call.Effects = s.Mark(sc.ctx, true, seq)
@@ -489,7 +480,7 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 			// in a "between" phase after this call, not on the next one.
 			sc.logf("call %d left %d process(es) running; settling up to %s", seq, len(bg), sc.opts.Settle)
 			if left := s.Settle(sc.ctx, sc.opts.Settle); len(left) > 0 {
-				s.problem("background", seq, "%d process(es) started by call %d still ran after --settle %s; what they do later is attributed to later phases", len(left), seq, sc.opts.Settle)
+				s.Problem("background", seq, "%d process(es) started by call %d still ran after --settle %s; what they do later is attributed to later phases", len(left), seq, sc.opts.Settle)
 			}
 		}
 		rep.Calls = append(rep.Calls, call)
@@ -504,12 +495,12 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 			if step.Boundary == nil { // what a path out of bounds listed is no id for later calls
 				sc.state.Harvest(seq, step.Tool, call.Result, s.Structured())
 			}
-			if step.Setup && sc.opts.Isolation == IsolationCall {
+			if step.Setup && sc.opts.Isolation == sandbox.IsolationCall {
 				if len(sc.setups) < maxSetups {
 					sc.setups = append(sc.setups, setupCall{seq: seq, call: step})
 				} else if !sc.setupsOver {
 					sc.setupsOver = true
-					s.problem("probe", seq, "more than %d setup calls: from call %d on, a setup call is not replayed before the calls after it", maxSetups, seq)
+					s.Problem("probe", seq, "more than %d setup calls: from call %d on, a setup call is not replayed before the calls after it", maxSetups, seq)
 				}
 			}
 		} else if r, ok := retryOf(step, call, sc.repairer(step.Tool)); ok {
@@ -518,7 +509,7 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 		}
 		sc.relist(s, call)
 		if step.ExpectError && step.Negative == "" && call.ErrorKind == "" && !call.IsError {
-			s.problem("probe", seq, "call %d to %s was expected to fail and succeeded", seq, step.Tool)
+			s.Problem("probe", seq, "call %d to %s was expected to fail and succeeded", seq, step.Tool)
 		}
 		switch call.ErrorKind {
 		case "interrupted":
@@ -526,13 +517,13 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 			notReached(plan[i+1:], sc.why().Message)
 			return fmt.Errorf("%w: %s", ErrIncomplete, sc.why().Message)
 		case "timeout":
-			s.problem("timeout", seq, "%s", call.Error)
+			s.Problem("timeout", seq, "%s", call.Error)
 			// One stuck handler is the tool's problem; a server that answers
 			// nothing at all (stdout closed, wedged) ends the scan instead of
 			// costing a timeout per remaining call.
 			if perr := s.Ping(sc.ctx, 3*time.Second); perr != nil && sc.ctx.Err() == nil {
 				msg := fmt.Sprintf("the server stopped answering after call %d (not even ping): stdout closed or the server is wedged", seq)
-				s.problem("unresponsive", seq, "%s", msg)
+				s.Problem("unresponsive", seq, "%s", msg)
 				notReached(plan[i+1:], msg)
 				return fmt.Errorf("%w: %s", ErrIncomplete, msg)
 			}
@@ -551,7 +542,7 @@ func (sc *scanner) runCalls(s *Session, plan []probes.Call, first int) error {
 					msg += " (killed by the memory limit)"
 				}
 			}
-			s.problem(kind, seq, "%s", msg)
+			s.Problem(kind, seq, "%s", msg)
 			notReached(plan[i+1:], msg)
 			return fmt.Errorf("%w: %s", ErrIncomplete, msg)
 		}
@@ -643,95 +634,6 @@ const (
 	codeMethodNotFound = -32601
 	methodNotFound     = "MCP error -32601:"
 )
-
-// DecodeTool reads one raw tool, keeping annotations and schemas as sent
-// and telling "not declared" from "declared false" for each hint.
-func DecodeTool(raw json.RawMessage) (report.Tool, error) {
-	var t struct {
-		Name         string          `json:"name"`
-		Title        string          `json:"title"`
-		Description  string          `json:"description"`
-		Annotations  json.RawMessage `json:"annotations"`
-		InputSchema  json.RawMessage `json:"inputSchema"`
-		OutputSchema json.RawMessage `json:"outputSchema"`
-	}
-	if err := wire.Unmarshal(raw, &t); err != nil {
-		return report.Tool{}, fmt.Errorf("a listed tool does not decode: %v", err)
-	}
-	if t.Name == "" {
-		return report.Tool{}, fmt.Errorf("a listed tool has no name: %s", raw)
-	}
-	tool := report.Tool{Name: t.Name, Title: t.Title, Description: t.Description,
-		Annotations: nullIfEmpty(t.Annotations), InputSchema: nullIfEmpty(t.InputSchema), OutputSchema: t.OutputSchema}
-	if len(t.Annotations) > 0 && string(t.Annotations) != "null" {
-		var h map[string]json.RawMessage
-		if err := wire.Unmarshal(t.Annotations, &h); err != nil {
-			return tool, fmt.Errorf("tool %q: annotations are not an object: %v", t.Name, err)
-		}
-		tool.Hints = report.Hints{ReadOnly: boolHint(h["readOnlyHint"]), Destructive: boolHint(h["destructiveHint"]),
-			Idempotent: boolHint(h["idempotentHint"]), OpenWorld: boolHint(h["openWorldHint"])}
-		if tool.Title == "" {
-			var title string
-			if wire.Unmarshal(h["title"], &title) == nil {
-				tool.Title = title
-			}
-		}
-	}
-	return tool, nil
-}
-
-func nullIfEmpty(r json.RawMessage) json.RawMessage {
-	if len(r) == 0 {
-		return json.RawMessage("null")
-	}
-	return r
-}
-
-// boolHint is a declared boolean hint, or nil when absent or not a boolean
-// (a non-boolean hint is no claim).
-func boolHint(raw json.RawMessage) *bool {
-	var b bool
-	if len(raw) == 0 || wire.Unmarshal(raw, &b) != nil {
-		return nil
-	}
-	return &b
-}
-
-// resultText is the text of a result's content, bounded.
-func resultText(res *mcp.CallToolResult, limit int) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if b.Len() > 0 {
-			b.WriteString("\n")
-		}
-		switch c := c.(type) {
-		case *mcp.TextContent:
-			b.WriteString(c.Text)
-		case *mcp.ImageContent:
-			fmt.Fprintf(&b, "[image %s, %d bytes]", c.MIMEType, len(c.Data))
-		case *mcp.AudioContent:
-			fmt.Fprintf(&b, "[audio %s, %d bytes]", c.MIMEType, len(c.Data))
-		case *mcp.ResourceLink:
-			fmt.Fprintf(&b, "[resource link %s]", c.URI)
-		case *mcp.EmbeddedResource:
-			b.WriteString("[embedded resource]")
-		default:
-			fmt.Fprintf(&b, "[%T]", c)
-		}
-		if b.Len() > limit {
-			break
-		}
-	}
-	s := b.String()
-	if len(s) > limit {
-		cut := limit
-		for cut > max(limit-4, 0) && !utf8.RuneStart(s[cut]) {
-			cut-- // not inside a character
-		}
-		s = s[:cut] + "…"
-	}
-	return report.EscapeInvalid(s)
-}
 
 // startedPIDs are the processes this session's calls started (kernel
 // pids: the report's are normalized only at the session's end), best

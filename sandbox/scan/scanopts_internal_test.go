@@ -1,4 +1,4 @@
-package sandbox
+package scan
 
 import (
 	"bytes"
@@ -8,12 +8,14 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/docker/docker/api/types/container"
+	"github.com/mcpsandbox/mcpsandbox/sandbox"
 )
 
 // noContainers is an engine with no container to reap.
-type noContainers struct{ Engine }
+type noContainers struct{ sandbox.Engine }
 
 func (noContainers) ContainerList(context.Context, container.ListOptions) ([]container.Summary, error) {
 	return nil, nil
@@ -64,8 +66,8 @@ func fill(t *testing.T, v reflect.Value, path string) {
 		switch {
 		case reflect.TypeFor[*bytes.Buffer]().Implements(v.Type()):
 			v.Set(reflect.ValueOf(&bytes.Buffer{}))
-		case reflect.TypeFor[*StateDir]().Implements(v.Type()):
-			v.Set(reflect.ValueOf(&StateDir{Name: path}))
+		case reflect.TypeFor[*sandbox.StateDir]().Implements(v.Type()):
+			v.Set(reflect.ValueOf(&sandbox.StateDir{Name: path}))
 		default:
 			t.Fatalf("%s: an interface fill does not know", path)
 		}
@@ -81,25 +83,21 @@ func fill(t *testing.T, v reflect.Value, path string) {
 }
 
 // TestScanPassesEverySessionOption holds the scan to its options: every
-// field of SessionOptions set in ScanOptions reaches the sessions the
+// field of SessionOptions set in Options reaches the sessions the
 // scan opens, but for what the scan sets itself (RunID when empty, Log
 // wrapped, and the bait unless NoSeed). A new field of SessionOptions is
 // filled and checked without a change here.
 func TestScanPassesEverySessionOption(t *testing.T) {
-	var given SessionOptions
+	var given sandbox.SessionOptions
 	gv := reflect.ValueOf(&given).Elem()
 	for i := range gv.NumField() {
 		f, name := gv.Field(i), gv.Type().Field(i).Name
-		switch {
-		case f.CanSet():
-			fill(t, f, name)
-		case name == "created":
-			given.created = func(string) {}
-		case name == "raw":
-			given.raw = true
-		default:
-			t.Fatalf("SessionOptions.%s: unexported, unknown to this test; set it here", name)
+		if !f.CanSet() {
+			// The session's own seams (unexported): set through their
+			// address, as the scan must pass them on too.
+			f = reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem()
 		}
+		fill(t, f, name)
 		if f.IsZero() {
 			t.Fatalf("SessionOptions.%s: not set", name)
 		}
@@ -110,7 +108,7 @@ func TestScanPassesEverySessionOption(t *testing.T) {
 	for _, noSeed := range []bool{true, false} {
 		t.Run(fmt.Sprintf("NoSeed=%t", noSeed), func(t *testing.T) {
 			seed := uint64(3)
-			sc, err := newScanner(context.Background(), noContainers{}, ScanOptions{SessionOptions: given, NoSeed: noSeed, BaitSeed: &seed})
+			sc, err := newScanner(context.Background(), noContainers{}, Options{SessionOptions: given, NoSeed: noSeed, BaitSeed: &seed})
 			if err != nil {
 				t.Fatal(err)
 			}
