@@ -128,7 +128,7 @@ func agentDir(ctx context.Context, cli Engine, img image.InspectResponse, runID 
 	if err != nil {
 		return nil, "", fmt.Errorf("creating a container to look into %.19s: %w", img.ID, err)
 	}
-	defer func() { err = errors.Join(err, removeContainer(context.WithoutCancel(ctx), cli, created.ID)) }()
+	defer func() { err = errors.Join(err, RemoveContainer(context.WithoutCancel(ctx), cli, created.ID)) }()
 
 	want := path.Dir(agent.Path)
 	st, err := cli.ContainerStatPath(ctx, created.ID, want)

@@ -278,7 +278,7 @@ func (p pin) release(ctx context.Context, cli Engine) error {
 	if p.Hold == "" {
 		return nil
 	}
-	return removeContainer(ctx, cli, p.Hold)
+	return RemoveContainer(ctx, cli, p.Hold)
 }
 
 // pinned makes sure the cached image ref exists, making it with build when

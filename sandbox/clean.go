@@ -74,7 +74,7 @@ func ReapAll(ctx context.Context, cli Reaper) (Reaped, error) {
 			r.Stopped = append(r.Stopped, c.ID)
 			continue
 		}
-		if err := removeContainer(ctx, cli, c.ID); err != nil {
+		if err := RemoveContainer(ctx, cli, c.ID); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -102,9 +102,9 @@ func killContainer(ctx context.Context, cli Reaper, id string) error {
 	return fmt.Errorf("stopping kept container %.12s: %w", id, err)
 }
 
-// removeContainer force-removes a container and its anonymous volumes;
+// RemoveContainer force-removes a container and its anonymous volumes;
 // a container that is already gone counts as removed.
-func removeContainer(ctx context.Context, cli interface {
+func RemoveContainer(ctx context.Context, cli interface {
 	ContainerRemove(ctx context.Context, containerID string, options container.RemoveOptions) error
 }, id string) error {
 	err := cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
@@ -239,7 +239,7 @@ func Clean(ctx context.Context, cli Cleaner, opts CleanOptions) (CleanResult, er
 	}
 	var errs []error
 	for _, l := range remove {
-		if err := removeContainer(ctx, cli, l.ID); err != nil {
+		if err := RemoveContainer(ctx, cli, l.ID); err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
 )
 
 // fakeCleaner is an engine holding mcpsandbox's containers and images; it
@@ -62,7 +63,7 @@ func (f *fakeCleaner) ImageRemove(_ context.Context, ref string, o image.RemoveO
 // cleanFixture is an engine with one container of each sort and images
 // used and not.
 func cleanFixture(t *testing.T) *fakeCleaner {
-	dead := deadOwner(t)
+	dead := sandboxtest.DeadOwner(t)
 	ctr := func(id, owner string, keep bool, img string) container.Summary {
 		l := label.Set("r", map[string]string{label.Kind: "sandbox"})
 		if owner != "" {

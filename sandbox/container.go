@@ -542,7 +542,7 @@ func removeBy(ctx context.Context, cli interface {
 		}})
 		go stopWaiting(ctx, until, wrote, stop)
 	}
-	err := removeContainer(ctx, cli, id)
+	err := RemoveContainer(ctx, cli, id)
 	switch {
 	case err == nil:
 	case errors.Is(context.Cause(ctx), errStoppedWaiting):

@@ -110,7 +110,7 @@ func newAPISource(ctx context.Context, cli Engine, id, image, runID string, lim 
 }
 
 func (a *apiSource) Close(ctx context.Context) error {
-	return removeContainer(context.WithoutCancel(ctx), a.cli, a.ref)
+	return RemoveContainer(context.WithoutCancel(ctx), a.cli, a.ref)
 }
 
 // Snapshot reads the changes through the API. It cannot see which files

@@ -1,9 +1,6 @@
 package sandbox
 
-import (
-	"fmt"
-	"strings"
-)
+import "github.com/mcpsandbox/mcpsandbox/sandbox/internal/enum"
 
 // NetworkMode is what the server's network is.
 type NetworkMode int
@@ -26,14 +23,14 @@ const DefaultNetwork = NetworkSinkhole
 
 var networkNames = []string{NetworkNone: "none", NetworkSinkhole: "sinkhole", NetworkBridge: "bridge", NetworkHost: "host"}
 
-func (m NetworkMode) String() string { return enumName(networkNames, int(m)) }
+func (m NetworkMode) String() string { return enum.Name(networkNames, int(m)) }
 
 // Confined reports whether nothing the server sends can leave the machine.
 func (m NetworkMode) Confined() bool { return m == NetworkNone || m == NetworkSinkhole }
 
 // ParseNetworkMode reads none, sinkhole, bridge or host.
 func ParseNetworkMode(s string) (NetworkMode, error) {
-	v, err := parseEnum(networkNames, "network mode", s)
+	v, err := enum.Parse(networkNames, "network mode", s)
 	return NetworkMode(v), err
 }
 
@@ -54,11 +51,11 @@ const (
 
 var isolationNames = []string{IsolationSession: "session", IsolationCall: "call"}
 
-func (i Isolation) String() string { return enumName(isolationNames, int(i)) }
+func (i Isolation) String() string { return enum.Name(isolationNames, int(i)) }
 
 // ParseIsolation reads session or call.
 func ParseIsolation(s string) (Isolation, error) {
-	v, err := parseEnum(isolationNames, "isolation", s)
+	v, err := enum.Parse(isolationNames, "isolation", s)
 	return Isolation(v), err
 }
 
@@ -79,11 +76,11 @@ const (
 
 var changesNames = []string{ChangesAuto: "auto", ChangesUpperDir: "upperdir", ChangesAPI: "api"}
 
-func (c ChangesMode) String() string { return enumName(changesNames, int(c)) }
+func (c ChangesMode) String() string { return enum.Name(changesNames, int(c)) }
 
 // ParseChangesMode reads auto, upperdir or api.
 func ParseChangesMode(s string) (ChangesMode, error) {
-	v, err := parseEnum(changesNames, "changes mode", s)
+	v, err := enum.Parse(changesNames, "changes mode", s)
 	return ChangesMode(v), err
 }
 
@@ -91,20 +88,4 @@ func (c *ChangesMode) Set(s string) (err error) { *c, err = ParseChangesMode(s);
 func (c ChangesMode) Type() string              { return "mode" }
 
 // ErrUnknownMode is wrapped by every mode parser's error.
-var ErrUnknownMode = fmt.Errorf("unknown mode")
-
-func enumName(names []string, v int) string {
-	if v <= 0 || v >= len(names) {
-		return fmt.Sprintf("mode(%d)", v)
-	}
-	return names[v]
-}
-
-func parseEnum(names []string, what, s string) (int, error) {
-	for v, n := range names {
-		if n != "" && n == s {
-			return v, nil
-		}
-	}
-	return 0, fmt.Errorf("%w: %s %q (want %s)", ErrUnknownMode, what, s, strings.Join(names[1:], ", "))
-}
+var ErrUnknownMode = enum.ErrUnknown

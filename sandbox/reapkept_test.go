@@ -38,14 +38,6 @@ func standIn(t *testing.T) (owner string, orphan func()) {
 	return label.OwnerOf(cmd.Process.Pid), orphan
 }
 
-// deadOwner is an Owner label value of a process that has exited.
-func deadOwner(t *testing.T) string {
-	t.Helper()
-	owner, orphan := standIn(t)
-	orphan()
-	return owner
-}
-
 // waitGone waits until container id is removed (by this process's
 // reaper, or by another's whose removal was still under way): the
 // engine's wait, not a clock; the deadline only keeps a failure from

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpsandbox/mcpsandbox/sandbox/agent"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/internal/enum"
 )
 
 // TransportKind is how the client speaks MCP to the server.
@@ -28,11 +29,11 @@ const (
 
 var transportNames = []string{TransportStdio: "stdio", TransportHTTP: "http", TransportSSE: "sse"}
 
-func (k TransportKind) String() string { return enumName(transportNames, int(k)) }
+func (k TransportKind) String() string { return enum.Name(transportNames, int(k)) }
 
 // ParseTransportKind reads stdio, http or sse.
 func ParseTransportKind(s string) (TransportKind, error) {
-	v, err := parseEnum(transportNames, "transport", s)
+	v, err := enum.Parse(transportNames, "transport", s)
 	return TransportKind(v), err
 }
 

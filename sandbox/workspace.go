@@ -107,7 +107,7 @@ func buildWorkspaceImage(ctx context.Context, cli Engine, img image.InspectRespo
 	if err != nil {
 		return fmt.Errorf("creating the workspace build container: %w", err)
 	}
-	defer func() { err = errors.Join(err, removeContainer(context.WithoutCancel(ctx), cli, created.ID)) }()
+	defer func() { err = errors.Join(err, RemoveContainer(context.WithoutCancel(ctx), cli, created.ID)) }()
 	if err := cli.CopyToContainer(ctx, created.ID, "/", struct{ io.Reader }{tmp}, container.CopyToContainerOptions{}); err != nil {
 		return fmt.Errorf("copying the workspace into the image: %w", err)
 	}

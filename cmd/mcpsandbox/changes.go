@@ -10,6 +10,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/overlay"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/runs"
 )
 
 func runChanges(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -59,7 +60,7 @@ func runChanges(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 // runApplyOptions finds a run's workspace, changes and baseline.
 func runApplyOptions(ctx context.Context, name string) (overlay.ApplyOptions, error) {
-	if err := sandbox.CheckRunName(name); err != nil {
+	if err := runs.CheckName(name); err != nil {
 		return overlay.ApplyOptions{}, usageError{err.Error()}
 	}
 	st, err := runStore()

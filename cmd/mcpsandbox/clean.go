@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/runs"
 )
 
 const cleanSynopsis = "clean [--images] [--runs] [--states] [--live] [--kept] [--yes] [RUN...]"
@@ -45,7 +46,7 @@ func cleanCommand(ctx context.Context, args []string, stdin io.Reader, stdout, s
 		return err
 	}
 	for _, name := range fs.Args() {
-		if err := sandbox.CheckRunName(name); err != nil {
+		if err := runs.CheckName(name); err != nil {
 			return usageError{err.Error()}
 		}
 		if _, err := st.Get(name); err != nil {
@@ -109,7 +110,7 @@ func readsTerminal(r io.Reader) bool {
 
 // cleanRuns removes the store's runs whose runner is gone; a run still
 // served is left and said (`clean NAME` removes it).
-func cleanRuns(ctx context.Context, st sandbox.RunStore, cli sandbox.RunEngine, stdout io.Writer) error {
+func cleanRuns(ctx context.Context, st runs.Store, cli runs.Engine, stdout io.Writer) error {
 	list, err := st.List()
 	if err != nil {
 		return err

@@ -22,6 +22,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/runs"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
 )
 
@@ -211,7 +212,7 @@ func TestScansSideBySideWithCleanAndReaps(t *testing.T) {
 		ps = append(ps, startScan(t, t.TempDir(), "honest", probes, env, extra...))
 	}
 	t.Cleanup(func() {
-		st := sandbox.RunStore{Root: filepath.Join(otherStore, "mcpsandbox")}
+		st := runs.Store{Root: filepath.Join(otherStore, "mcpsandbox")}
 		st.Remove(context.Background(), cli, "theirs")
 	})
 	all := make(chan struct{})
@@ -258,12 +259,12 @@ func TestScansSideBySideWithCleanAndReaps(t *testing.T) {
 	if !strings.Contains(ps[0].stderr.String(), "kept run theirs") {
 		t.Errorf("the named scan kept no run:\n%s", ps[0].stderr)
 	}
-	st := sandbox.RunStore{Root: filepath.Join(otherStore, "mcpsandbox")}
+	st := runs.Store{Root: filepath.Join(otherStore, "mcpsandbox")}
 	m, err := st.Get("theirs")
 	if err == nil {
 		m, err = st.Refresh(context.Background(), cli, m)
 	}
-	if err != nil || m.State != sandbox.RunStopped {
+	if err != nil || m.State != runs.Stopped {
 		t.Errorf("the other store's named run is %v (%v), want stopped: a clean outside its store removed it", m.State, err)
 	}
 	t.Logf("%d cleans ran beside the scans", cleans.Load())

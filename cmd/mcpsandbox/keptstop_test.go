@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpsandbox/mcpsandbox/sandbox"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/runs"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
 )
 
@@ -38,8 +38,8 @@ func TestRunNamedKilledRunnerStopped(t *testing.T) {
 	// The run is recorded with its container once the container started.
 	var id string
 	for deadline := time.Now().Add(time.Minute); id == "" && time.Now().Before(deadline); {
-		if runs := listRuns(t); len(runs) == 1 && runs[0].Container != "" && runs[0].State == sandbox.RunRunning {
-			id = runs[0].Container
+		if list := listRuns(t); len(list) == 1 && list[0].Container != "" && list[0].State == runs.Running {
+			id = list[0].Container
 		} else {
 			time.Sleep(100 * time.Millisecond)
 		}
@@ -54,9 +54,9 @@ func TestRunNamedKilledRunnerStopped(t *testing.T) {
 	if in, err := cli.ContainerInspect(context.Background(), id); err != nil || !in.State.Running {
 		t.Fatalf("after SIGKILL the server should still run (it ignores its stdin): %v %+v", err, in.State)
 	}
-	runs := listRuns(t)
-	if len(runs) != 1 || runs[0].State != sandbox.RunStopped {
-		t.Fatalf("runs after SIGKILL: %+v", runs)
+	list := listRuns(t)
+	if len(list) != 1 || list[0].State != runs.Stopped {
+		t.Fatalf("runs after SIGKILL: %+v", list)
 	}
 	in, err := cli.ContainerInspect(context.Background(), id)
 	if err != nil || in.State == nil || in.State.Running {
@@ -66,7 +66,7 @@ func TestRunNamedKilledRunnerStopped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, err := st.Get("killed"); err != nil || m.State != sandbox.RunStopped {
+	if m, err := st.Get("killed"); err != nil || m.State != runs.Stopped {
 		t.Errorf("the store has run killed %v (%v), want stopped", m.State, err)
 	}
 }

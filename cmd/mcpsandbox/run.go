@@ -19,6 +19,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/ci/rules"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/proxy"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/runs"
 )
 
 const runSynopsis = "run [flags] -- COMMAND [ARG...] | run --print-config vscode|claude|generic [flags] -- COMMAND [ARG...]"
@@ -140,7 +141,7 @@ func runName(opts *proxy.RunOptions, rm bool, argv []string) error {
 	}
 	given := opts.Name != ""
 	if given {
-		if err := sandbox.CheckRunName(opts.Name); err != nil {
+		if err := runs.CheckName(opts.Name); err != nil {
 			return usageError{"--name: " + err.Error()}
 		}
 	}
@@ -156,13 +157,13 @@ func runName(opts *proxy.RunOptions, rm bool, argv []string) error {
 		return nil
 	}
 	// Two runs of one command in one second: the second gets -2, and so on.
-	base := sandbox.DefaultRunName(time.Now(), argv)
+	base := runs.DefaultName(time.Now(), argv)
 	for i := 1; i <= maxNameTries; i++ {
 		opts.Name = base
 		if i > 1 {
 			opts.Name = fmt.Sprintf("%s-%d", base[:min(len(base), 96)], i)
 		}
-		if _, err := st.Get(opts.Name); errors.Is(err, sandbox.ErrNoRun) {
+		if _, err := st.Get(opts.Name); errors.Is(err, runs.ErrNoRun) {
 			return nil
 		}
 	}

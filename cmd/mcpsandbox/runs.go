@@ -12,11 +12,12 @@ import (
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/runs"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/scan"
 )
 
 // runStore is the user's run store; tests set XDG_STATE_HOME.
-func runStore() (sandbox.RunStore, error) { return sandbox.DefaultRunStore() }
+func runStore() (runs.Store, error) { return runs.DefaultStore() }
 
 func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("runs", "runs [--json]", stderr)
@@ -31,11 +32,11 @@ func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	runs, err := st.List()
+	list, err := st.List()
 	if err != nil {
 		return err
 	}
-	if len(runs) > 0 {
+	if len(list) > 0 {
 		cli, err := sandbox.Connect(ctx)
 		if err != nil {
 			return err
@@ -48,14 +49,14 @@ func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		} else if len(r.Stopped) > 0 {
 			fmt.Fprintf(stderr, "stopped %d kept container(s) whose runner died\n", len(r.Stopped))
 		}
-		for i := range runs {
-			was := runs[i].State
-			if runs[i], err = st.Refresh(ctx, cli, runs[i]); err != nil {
+		for i := range list {
+			was := list[i].State
+			if list[i], err = st.Refresh(ctx, cli, list[i]); err != nil {
 				return err
 			}
-			if was == sandbox.RunRunning && runs[i].State != was {
+			if was == runs.Running && list[i].State != was {
 				// Recorded, so that the store says it without the engine.
-				if err := st.Update(runs[i]); err != nil {
+				if err := st.Update(list[i]); err != nil {
 					return err
 				}
 			}
@@ -66,19 +67,19 @@ func runRuns(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if *asJSON {
-		if runs == nil {
-			runs = []sandbox.RunMeta{}
+		if list == nil {
+			list = []runs.Meta{}
 		}
 		if states == nil {
 			states = []string{}
 		}
-		b, _ := json.MarshalIndent(map[string]any{"runs": runs, "states": states}, "", "  ")
+		b, _ := json.MarshalIndent(map[string]any{"runs": list, "states": states}, "", "  ")
 		_, err := fmt.Fprintf(stdout, "%s\n", b)
 		return err
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSTATE\tCREATED\tWORKSPACE\tCOMMAND")
-	for _, r := range runs {
+	for _, r := range list {
 		ws := r.Workspace
 		if ws == "" {
 			ws = "-"
@@ -112,13 +113,13 @@ func allowHostFlag(fs *pflag.FlagSet) func() ([]sandbox.AllowHost, error) {
 
 // stateFlag adds --state to a command's flags; the function it returns
 // opens the state named (nil: none).
-func stateFlag(fs *pflag.FlagSet) func() (*sandbox.StateDir, error) {
+func stateFlag(fs *pflag.FlagSet) func() (*runs.StateDir, error) {
 	name := fs.String("state", "", "NAME of a server state: the server's own files outside the workspace are put back before it starts and saved when it ends, for servers that store data")
-	return func() (*sandbox.StateDir, error) {
+	return func() (*runs.StateDir, error) {
 		if *name == "" {
 			return nil, nil
 		}
-		if err := sandbox.CheckRunName(*name); err != nil {
+		if err := runs.CheckName(*name); err != nil {
 			return nil, usageError{"--state: " + err.Error()}
 		}
 		st, err := runStore()
@@ -132,7 +133,7 @@ func stateFlag(fs *pflag.FlagSet) func() (*sandbox.StateDir, error) {
 // nameFlag adds --name to scan: the scan's container is kept (stopped)
 // as a named run, its workspace changes listed by `changes` and written
 // by `apply`. The function it returns records the run and sets opts up
-// before the scan (sandbox.NamedRun, as run --name does); the one that
+// before the scan (runs.Named, as run --name does); the one that
 // returns reports the run after it, or forgets it when no container was
 // kept.
 func nameFlag(fs *pflag.FlagSet) func(opts *scan.Options, rounds int, stdout io.Writer) (func() error, error) {
@@ -141,7 +142,7 @@ func nameFlag(fs *pflag.FlagSet) func(opts *scan.Options, rounds int, stdout io.
 		if *name == "" {
 			return func() error { return nil }, nil
 		}
-		if err := sandbox.CheckRunName(*name); err != nil {
+		if err := runs.CheckName(*name); err != nil {
 			return nil, usageError{"--name: " + err.Error()}
 		}
 		if rounds > 1 {
@@ -154,7 +155,7 @@ func nameFlag(fs *pflag.FlagSet) func(opts *scan.Options, rounds int, stdout io.
 		if _, err := st.Get(*name); err == nil {
 			return nil, usageError{fmt.Sprintf("--name %s: a run of that name exists (see 'mcpsandbox runs')", *name)}
 		}
-		n, err := sandbox.BeginNamedRun(st, *name, opts.SessionOptions)
+		n, err := runs.Begin(st, *name, opts.SessionOptions)
 		if err != nil {
 			return nil, err
 		}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpsandbox/mcpsandbox/sandbox"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/runs"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
 )
 
@@ -39,8 +39,8 @@ func TestNamedRunCLI(t *testing.T) {
 	}
 	t.Cleanup(func() { cmd("clean", "edit") })
 	out, stderr, code := cmd("runs", "--json")
-	var listed struct{ Runs []sandbox.RunMeta }
-	if code != 0 || json.Unmarshal([]byte(out), &listed) != nil || len(listed.Runs) != 1 || listed.Runs[0].State != sandbox.RunStopped {
+	var listed struct{ Runs []runs.Meta }
+	if code != 0 || json.Unmarshal([]byte(out), &listed) != nil || len(listed.Runs) != 1 || listed.Runs[0].State != runs.Stopped {
 		t.Fatalf("runs: exit %d %s %s", code, out, stderr)
 	}
 	out, stderr, code = cmd("changes", "edit")

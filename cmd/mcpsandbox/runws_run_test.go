@@ -18,8 +18,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/proxy"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/runs"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
 )
 
@@ -32,10 +32,10 @@ func cliIn(t *testing.T, args ...string) (string, string, int) {
 }
 
 // listRuns is `mcpsandbox runs --json`.
-func listRuns(t *testing.T) []sandbox.RunMeta {
+func listRuns(t *testing.T) []runs.Meta {
 	t.Helper()
 	out, stderr, code := cliIn(t, "runs", "--json")
-	var listed struct{ Runs []sandbox.RunMeta }
+	var listed struct{ Runs []runs.Meta }
 	if code != 0 || json.Unmarshal([]byte(out), &listed) != nil {
 		t.Fatalf("runs: exit %d %s %s", code, out, stderr)
 	}
@@ -80,11 +80,11 @@ func TestRunNamedChangesApply(t *testing.T) {
 	if !kept {
 		t.Errorf("no kept record in the log")
 	}
-	runs := listRuns(t)
-	if len(runs) != 1 || runs[0].Name != "edit" || runs[0].State != sandbox.RunStopped || runs[0].Container == "" || runs[0].Upper == "" {
-		t.Fatalf("runs: %+v", runs)
+	list := listRuns(t)
+	if len(list) != 1 || list[0].Name != "edit" || list[0].State != runs.Stopped || list[0].Container == "" || list[0].Upper == "" {
+		t.Fatalf("runs: %+v", list)
 	}
-	in, err := cli.ContainerInspect(context.Background(), runs[0].Container)
+	in, err := cli.ContainerInspect(context.Background(), list[0].Container)
 	if err != nil || in.State == nil || in.State.Running {
 		t.Fatalf("the kept container: %v %+v (want it there, stopped)", err, in.State)
 	}
@@ -105,7 +105,7 @@ func TestRunNamedChangesApply(t *testing.T) {
 	if out, errs, code = cliIn(t, "clean", "edit"); code != 0 {
 		t.Fatalf("clean edit: exit %d %s %s", code, out, errs)
 	}
-	if _, err := cli.ContainerInspect(context.Background(), runs[0].Container); err == nil {
+	if _, err := cli.ContainerInspect(context.Background(), list[0].Container); err == nil {
 		t.Error("the run's container is still there after clean")
 	}
 }
@@ -144,8 +144,8 @@ func TestRunState(t *testing.T) {
 		t.Errorf("third run's memory %q\nstderr:\n%s", got, stderr)
 	}
 	cs.Close()
-	if runs := listRuns(t); len(runs) != 2 || runs[0].StateName != "memo" {
-		t.Errorf("runs: %+v", runs)
+	if list := listRuns(t); len(list) != 2 || list[0].StateName != "memo" {
+		t.Errorf("runs: %+v", list)
 	}
 }
 
@@ -162,8 +162,8 @@ func TestRunRmLeavesNothing(t *testing.T) {
 		"--mount", fx.Source+":"+fx.Target, "--", sandboxtest.FixtureMount, "honest")
 	callText(t, cs, stderr, "add_note", map[string]any{"text": "lost"})
 	cs.Close()
-	if runs := listRuns(t); len(runs) != 0 {
-		t.Errorf("runs after --rm: %+v", runs)
+	if list := listRuns(t); len(list) != 0 {
+		t.Errorf("runs after --rm: %+v", list)
 	}
 	if entries, _ := os.ReadDir(filepath.Join(state, "mcpsandbox", "runs")); len(entries) != 0 {
 		t.Errorf("run store after --rm: %v", entries)
@@ -206,7 +206,7 @@ func TestRunName(t *testing.T) {
 		t.Fatalf("default name %q %v", opts.Name, err)
 	}
 	first := opts.Name
-	if err := st.Create(sandbox.RunMeta{Name: first, State: sandbox.RunStopped}, nil); err != nil {
+	if err := st.Create(runs.Meta{Name: first, State: runs.Stopped}, nil); err != nil {
 		t.Fatal(err)
 	}
 	// The same second, or another: either way a name not taken.
@@ -251,16 +251,16 @@ func TestRunNamedSignalled(t *testing.T) {
 	if err := cs.Ping(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if runs := listRuns(t); len(runs) != 1 || runs[0].State != sandbox.RunRunning || runs[0].Container == "" {
-		t.Fatalf("runs mid-call: %+v", runs)
+	if list := listRuns(t); len(list) != 1 || list[0].State != runs.Running || list[0].Container == "" {
+		t.Fatalf("runs mid-call: %+v", list)
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	cs.Close()
-	runs := listRuns(t)
-	if len(runs) != 1 || runs[0].State != sandbox.RunStopped {
-		t.Fatalf("runs after SIGTERM: %+v\nstderr:\n%s", runs, stderr)
+	list := listRuns(t)
+	if len(list) != 1 || list[0].State != runs.Stopped {
+		t.Fatalf("runs after SIGTERM: %+v\nstderr:\n%s", list, stderr)
 	}
-	if in, err := cli.ContainerInspect(context.Background(), runs[0].Container); err != nil || in.State == nil || in.State.Running {
+	if in, err := cli.ContainerInspect(context.Background(), list[0].Container); err != nil || in.State == nil || in.State.Running {
 		t.Errorf("the kept container: %v %+v (want it there, stopped)", err, in.State)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/overlay"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/runs"
 )
 
 // RunOptions configure `mcpsandbox run`: one server in one sandbox, for
@@ -70,8 +71,8 @@ type RunOptions struct {
 	// `changes`, `apply` and `clean` (empty: the container is removed,
 	// as with --rm).
 	Name string
-	// Store is where a named run is recorded (zero: sandbox.DefaultRunStore).
-	Store sandbox.RunStore
+	// Store is where a named run is recorded (zero: runs.DefaultStore).
+	Store runs.Store
 }
 
 // DefaultPhaseInterval is how often run collects, between calls, what the
@@ -168,7 +169,7 @@ func Run(ctx context.Context, cli sandbox.Engine, opts RunOptions) (RunResult, e
 // removed unless SessionOptions.Keep), then the end record with the teardown's
 // effects and the session's problems. A named run's container is kept,
 // stopped, and its record says where.
-func endRun(ctx context.Context, s *sandbox.Session, log *runLog, named *sandbox.NamedRun, why string) {
+func endRun(ctx context.Context, s *sandbox.Session, log *runLog, named *runs.Named, why string) {
 	err := s.Close(ctx)
 	namedEnded(named, s, log)
 	rep := s.Report()
@@ -191,23 +192,23 @@ func endRun(ctx context.Context, s *sandbox.Session, log *runLog, named *sandbox
 }
 
 // startNamed records the named run (nil: the run is not named).
-func (o RunOptions) startNamed(so sandbox.SessionOptions) (*sandbox.NamedRun, error) {
+func (o RunOptions) startNamed(so sandbox.SessionOptions) (*runs.Named, error) {
 	if o.Name == "" {
 		return nil, nil
 	}
 	st := o.Store
 	if st.Root == "" {
 		var err error
-		if st, err = sandbox.DefaultRunStore(); err != nil {
+		if st, err = runs.DefaultStore(); err != nil {
 			return nil, err
 		}
 	}
-	return sandbox.BeginNamedRun(st, o.Name, so)
+	return runs.Begin(st, o.Name, so)
 }
 
 // namedStarted records the running container of a named run (n nil: not
 // named).
-func namedStarted(n *sandbox.NamedRun, s *sandbox.Session, log *runLog) {
+func namedStarted(n *runs.Named, s *sandbox.Session, log *runLog) {
 	if n == nil {
 		return
 	}
@@ -217,7 +218,7 @@ func namedStarted(n *sandbox.NamedRun, s *sandbox.Session, log *runLog) {
 }
 
 // namedEnded records the kept, stopped container of a named run.
-func namedEnded(n *sandbox.NamedRun, s *sandbox.Session, log *runLog) {
+func namedEnded(n *runs.Named, s *sandbox.Session, log *runLog) {
 	if n == nil {
 		return
 	}

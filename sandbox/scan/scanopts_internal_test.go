@@ -12,6 +12,7 @@ import (
 
 	"github.com/docker/docker/api/types/container"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/runs"
 )
 
 // noContainers is an engine with no container to reap.
@@ -66,8 +67,8 @@ func fill(t *testing.T, v reflect.Value, path string) {
 		switch {
 		case reflect.TypeFor[*bytes.Buffer]().Implements(v.Type()):
 			v.Set(reflect.ValueOf(&bytes.Buffer{}))
-		case reflect.TypeFor[*sandbox.StateDir]().Implements(v.Type()):
-			v.Set(reflect.ValueOf(&sandbox.StateDir{Name: path}))
+		case reflect.TypeFor[*runs.StateDir]().Implements(v.Type()):
+			v.Set(reflect.ValueOf(&runs.StateDir{Name: path}))
 		default:
 			t.Fatalf("%s: an interface fill does not know", path)
 		}

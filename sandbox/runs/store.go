@@ -1,4 +1,4 @@
-package sandbox
+package runs
 
 import (
 	"context"
@@ -18,13 +18,15 @@ import (
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/mcpsandbox/mcpsandbox/overlay"
+	"github.com/mcpsandbox/mcpsandbox/sandbox"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/internal/enum"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 )
 
 // Named runs and server states live under the user's state directory
 // ($XDG_STATE_HOME/mcpsandbox, else ~/.local/state/mcpsandbox):
 //
-//	runs/NAME/run.json        the run's metadata (RunMeta)
+//	runs/NAME/run.json        the run's metadata (Meta)
 //	runs/NAME/baseline.json   the workspace's identity when it started
 //	states/NAME/files.tar     a server's own files outside the workspace
 //	states/NAME/state.json    what was saved, when
@@ -51,26 +53,26 @@ func StateRoot() (string, error) {
 // runNameRE is what a run or state name may be: it is a directory name.
 var runNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$`)
 
-// ErrRunName marks a name that cannot be a run's or a state's.
-var ErrRunName = errors.New("bad name")
+// ErrName marks a name that cannot be a run's or a state's.
+var ErrName = errors.New("bad name")
 
 // ErrNoRun marks a run name the store does not have.
 var ErrNoRun = errors.New("no such run")
 
-// ErrRunExists marks a name taken already.
-var ErrRunExists = errors.New("a run of that name exists")
+// ErrExists marks a name taken already.
+var ErrExists = errors.New("a run of that name exists")
 
-// CheckRunName says whether name can name a run or a state.
-func CheckRunName(name string) error {
+// CheckName says whether name can name a run or a state.
+func CheckName(name string) error {
 	if !runNameRE.MatchString(name) {
-		return fmt.Errorf("%w %q: letters, digits, '.', '_' and '-', at most 100, not starting with a punctuation mark", ErrRunName, name)
+		return fmt.Errorf("%w %q: letters, digits, '.', '_' and '-', at most 100, not starting with a punctuation mark", ErrName, name)
 	}
 	return nil
 }
 
-// DefaultRunName names a run from its start and its command:
+// DefaultName names a run from its start and its command:
 // 20261201-095200-server (the command's base name, made safe).
-func DefaultRunName(start time.Time, argv []string) string {
+func DefaultName(start time.Time, argv []string) string {
 	cmd := "server"
 	for _, a := range argv {
 		// The package or script, not the interpreter or npx.
@@ -94,35 +96,35 @@ func DefaultRunName(start time.Time, argv []string) string {
 	return (start.UTC().Format("20060102-150405") + "-" + cmd)[:min(100, 16+len(cmd))]
 }
 
-// RunState is where a named run is.
-type RunState int
+// State is where a named run is.
+type State int
 
 const (
-	// RunRunning: its runner is serving it.
-	RunRunning RunState = iota + 1
-	// RunStopped: it ended; its container is kept, stopped.
-	RunStopped
-	// RunGone: its container is no longer there (removed outside
+	// Running: its runner is serving it.
+	Running State = iota + 1
+	// Stopped: it ended; its container is kept, stopped.
+	Stopped
+	// Gone: its container is no longer there (removed outside
 	// mcpsandbox): its changes are lost.
-	RunGone
+	Gone
 )
 
-var runStateNames = []string{RunRunning: "running", RunStopped: "stopped", RunGone: "gone"}
+var runStateNames = []string{Running: "running", Stopped: "stopped", Gone: "gone"}
 
-func (r RunState) String() string { return enumName(runStateNames, int(r)) }
+func (r State) String() string { return enum.Name(runStateNames, int(r)) }
 
 // MarshalText keeps the JSON a name.
-func (r RunState) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+func (r State) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
 
 // UnmarshalText reads a name.
-func (r *RunState) UnmarshalText(b []byte) error {
-	v, err := parseEnum(runStateNames, "run state", string(b))
-	*r = RunState(v)
+func (r *State) UnmarshalText(b []byte) error {
+	v, err := enum.Parse(runStateNames, "run state", string(b))
+	*r = State(v)
 	return err
 }
 
-// RunMeta is a named run's record.
-type RunMeta struct {
+// Meta is a named run's record.
+type Meta struct {
 	Name    string   `json:"name"`
 	Command []string `json:"command"`
 	Image   string   `json:"image"`
@@ -134,7 +136,7 @@ type RunMeta struct {
 	// Container is the kept container's id.
 	Container string    `json:"container,omitempty"`
 	Created   time.Time `json:"created"`
-	State     RunState  `json:"state"`
+	State     State     `json:"state"`
 	// StateName is the server state (--state) the run used.
 	StateName string `json:"stateName,omitempty"`
 	// Planted are the paths the runner put in the workspace (relative to
@@ -145,24 +147,24 @@ type RunMeta struct {
 	Owner string `json:"owner,omitempty"`
 }
 
-// RunStore keeps named runs in a directory.
-type RunStore struct {
+// Store keeps named runs in a directory.
+type Store struct {
 	Root string // the state root (StateRoot)
 }
 
-// DefaultRunStore is the store under the user's state directory.
-func DefaultRunStore() (RunStore, error) {
+// DefaultStore is the store under the user's state directory.
+func DefaultStore() (Store, error) {
 	root, err := StateRoot()
-	return RunStore{Root: root}, err
+	return Store{Root: root}, err
 }
 
-func (st RunStore) runDir(name string) string   { return filepath.Join(st.Root, "runs", name) }
-func (st RunStore) stateDir(name string) string { return filepath.Join(st.Root, "states", name) }
+func (st Store) runDir(name string) string   { return filepath.Join(st.Root, "runs", name) }
+func (st Store) stateDir(name string) string { return filepath.Join(st.Root, "states", name) }
 
 // Create records a new run with its workspace baseline; a name taken
 // already is refused.
-func (st RunStore) Create(meta RunMeta, baseline *overlay.Baseline) error {
-	if err := CheckRunName(meta.Name); err != nil {
+func (st Store) Create(meta Meta, baseline *overlay.Baseline) error {
+	if err := CheckName(meta.Name); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Join(st.Root, "runs"), 0o700); err != nil {
@@ -174,9 +176,9 @@ func (st RunStore) Create(meta RunMeta, baseline *overlay.Baseline) error {
 			if old, gerr := st.Get(meta.Name); gerr == nil && runnerDied(old) {
 				// Not taken over: two runners doing so at once could
 				// each remove the other's new record.
-				return fmt.Errorf("%w: %s (its runner died before its container was made; 'mcpsandbox clean %s' frees the name)", ErrRunExists, meta.Name, meta.Name)
+				return fmt.Errorf("%w: %s (its runner died before its container was made; 'mcpsandbox clean %s' frees the name)", ErrExists, meta.Name, meta.Name)
 			}
-			return fmt.Errorf("%w: %s", ErrRunExists, meta.Name)
+			return fmt.Errorf("%w: %s", ErrExists, meta.Name)
 		}
 		return fmt.Errorf("making the run's directory: %w", err)
 	}
@@ -189,34 +191,34 @@ func (st RunStore) Create(meta RunMeta, baseline *overlay.Baseline) error {
 }
 
 // Update writes the run's metadata again.
-func (st RunStore) Update(meta RunMeta) error {
-	if err := CheckRunName(meta.Name); err != nil {
+func (st Store) Update(meta Meta) error {
+	if err := CheckName(meta.Name); err != nil {
 		return err
 	}
 	return writeJSON(filepath.Join(st.runDir(meta.Name), "run.json"), meta)
 }
 
 // Get reads a run's metadata.
-func (st RunStore) Get(name string) (RunMeta, error) {
-	if err := CheckRunName(name); err != nil {
-		return RunMeta{}, err
+func (st Store) Get(name string) (Meta, error) {
+	if err := CheckName(name); err != nil {
+		return Meta{}, err
 	}
-	var m RunMeta
+	var m Meta
 	b, err := os.ReadFile(filepath.Join(st.runDir(name), "run.json"))
 	if errors.Is(err, fs.ErrNotExist) {
-		return RunMeta{}, fmt.Errorf("%w: %s", ErrNoRun, name)
+		return Meta{}, fmt.Errorf("%w: %s", ErrNoRun, name)
 	}
 	if err != nil {
-		return RunMeta{}, fmt.Errorf("reading run %s: %w", name, err)
+		return Meta{}, fmt.Errorf("reading run %s: %w", name, err)
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
-		return RunMeta{}, fmt.Errorf("reading run %s: %w", name, err)
+		return Meta{}, fmt.Errorf("reading run %s: %w", name, err)
 	}
 	return m, nil
 }
 
 // Baseline reads a run's workspace baseline.
-func (st RunStore) Baseline(name string) (overlay.Baseline, error) {
+func (st Store) Baseline(name string) (overlay.Baseline, error) {
 	var b overlay.Baseline
 	raw, err := os.ReadFile(filepath.Join(st.runDir(name), "baseline.json"))
 	if err != nil {
@@ -229,15 +231,15 @@ func (st RunStore) Baseline(name string) (overlay.Baseline, error) {
 }
 
 // SaveBaseline writes a run's baseline again (after an apply).
-func (st RunStore) SaveBaseline(name string, b overlay.Baseline) error {
-	if err := CheckRunName(name); err != nil {
+func (st Store) SaveBaseline(name string, b overlay.Baseline) error {
+	if err := CheckName(name); err != nil {
 		return err
 	}
 	return writeJSON(filepath.Join(st.runDir(name), "baseline.json"), b)
 }
 
 // List reads every run, oldest first (ties by name).
-func (st RunStore) List() ([]RunMeta, error) {
+func (st Store) List() ([]Meta, error) {
 	ents, err := os.ReadDir(filepath.Join(st.Root, "runs"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -245,9 +247,9 @@ func (st RunStore) List() ([]RunMeta, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listing runs: %w", err)
 	}
-	var out []RunMeta
+	var out []Meta
 	for _, e := range ents {
-		if !e.IsDir() || CheckRunName(e.Name()) != nil {
+		if !e.IsDir() || CheckName(e.Name()) != nil {
 			continue
 		}
 		m, err := st.Get(e.Name())
@@ -268,48 +270,48 @@ func (st RunStore) List() ([]RunMeta, error) {
 // runnerDied says whether m is a record of a run still starting whose
 // runner is dead (killed before its container was made, or before it
 // said which): no container will ever be recorded.
-func runnerDied(m RunMeta) bool {
-	return m.State == RunRunning && m.Container == "" && m.Owner != "" && !label.OwnerAlive(m.Owner)
+func runnerDied(m Meta) bool {
+	return m.State == Running && m.Container == "" && m.Owner != "" && !label.OwnerAlive(m.Owner)
 }
 
-// RunEngine is the part of the Engine API named runs use.
-type RunEngine interface {
+// Engine is the part of the Engine API named runs use.
+type Engine interface {
 	ContainerInspect(ctx context.Context, containerID string) (container.InspectResponse, error)
 	ContainerRemove(ctx context.Context, containerID string, options container.RemoveOptions) error
 }
 
 // Refresh sets the run's state from its container: gone when it is not
 // there, stopped when it no longer runs.
-func (st RunStore) Refresh(ctx context.Context, cli RunEngine, m RunMeta) (RunMeta, error) {
+func (st Store) Refresh(ctx context.Context, cli Engine, m Meta) (Meta, error) {
 	if m.Container == "" {
 		if runnerDied(m) {
-			m.State = RunGone
+			m.State = Gone
 		}
 		return m, nil
 	}
 	in, err := cli.ContainerInspect(ctx, m.Container)
 	switch {
 	case cerrdefs.IsNotFound(err):
-		m.State = RunGone
+		m.State = Gone
 	case err != nil:
 		return m, fmt.Errorf("inspecting the container of run %s: %w", m.Name, err)
 	case in.State != nil && in.State.Running:
-		m.State = RunRunning
+		m.State = Running
 	default:
-		m.State = RunStopped
+		m.State = Stopped
 	}
 	return m, nil
 }
 
 // Remove removes a run: its container (force, were it running) and its
 // directory.
-func (st RunStore) Remove(ctx context.Context, cli RunEngine, name string) error {
+func (st Store) Remove(ctx context.Context, cli Engine, name string) error {
 	m, err := st.Get(name)
 	if err != nil {
 		return err
 	}
 	if m.Container != "" {
-		if err := removeContainer(ctx, cli, m.Container); err != nil {
+		if err := sandbox.RemoveContainer(ctx, cli, m.Container); err != nil {
 			return err
 		}
 	}
@@ -321,7 +323,7 @@ func (st RunStore) Remove(ctx context.Context, cli RunEngine, name string) error
 
 // Forget drops name's record where its run made no container (the image
 // is missing, the engine refused it): nothing is kept, the name is free.
-func (st RunStore) Forget(name string) error {
+func (st Store) Forget(name string) error {
 	if err := os.RemoveAll(st.runDir(name)); err != nil {
 		return fmt.Errorf("forgetting run %s: %w", name, err)
 	}
@@ -329,7 +331,7 @@ func (st RunStore) Forget(name string) error {
 }
 
 // Containers are the ids of the runs' containers (for clean to leave).
-func (st RunStore) Containers() (map[string]bool, error) {
+func (st Store) Containers() (map[string]bool, error) {
 	runs, err := st.List()
 	if err != nil {
 		return nil, err
@@ -346,7 +348,7 @@ func (st RunStore) Containers() (map[string]bool, error) {
 // ApplyOptions are what overlay.Changes and overlay.Apply need of a run,
 // its upper dir found again from its container (the layer directory may
 // move only with the container).
-func (st RunStore) ApplyOptions(ctx context.Context, cli RunEngine, name string) (overlay.ApplyOptions, error) {
+func (st Store) ApplyOptions(ctx context.Context, cli Engine, name string) (overlay.ApplyOptions, error) {
 	m, err := st.Get(name)
 	if err != nil {
 		return overlay.ApplyOptions{}, err
@@ -358,9 +360,9 @@ func (st RunStore) ApplyOptions(ctx context.Context, cli RunEngine, name string)
 		return overlay.ApplyOptions{}, err
 	}
 	switch m.State {
-	case RunGone:
+	case Gone:
 		return overlay.ApplyOptions{}, fmt.Errorf("the container of run %s is gone, and its changes with it", name)
-	case RunRunning:
+	case Running:
 		return overlay.ApplyOptions{}, fmt.Errorf("run %s is still running: its changes are read once it stopped", name)
 	}
 	b, err := st.Baseline(name)

@@ -1,4 +1,4 @@
-package sandbox
+package runs
 
 import (
 	"fmt"
@@ -6,28 +6,29 @@ import (
 	"time"
 
 	"github.com/mcpsandbox/mcpsandbox/overlay"
+	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 )
 
-// NamedRun is a named run's record while its session runs, for `scan
+// Named is a named run's record while its session runs, for `scan
 // --name` and `run --name` alike: made before anything starts, with the
 // workspace's baseline, so that a name taken is refused before a
 // container exists; given the container once it runs (Started); completed
 // once the container is kept and stopped (Kept), or forgotten when none
 // was made (Forget).
-type NamedRun struct {
-	store RunStore
-	meta  RunMeta
+type Named struct {
+	store Store
+	meta  Meta
 	done  bool
 }
 
-// BeginNamedRun records run name of the session so in store, state
-// RunRunning. The session must be opened with Keep set.
-func BeginNamedRun(store RunStore, name string, so SessionOptions) (*NamedRun, error) {
-	if err := CheckRunName(name); err != nil {
+// Begin records run name of the session so in store, state
+// Running. The session must be opened with Keep set.
+func Begin(store Store, name string, so sandbox.SessionOptions) (*Named, error) {
+	if err := CheckName(name); err != nil {
 		return nil, err
 	}
-	n := &NamedRun{store: store, meta: RunMeta{Name: name, Command: so.Argv, Image: so.Image, Created: time.Now().UTC(), State: RunRunning,
+	n := &Named{store: store, meta: Meta{Name: name, Command: so.Argv, Image: so.Image, Created: time.Now().UTC(), State: Running,
 		Owner: label.SelfOwner()}}
 	if so.State != nil {
 		n.meta.StateName = so.State.StateName()
@@ -52,7 +53,7 @@ func BeginNamedRun(store RunStore, name string, so SessionOptions) (*NamedRun, e
 
 // Started records the running container, so that `runs` finds it (and
 // its state) even if the runner is killed before the end.
-func (n *NamedRun) Started(s *Session) error {
+func (n *Named) Started(s *sandbox.Session) error {
 	n.meta.Container, n.meta.Upper = s.ContainerID(), s.WorkspaceUpper()
 	return n.store.Update(n.meta)
 }
@@ -63,12 +64,12 @@ func (n *NamedRun) Started(s *Session) error {
 // line says that too). A session that made no container (the image is
 // missing, the engine refused it) has nothing to keep: its name is
 // forgotten, and the line is "".
-func (n *NamedRun) Kept(k KeptSession) (string, error) {
+func (n *Named) Kept(k sandbox.KeptSession) (string, error) {
 	n.done = true
 	if k.Container == "" {
 		return "", n.store.Forget(n.meta.Name)
 	}
-	n.meta.Container, n.meta.Upper, n.meta.Planted, n.meta.State = k.Container, k.WorkspaceUpper, k.Planted, RunStopped
+	n.meta.Container, n.meta.Upper, n.meta.Planted, n.meta.State = k.Container, k.WorkspaceUpper, k.Planted, Stopped
 	n.meta.Owner = ""
 	name := n.meta.Name
 	msg := fmt.Sprintf("kept run %s ('mcpsandbox changes %s', 'apply %s', 'clean %s')", name, name, name, name)
@@ -82,11 +83,11 @@ func (n *NamedRun) Kept(k KeptSession) (string, error) {
 }
 
 // Name is the run's name.
-func (n *NamedRun) Name() string { return n.meta.Name }
+func (n *Named) Name() string { return n.meta.Name }
 
 // Forget drops the record unless Kept completed it: the session never
 // kept a container (a scan that failed before one was made).
-func (n *NamedRun) Forget() error {
+func (n *Named) Forget() error {
 	if n.done {
 		return nil
 	}
