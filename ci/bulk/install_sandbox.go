@@ -24,6 +24,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/probes"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/phase"
 )
 
 // ScriptRunner runs an installed tree's lifecycle scripts in a sandbox.
@@ -191,7 +192,7 @@ func (r *SandboxScripts) RunScripts(ctx context.Context, t ScriptTree) (InstallR
 			timeout = max(left, time.Second).Round(time.Second)
 		}
 	}
-	res, err := sandbox.RunPhase(ctx, r.Engine, opts, sandbox.PhaseOptions{Name: report.PhaseInstall, Timeout: timeout, Bait: &bait, Extract: PackageTarget, ExtractTo: lw})
+	res, err := phase.Run(ctx, r.Engine, opts, phase.Options{Name: report.PhaseInstall, Timeout: timeout, Bait: &bait, Extract: PackageTarget, ExtractTo: lw})
 	rep := installReport(res, t, build, opts.Network)
 	if ctx.Err() != nil {
 		return InstallRun{}, ctx.Err()
@@ -207,7 +208,7 @@ func (r *SandboxScripts) RunScripts(ctx context.Context, t ScriptTree) (InstallR
 		// fetched as if its scripts had failed (scriptsFailed).
 		lostInstall(rep)
 		return InstallRun{}, &InstallError{Report: rep, Err: fmt.Errorf("%w: the install sandbox: %w", ErrInstall, err)}
-	case err != nil && !errors.Is(err, sandbox.ErrPhaseExtract) && !lw.over:
+	case err != nil && !errors.Is(err, phase.ErrExtract) && !lw.over:
 		return InstallRun{}, fmt.Errorf("%w: the install sandbox: %w", ErrInstall, err)
 	case !res.Ended:
 		return InstallRun{}, &InstallError{Report: rep, Err: fmt.Errorf("%w: the install scripts did not end within %s", ErrInstall, timeout)}
@@ -274,7 +275,7 @@ func installKey(t ScriptTree, buildID, runtimeID string) string {
 // installReport is the install's report: report.Install filled from the
 // run, the teardown folded into the install phase (what the scripts left
 // running did is theirs), the sandbox's problems kept in Install.
-func installReport(res sandbox.PhaseResult, t ScriptTree, build string, network sandbox.NetworkMode) *report.Report {
+func installReport(res phase.Result, t ScriptTree, build string, network sandbox.NetworkMode) *report.Report {
 	rep := res.Report
 	if rep == nil {
 		rep = report.New()
