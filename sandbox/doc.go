@@ -6,6 +6,7 @@
 // (transcript, stderr) they leave. It observes; it does not judge.
 //
 // The drivers build on a Session: the batch scan (sandbox/scan), run's
-// proxy (sandbox/proxy), the client test (sandbox/clientrun). See
-// docs/architecture.md.
+// proxy (sandbox/proxy), the client test (sandbox/clientrun), bulk's
+// install (sandbox/phase); named runs and server states are sandbox/runs.
+// See docs/architecture.md.
 package sandbox
