@@ -8,8 +8,6 @@ import (
 	"os"
 	"strings"
 
-	"golang.org/x/term"
-
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/runs"
@@ -38,7 +36,7 @@ func cleanCommand(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	if fs.NArg() > 0 && (asks || *withImages || *allRuns || *states) {
 		return usageError{"clean RUN... removes those runs and nothing else: give the runs or the flags, not both"}
 	}
-	if asks && !*yes && !readsTerminal(stdin) {
+	if asks && !*yes && !isTerminal(stdin) {
 		return usageError{"clean --live and --kept remove what other processes and users may own: with no terminal to ask on, add --yes"}
 	}
 	st, err := runStore()
@@ -99,13 +97,6 @@ func cleanCommand(ctx context.Context, args []string, stdin io.Reader, stdout, s
 	res, err := sandbox.Clean(ctx, cli, opts)
 	printCleaned(stdout, res)
 	return err
-}
-
-// readsTerminal says whether r is a terminal a person can answer on (not
-// /dev/null, which is a character device too).
-func readsTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // cleanRuns removes the store's runs whose runner is gone; a run still

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/probes"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/scan"
+	"golang.org/x/term"
 )
 
 func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
@@ -173,11 +173,9 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 // maxRounds bounds --rounds: each round is a whole scan.
 const maxRounds = 100
 
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+// isTerminal says whether v (a reader or a writer) is a terminal, as
+// golang.org/x/term tells one: /dev/null, a character device too, is not.
+func isTerminal(v any) bool {
+	f, ok := v.(interface{ Fd() uintptr })
+	return ok && term.IsTerminal(int(f.Fd()))
 }
