@@ -40,9 +40,9 @@ func boundFlags(fs *pflag.FlagSet) func() (sandbox.Bounds, error) {
 // reportBoundFlag adds --max-report, the bound on the JSON report's bytes
 // outside timing, and returns what reads it.
 func reportBoundFlag(fs *pflag.FlagSet) func() int64 {
-	b := byteSize(verdict.DefaultMaxReport)
-	fs.Var(&b, "max-report", "bound on the JSON report's bytes (outside timing); past it the report sheds result texts, then arguments, texts, effect lists: a report-bound problem and a report-truncated finding that fails the gate. Units B, KiB, MiB, GiB; a bare number is MiB")
-	return func() int64 { return int64(b) }
+	b := byteSize{n: verdict.DefaultMaxReport, bareWasMiB: true}
+	fs.Var(&b, "max-report", "bound on the JSON report's bytes (outside timing); past it the report sheds result texts, then arguments, texts, effect lists: a report-bound problem and a report-truncated finding that fails the gate: "+sizeHelp)
+	return func() int64 { return b.n }
 }
 
 // runnerMemoryLimit is the runner's soft memory limit: the garbage

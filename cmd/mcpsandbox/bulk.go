@@ -158,7 +158,7 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		o.Progress = &barProgress{w: stderr}
 	}
 	res, runErr := bulk.Run(ctx, specs, o)
-	evictAfterScan(ctx, cli, int64(*cacheSize), base.Log, stderr)
+	evictAfterScan(ctx, cli, cacheSize(), base.Log, stderr)
 	if errors.Is(runErr, bulk.ErrBatch) {
 		return runErr
 	}

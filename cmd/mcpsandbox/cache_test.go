@@ -11,27 +11,6 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
 )
 
-func TestParseBytes(t *testing.T) {
-	for in, want := range map[string]int64{
-		"0": 0, "1024": 1024, "2GiB": 2 << 30, "2G": 2 << 30, "1.5MiB": 3 << 19, "500MB": 500e6, "10 KiB": 10 << 10, "7B": 7,
-	} {
-		got, err := parseBytes(in)
-		if err != nil || got != want {
-			t.Errorf("parseBytes(%q) = %d, %v; want %d", in, got, err, want)
-		}
-	}
-	for _, in := range []string{"", "-1", "1XB", "GiB", "1e30GiB"} {
-		if n, err := parseBytes(in); err == nil {
-			t.Errorf("parseBytes(%q) = %d, want an error", in, n)
-		}
-	}
-	for n, want := range map[int64]string{0: "0B", 2 << 30: "2GiB", 3 << 19: "1.5MiB", 1536: "1.5KiB"} {
-		if got := formatBytes(n); got != want {
-			t.Errorf("formatBytes(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
-
 // TestImagesListShowsTheCache: a workspace layer shows in `images ls`
 // with its own size, its last use and whether a container uses it, with
 // the cache's total; `images prune` within a bound removes nothing; a

@@ -126,10 +126,10 @@ func runImagesPrune(ctx context.Context, args []string, stdout, stderr io.Writer
 		return err
 	}
 	defer cli.Close()
-	res, err := sandbox.Evict(ctx, cli, sandbox.EvictOptions{MaxBytes: int64(*size)})
+	res, err := sandbox.Evict(ctx, cli, sandbox.EvictOptions{MaxBytes: size()})
 	for _, im := range res.Removed {
 		fmt.Fprintf(stdout, "evicted %s (%s)\n", im.Ref, formatBytes(im.Own))
 	}
-	fmt.Fprintf(stdout, "the cache holds %s (bound %s); %d image(s) over the bound are in use or kept\n", formatBytes(res.Size), formatBytes(int64(*size)), len(res.Pinned))
+	fmt.Fprintf(stdout, "the cache holds %s (bound %s); %d image(s) over the bound are in use or kept\n", formatBytes(res.Size), formatBytes(size()), len(res.Pinned))
 	return err
 }

@@ -166,7 +166,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	_, err = gate.Run(ctx, cli, gate.Options{Scan: opts, Verdict: verdict.Config{Policy: policy, Contract: pinned, Baseline: base},
 		FailOn: failGate, Outputs: outputs, Transcript: *transcript, TranscriptUnredacted: *transcriptUnredacted, ContractOut: *contractOut, WriteBaseline: *writeBaseline,
 		NoReplay: *noReplay, Rounds: *rounds, MaxReport: maxReport(), Version: version(), Stdout: stdout, Notice: stderr})
-	evictAfterScan(ctx, cli, int64(*cacheSize), opts.Log, stderr)
+	evictAfterScan(ctx, cli, cacheSize(), opts.Log, stderr)
 	return err
 }
 

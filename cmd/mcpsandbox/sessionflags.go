@@ -102,8 +102,8 @@ func sessionFlags(fs *pflag.FlagSet, which sessionFlag, stderr io.Writer) func(s
 		fs.Int64Var(&limits.MemoryMB, "memory", limits.MemoryMB, "memory limit in MiB")
 		fs.Float64Var(&limits.CPUs, "cpus", limits.CPUs, "CPU limit")
 		hashBudget := fs.Int64("hash-budget", overlay.DefaultHashBudget>>20, "MiB each snapshot may read to compare files by content; files past it are left unhashed, a hash-budget-exceeded finding")
-		disk := byteSize(sandbox.DefaultDisk)
-		fs.Var(&disk, "disk", "bound on the space the server's writes may hold (upper layer, workspace and package changes, /dev/shm): past it the server is stopped, a disk-bound-exceeded finding")
+		disk := byteSize{n: sandbox.DefaultDisk, bareWasMiB: true}
+		fs.Var(&disk, "disk", "bound on the space the server's writes may hold (upper layer, workspace and package changes, /dev/shm): past it the server is stopped, a disk-bound-exceeded finding: "+sizeHelp)
 		diskInterval := fs.Duration("disk-interval", sandbox.DefaultDiskInterval, "how often the disk use is measured (what a writer gets past --disk grows with it)")
 		maxFiles := fs.Int("max-files", 0, "entries walked per file snapshot (default 200,000; 20,000 with --changes api); past it the snapshot is truncated, a problem and a finding")
 		changes := sandbox.ChangesAuto
@@ -115,7 +115,7 @@ func sessionFlags(fs *pflag.FlagSet, which sessionFlag, stderr io.Writer) func(s
 			if *diskInterval <= 0 {
 				return usageError{fmt.Sprintf("--disk-interval %s: want more than 0", *diskInterval)}
 			}
-			so.Limits, so.Disk, so.DiskInterval, so.Changes = limits, int64(disk), *diskInterval, changes
+			so.Limits, so.Disk, so.DiskInterval, so.Changes = limits, disk.n, *diskInterval, changes
 			so.FileLimits.HashBudget, so.FileLimits.MaxEntries = *hashBudget<<20, *maxFiles
 			return nil
 		})
