@@ -8,6 +8,7 @@ require (
 	github.com/docker/docker v28.5.2+incompatible
 	github.com/docker/go-units v0.5.0
 	github.com/google/jsonschema-go v0.4.3
+	github.com/google/renameio/v2 v2.0.2
 	github.com/joshdk/go-junit v1.0.0
 	github.com/moby/profiles/seccomp v0.3.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0

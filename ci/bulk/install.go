@@ -3,10 +3,10 @@ package bulk
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/google/renameio/v2"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 )
 
@@ -43,31 +43,13 @@ type Installed struct {
 // (--package DIR:/package).
 const PackageTarget = "/package"
 
-// writeAtomic writes b to path through a temporary file in the same
-// directory and a rename: a reader sees the old file or the new, never
-// half of one, and an interrupted write leaves no path.
+// writeAtomic writes b to path through renameio: a temporary file in the
+// same directory, synced, then renamed, so that a reader sees the old file
+// or the new, never half of one, and an interrupted write leaves no path.
+// The mode is 0644 whatever the umask, as the results always were.
 func writeAtomic(path string, b []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
+	if err := renameio.WriteFile(path, b, 0o644, renameio.WithTempDir(filepath.Dir(path)), renameio.WithStaticPermissions(0o644)); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, werr := f.Write(b)
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(tmp, 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, path)
-	}
-	if werr != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, werr)
 	}
 	return nil
 }

@@ -60,6 +60,13 @@ func (n NPM) cacheTarball(path string) (string, string, error) {
 	defer os.Remove(tmp.Name()) // gone once renamed
 	h := sha512.New()
 	_, err = io.Copy(io.MultiWriter(tmp, h), f)
+	if err == nil {
+		// Synced before the rename: a crash must not leave an empty file
+		// under the name of a hash it does not have. (Its name comes from
+		// the content, so renameio, which needs the name first, does not
+		// fit: one read hashes and copies, so the two cannot differ.)
+		err = tmp.Sync()
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/renameio/v2"
 	"github.com/mcpsandbox/mcpsandbox/overlay"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 )
@@ -126,14 +127,13 @@ func (sd *StateDir) save(upper string, skip []string) (sandbox.StateInfo, error)
 		max = DefaultStateMax
 	}
 	info := sandbox.StateInfo{Saved: time.Now().UTC()}
-	tmp, err := os.CreateTemp(sd.Dir, "files-*.tar")
+	// Written beside files.tar and renamed over it once synced: a crash
+	// leaves the last save, never half of this one.
+	tmp, err := renameio.NewPendingFile(sd.tarPath(), renameio.WithTempDir(sd.Dir), renameio.WithStaticPermissions(0o600))
 	if err != nil {
 		return info, fmt.Errorf("saving state %s: %w", sd.Name, err)
 	}
-	defer func() {
-		tmp.Close()
-		os.Remove(tmp.Name())
-	}()
+	defer tmp.Cleanup() // nothing once replaced
 	tw := tar.NewWriter(tmp)
 	err = filepath.WalkDir(upper, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -206,12 +206,9 @@ func (sd *StateDir) save(upper string, skip []string) (sandbox.StateInfo, error)
 		err = tw.Close()
 	}
 	if err == nil {
-		err = tmp.Sync()
+		err = tmp.CloseAtomicallyReplace()
 	}
 	if err != nil {
-		return info, fmt.Errorf("saving state %s: %w", sd.Name, err)
-	}
-	if err := os.Rename(tmp.Name(), sd.tarPath()); err != nil {
 		return info, fmt.Errorf("saving state %s: %w", sd.Name, err)
 	}
 	return info, writeJSON(filepath.Join(sd.Dir, "state.json"), info)

@@ -2,11 +2,13 @@ package runs
 
 import (
 	"archive/tar"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -77,5 +79,37 @@ func TestStateSaveKeepsOnlyTheServers(t *testing.T) {
 	}
 	if _, err := os.Stat(sd.tarPath()); err != nil {
 		t.Errorf("the last save is gone: %v", err)
+	}
+}
+
+// TestWriteJSONSideBySide: two processes may write one run's record at
+// once; each write is whole (the file decodes as one of them) and leaves
+// no temporary file. With one fixed temporary name the writers renamed
+// each other's files away, and a write failed.
+func TestWriteJSONSideBySide(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "meta.json")
+	errs := make(chan error, 16)
+	for i := range 16 {
+		go func() { errs <- writeJSON(p, map[string]any{"writer": i, "pad": strings.Repeat("x", 1<<16)}) }()
+	}
+	for range 16 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	var got map[string]any
+	b, err := os.ReadFile(p)
+	if err == nil {
+		err = json.Unmarshal(b, &got)
+	}
+	if err != nil || len(got) != 2 {
+		t.Fatalf("meta.json = %.80q, %v", b, err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("%d entries left, want meta.json alone", len(ents))
+	}
+	if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("meta.json mode %v, %v; want 0600", fi.Mode(), err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
+	"github.com/google/renameio/v2"
 
 	"github.com/mcpsandbox/mcpsandbox/overlay"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
@@ -377,11 +378,10 @@ func writeJSON(p string, v any) error {
 	if err != nil {
 		return fmt.Errorf("encoding %s: %w", p, err)
 	}
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		return fmt.Errorf("writing %s: %w", p, err)
-	}
-	if err := os.Rename(tmp, p); err != nil {
+	// A temporary file of its own (two processes may write one run's
+	// record), synced before the rename: a reader, or the record after a
+	// crash, is the old one or the new, never half of one.
+	if err := renameio.WriteFile(p, append(b, '\n'), 0o600, renameio.WithTempDir(filepath.Dir(p)), renameio.WithStaticPermissions(0o600)); err != nil {
 		return fmt.Errorf("writing %s: %w", p, err)
 	}
 	return nil
