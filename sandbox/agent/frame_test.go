@@ -77,3 +77,30 @@ func TestDNSQuestions(t *testing.T) {
 		t.Errorf("bounded: %q %v", names, more)
 	}
 }
+
+// TestDNSNamesNoResolverSends: the sink reads names a resolver would never
+// send, which golang.org/x/net/dns/dnsmessage refuses (past 255 bytes,
+// more than 10 compression pointers): a hostile server writes its own
+// datagrams, and what it sends through the sink is reported, not dropped
+// as malformed (docs/architecture.md, "Libraries for the job").
+func TestDNSNamesNoResolverSends(t *testing.T) {
+	label := strings.Repeat("s", 63)
+	long := strings.Join([]string{label, label, label, label, label}, ".") // 319 bytes
+	if name, ok := dnsQuestion(query(long)); !ok || name != long {
+		t.Errorf("a %d-byte name: %q %v", len(long), name, ok)
+	}
+	// Twelve questions, each a label and a pointer to the one before it:
+	// the last name is reached through eleven pointers.
+	q := query("x")
+	q[5] = 12
+	prev := 12
+	for i := range 11 {
+		at := len(q)
+		q = append(q, 1, byte('a'+i), 0xc0, byte(prev), 0, 1, 0, 1)
+		prev = at
+	}
+	names, more := dnsQuestions(q, 12)
+	if len(names) != 12 || more || names[11] != "k.j.i.h.g.f.e.d.c.b.a.x" {
+		t.Errorf("names through pointers: %q %v", names, more)
+	}
+}
