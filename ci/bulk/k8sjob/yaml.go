@@ -6,149 +6,113 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 )
 
-// toYAML turns JSON into block-style YAML, keeping the order of object
-// keys (the order of the Go structs, so the output is stable). Strings
-// stay JSON-quoted, which YAML reads as the same double-quoted scalars:
-// no value is ever taken for a number, a boolean or null.
+// toYAML turns JSON into block-style YAML with go.yaml.in/yaml/v3, keeping
+// the order of object keys (the order of the Go structs, so the output is
+// stable): the JSON is read into a yaml.Node tree, which the encoder
+// prints in the order it is built.
+//
+// Every string value is double-quoted, whatever it holds: no reader, YAML
+// 1.2 or 1.1 (kubectl's), takes one for a number, a boolean or null. The
+// encoder alone would leave `yes` and `on` plain, which kubectl reads as
+// true, and `1:20`, which other YAML 1.1 readers read as 80. The encoder
+// escapes what YAML does not allow raw (control characters, DEL, C1,
+// U+FFFE, a BOM) and every line break (\n, \r, U+0085, U+2028, U+2029),
+// and does not fold long lines.
 func toYAML(js []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.UseNumber()
-	v, err := decodeOrdered(dec)
+	n, err := toNode(dec)
 	if err != nil {
 		return nil, err
 	}
-	var b strings.Builder
-	emit(&b, v, 0)
-	return []byte(b.String()), nil
+	if dec.More() {
+		return nil, fmt.Errorf("more than one JSON value")
+	}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(n); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
-// member is one key of an object, in order.
-type member struct {
-	key string
-	val any
-}
-
-func decodeOrdered(dec *json.Decoder) (any, error) {
+// toNode reads the next JSON value as a node.
+func toNode(dec *json.Decoder) (*yaml.Node, error) {
 	tok, err := dec.Token()
 	if err != nil {
 		return nil, err
 	}
 	switch t := tok.(type) {
 	case json.Delim:
-		switch t {
-		case '{':
-			obj := []member{}
-			for dec.More() {
+		n := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		if t == '[' {
+			n.Kind, n.Tag = yaml.SequenceNode, "!!seq"
+		}
+		for dec.More() {
+			if n.Kind == yaml.MappingNode {
 				k, err := dec.Token()
 				if err != nil {
 					return nil, err
 				}
-				v, err := decodeOrdered(dec)
-				if err != nil {
-					return nil, err
-				}
-				obj = append(obj, member{k.(string), v})
+				n.Content = append(n.Content, keyNode(k.(string)))
 			}
-			_, err := dec.Token() // '}'
-			return obj, err
-		case '[':
-			arr := []any{}
-			for dec.More() {
-				v, err := decodeOrdered(dec)
-				if err != nil {
-					return nil, err
-				}
-				arr = append(arr, v)
+			v, err := toNode(dec)
+			if err != nil {
+				return nil, err
 			}
-			_, err := dec.Token() // ']'
-			return arr, err
+			n.Content = append(n.Content, v)
 		}
-		return nil, fmt.Errorf("unexpected %v", t)
-	default:
-		return t, nil
+		if _, err := dec.Token(); err != nil { // '}' or ']'
+			return nil, err
+		}
+		if len(n.Content) == 0 {
+			n.Style = yaml.FlowStyle // {} or []
+		}
+		return n, nil
+	case string:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: t, Style: yaml.DoubleQuotedStyle}, nil
+	case json.Number:
+		tag := "!!int"
+		if strings.ContainsAny(t.String(), ".eE") {
+			tag = "!!float"
+		}
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: tag, Value: t.String()}, nil
+	case bool:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: fmt.Sprint(t)}, nil
+	case nil:
+		return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null"}, nil
 	}
+	return nil, fmt.Errorf("unexpected JSON token %v", tok)
 }
 
-// plainKey is a key YAML reads as itself unquoted.
+// plainKey is a key every YAML reader reads as itself unquoted, unless it
+// is one of YAML 1.1's words.
 var plainKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.\-/]*$`)
 
-func key(k string) string {
-	if plainKey.MatchString(k) && !isYAMLWord(k) {
-		return k
+// keyNode is a key: plain when it is a name (every key of the manifest
+// is), double-quoted otherwise.
+func keyNode(k string) *yaml.Node {
+	n := &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: k}
+	if !plainKey.MatchString(k) || isYAMLWord(k) {
+		n.Style = yaml.DoubleQuotedStyle
 	}
-	q, _ := json.Marshal(k)
-	return string(q)
+	return n
 }
 
-// isYAMLWord is a key YAML 1.1 readers would take for a boolean or null.
+// isYAMLWord is a key YAML 1.1 readers would take for a boolean or null
+// (the yaml.v3 encoder, a YAML 1.2 one, leaves most of them plain).
 func isYAMLWord(k string) bool {
 	switch strings.ToLower(k) {
 	case "y", "n", "yes", "no", "on", "off", "true", "false", "null":
 		return true
 	}
 	return false
-}
-
-func scalar(v any) string {
-	switch t := v.(type) {
-	case string:
-		q, _ := json.Marshal(t)
-		return string(q)
-	case json.Number:
-		return t.String()
-	case bool:
-		if t {
-			return "true"
-		}
-		return "false"
-	case nil:
-		return "null"
-	case []member:
-		if len(t) == 0 {
-			return "{}"
-		}
-	case []any:
-		if len(t) == 0 {
-			return "[]"
-		}
-	}
-	return ""
-}
-
-// emit writes v, a value in a block at the given indent.
-func emit(b *strings.Builder, v any, indent int) {
-	pad := strings.Repeat("  ", indent)
-	switch t := v.(type) {
-	case []member:
-		for _, m := range t {
-			b.WriteString(pad + key(m.key) + ":")
-			emitValue(b, m.val, indent)
-		}
-	case []any:
-		for _, e := range t {
-			b.WriteString(pad + "-")
-			if obj, ok := e.([]member); ok && len(obj) > 0 {
-				// The first key on the dash's line, the rest under it.
-				var sub strings.Builder
-				emit(&sub, obj, indent+1)
-				b.WriteString(" " + strings.TrimPrefix(sub.String(), pad+"  "))
-				continue
-			}
-			emitValue(b, e, indent)
-		}
-	default:
-		b.WriteString(pad + scalar(v) + "\n")
-	}
-}
-
-// emitValue writes what follows a key's colon or a dash.
-func emitValue(b *strings.Builder, v any, indent int) {
-	if s := scalar(v); s != "" {
-		b.WriteString(" " + s + "\n")
-		return
-	}
-	b.WriteString("\n")
-	emit(b, v, indent+1)
 }

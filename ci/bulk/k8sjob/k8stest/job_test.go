@@ -220,3 +220,32 @@ func TestStrictDecodingRefusesAnUnknownField(t *testing.T) {
 		t.Error("a misspelt field decoded without an error")
 	}
 }
+
+// What kubectl reads (sigs.k8s.io/yaml, a YAML 1.1 reader) is what was
+// given, for strings YAML 1.1 resolves to another type, YAML syntax,
+// control characters and the line breaks of either YAML version.
+func TestHostileStringsReadBackAsKubectlReadsThem(t *testing.T) {
+	for _, s := range []string{
+		"yes", "no", "on", "off", "y", "N", "True", "null", "~", "",
+		"0x1F", "017", "0o17", "0b101", "1_000", "1e3", ".inf", "-.Inf", ".nan", "1:20", "190:20:30",
+		"2001-12-14", "=", "<<", "- x", "key: value", "a #b", "#c", "{a: 1}", "[1]", "&a", "*a", "!!int 1", "|", ">",
+		"a\nb", "\n", "a\r\nb", "\r", "\t", "\x00", "nul\x00in", "\x01\x1f", "\x7f", "\x1b[31m",
+		"\u0080", "\u0085", "a\u0085b", "\u2028", "x\u2028y\u2029z", "\ufeff", "\ufffe", "\uffff", "😀", "\u202e",
+		strings.Repeat("a b ", 1<<15), strings.Repeat("x\n", 1<<12),
+	} {
+		o := options()
+		o.BulkArgs = []string{s, s}
+		if s != "" {
+			o.Image, o.DindImage = s, s
+		}
+		pod := decode(t, o).Spec.Template.Spec
+		bulk, engine := byName(pod, "bulk"), byName(pod, "engine")
+		got := bulk.Args[4:6]
+		if got[0] != s || got[1] != s {
+			t.Errorf("%.40q: bulk's args read back as %.80q", s, got)
+		}
+		if s != "" && (bulk.Image != s || engine.Image != s) {
+			t.Errorf("%.40q: the images read back as %.40q and %.40q", s, bulk.Image, engine.Image)
+		}
+	}
+}
