@@ -63,4 +63,74 @@ func TestSatisfies(t *testing.T) {
 	if _, err := Satisfies("20.20.2", ">=banana"); err == nil {
 		t.Error("a range not understood gave no error")
 	}
+	// An empty alternative is any version, as npm reads it.
+	for _, r := range []string{" ", ">=22 ||", "|| >=22"} {
+		if ok, err := Satisfies("20.20.2", r); !ok || err != nil {
+			t.Errorf("Satisfies(%q) = %v, %v; want true", r, ok, err)
+		}
+	}
+}
+
+// TestSatisfiesChanges lists every reading that changed when our
+// hand-written semver gave way to Masterminds/semver (#33): was is the old
+// code's answer, now ours, npm what npm's engines check says (its semver,
+// 7.8.5, with includePrerelease). Where now is not npm, the comment says
+// why it stays.
+func TestSatisfiesChanges(t *testing.T) {
+	const in, out, bad = "in", "out", "error"
+	for _, tc := range []struct{ v, r, was, now, npm string }{
+		// A prerelease in a range counts, no longer read as its release.
+		{"20.20.2", "20.20.2-rc.1", in, out, out},
+		{"20.20.2", "<=20.20.2-rc.1", in, out, out},
+		{"20.20.2", ">20.20.2-rc.1", out, in, in},
+		// A prerelease node (an rc, a nightly) is below its release.
+		{"22.0.0-rc.1", ">=22.0.0", in, out, out},
+		{"22.0.0-rc.1", "^22.0.0", in, out, out},
+		{"23.0.0-rc.1", "<23.0.0", out, in, in},
+		{"20.20.2-nightly2024", "20.20.2", in, out, out},
+		// npm reads a partial bound, and a hyphen range's lower one, as
+		// taking the prereleases of its release (>=22 is >=22.0.0-0); the
+		// library does not. Only a prerelease node on the bound's own
+		// release differs, and only in the note: kept.
+		{"22.0.0-rc.1", ">=22", in, out, in},
+		{"22.0.0-rc.1", "^22", in, out, in},
+		{"22.0.0-rc.1", "22.x", in, out, in},
+		{"22.0.0-rc.1", "^18 || ^20 || >=22", in, out, in},
+		{"23.0.0-rc.1", "<23", out, in, out},
+		{"20.20.2-nightly2024", "20.20.2 - 21", in, out, in},
+		// Forms understood now; npm refuses all but ~> (its check then
+		// reports the engine unsupported), the library reads them as
+		// written.
+		{"20.20.2", "~>20.20", bad, in, in},
+		{"20.20.2", ">=18, <21", bad, in, bad},
+		{"20.20.2", "!=19", bad, in, bad},
+		{"20.20.2", "=>18", bad, in, bad},
+		{"20.20.2", "=<20", bad, in, bad},
+		// Malformed ranges the old code read somehow.
+		{"20.20.2", "18 -20", out, bad, bad},
+		{"20.20.2", "18 |", out, bad, bad},
+		{"0.2.5", ">=18 <", out, bad, bad},
+		{"20.20.2", "> =18", in, bad, in},
+		// The library's ~0.0.0 is any version, npm's <0.1.0: no engines
+		// range a node could meet says it.
+		{"20.20.2", "~0.0.0", out, in, out},
+		// The library's bounds: 512 bytes, 32 alternatives.
+		{"20.20.2", strings.Repeat(">=18 ", 103), in, bad, in},
+		{"20.20.2", strings.Repeat("18 || ", 32) + "20", in, bad, in},
+		// The version is X.Y.Z with an optional v, as npm's.
+		{"=20.20.2", ">=18", in, bad, bad},
+		{"020.1.2", ">=18", in, bad, bad},
+	} {
+		ok, err := Satisfies(tc.v, tc.r)
+		got := out
+		switch {
+		case err != nil:
+			got = bad
+		case ok:
+			got = in
+		}
+		if got != tc.now || tc.was == tc.now {
+			t.Errorf("Satisfies(%q, %.40q) = %s (%v); the table says was %s, now %s", tc.v, tc.r, got, err, tc.was, tc.now)
+		}
+	}
 }
