@@ -15,9 +15,17 @@ func TestUnifiedDiff(t *testing.T) {
 		{"no newline", "a\nb", "a\nc", "--- a\n+++ b\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+c\n\\ No newline at end of file\n"},
 		{"two hunks", "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n", "1\nX\n3\n4\n5\n6\n7\n8\n9\n10\nY\n12\n",
 			"--- a\n+++ b\n@@ -1,5 +1,5 @@\n 1\n-2\n+X\n 3\n 4\n 5\n@@ -8,5 +8,5 @@\n 8\n 9\n 10\n-11\n+Y\n 12\n"},
+		// A line is what ends in "\n", so a CRLF file's lines keep their "\r",
+		// a changed line end is a changed line, and a final newline added or
+		// taken away is said with patch's marker.
+		{"crlf", "a\r\nb\r\n", "a\r\nc\r\n", "--- a\n+++ b\n@@ -1,2 +1,2 @@\n a\r\n-b\r\n+c\r\n"},
+		{"crlf to lf", "a\r\nb\r\n", "a\r\nb\n", "--- a\n+++ b\n@@ -1,2 +1,2 @@\n a\r\n-b\r\n+b\n"},
+		{"final newline added", "a\nb", "a\nb\n", "--- a\n+++ b\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n"},
+		{"final newline removed", "a\nb\n", "a\nb", "--- a\n+++ b\n@@ -1,2 +1,2 @@\n a\n-b\n+b\n\\ No newline at end of file\n"},
+		{"lone cr", "a\rb\n", "a\rc\n", "--- a\n+++ b\n@@ -1 +1 @@\n-a\rb\n+a\rc\n"},
 	} {
 		if got := UnifiedDiff("a", "b", []byte(c.old), []byte(c.cur)); got != c.want {
-			t.Errorf("%s:\n%s\nwant:\n%s", c.name, got, c.want)
+			t.Errorf("%s:\n%q\nwant:\n%q", c.name, got, c.want)
 		}
 	}
 }
@@ -63,23 +71,6 @@ func TestMyersScripts(t *testing.T) {
 	ops := myers(big("a"), big("b"))
 	if len(ops) != 2*maxDiffEdits || ops[0].kind != '-' || ops[len(ops)-1].kind != '+' {
 		t.Errorf("over the bound: %d ops", len(ops))
-	}
-}
-
-// TestUnifiedDiffLineEnds: a line is what ends in "\n", so a CRLF file's
-// lines keep their "\r", a changed line end is a changed line, and a final
-// newline added or taken away is said with patch's marker.
-func TestUnifiedDiffLineEnds(t *testing.T) {
-	for _, c := range []struct{ name, old, cur, want string }{
-		{"crlf", "a\r\nb\r\n", "a\r\nc\r\n", "--- a\n+++ b\n@@ -1,2 +1,2 @@\n a\r\n-b\r\n+c\r\n"},
-		{"crlf to lf", "a\r\nb\r\n", "a\r\nb\n", "--- a\n+++ b\n@@ -1,2 +1,2 @@\n a\r\n-b\r\n+b\n"},
-		{"final newline added", "a\nb", "a\nb\n", "--- a\n+++ b\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n+b\n"},
-		{"final newline removed", "a\nb\n", "a\nb", "--- a\n+++ b\n@@ -1,2 +1,2 @@\n a\n-b\n+b\n\\ No newline at end of file\n"},
-		{"lone cr", "a\rb\n", "a\rc\n", "--- a\n+++ b\n@@ -1 +1 @@\n-a\rb\n+a\rc\n"},
-	} {
-		if got := UnifiedDiff("a", "b", []byte(c.old), []byte(c.cur)); got != c.want {
-			t.Errorf("%s:\n%q\nwant:\n%q", c.name, got, c.want)
-		}
 	}
 }
 
