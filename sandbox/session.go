@@ -20,6 +20,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/images"
 	"github.com/mcpsandbox/mcpsandbox/overlay"
 	"github.com/mcpsandbox/mcpsandbox/probes"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/timings"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/wire"
 )
 
@@ -52,6 +53,9 @@ type SessionOptions struct {
 	Keep bool
 	// Log, if set, receives progress lines.
 	Log io.Writer
+	// Timings, if set, records where the session's time goes (--timings:
+	// never in the report).
+	Timings *timings.Track
 	// Changes picks how file effects are read (default ChangesAuto).
 	Changes ChangesMode
 	// FileLimits bound each snapshot of the changes; MaxListed bounds the
@@ -294,7 +298,10 @@ func (s *Session) Problem(kind string, call int, format string, args ...any) {
 
 func (s *Session) open(ctx context.Context) error {
 	if len(s.opts.Argv) == 0 {
-		if err := s.imageCommand(ctx); err != nil {
+		end := s.opts.Timings.Begin(timings.StepImage, 0)
+		err := s.imageCommand(ctx)
+		end()
+		if err != nil {
 			return err
 		}
 	}
@@ -352,7 +359,9 @@ func (s *Session) open(ctx context.Context) error {
 		// Counted only: the scan lists the tools at fixed points (see
 		// toollist.go), whenever the notification comes.
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { s.listChanged.Add(1) }})
+	endHandshake := o.Timings.Begin(timings.StepHandshake, 0)
 	cs, err := client.Connect(startCtx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion()})
+	endHandshake()
 	if err != nil {
 		if nf := s.notFound(ctx, ctr, err); nf != nil {
 			return nf
@@ -407,7 +416,9 @@ func (s *Session) launch(ctx, startCtx context.Context) error {
 	defer release()
 	if o.Agent != "" {
 		s.logf("adding the agent to %s", s.image)
+		end := o.Timings.Begin(timings.StepImage, 0)
 		p, err := agentImage(ctx, s.cli, s.image, o.Agent, o.RunID)
+		end()
 		if err != nil {
 			return asInfra(err, "adding the agent to the image")
 		}
@@ -429,7 +440,9 @@ func (s *Session) launch(ctx, startCtx context.Context) error {
 		// (nothing copied); copied into image layers otherwise. The API
 		// change source cannot see a mount: it gets the copy.
 		if o.Changes != ChangesAPI && !o.CopyWorkspace {
+			end := o.Timings.Begin(timings.StepStart, 0)
 			ctr, err = s.start(ctx, startCtx, dirs)
+			end()
 			switch {
 			case err == nil:
 				s.rep.Sandbox.WorkspaceBy = "mount"
@@ -442,7 +455,9 @@ func (s *Session) launch(ctx, startCtx context.Context) error {
 		if ctr == nil {
 			for _, d := range dirs {
 				s.logf("preparing an image layer from %s at %s", d.host, d.target)
+				end := o.Timings.Begin(timings.StepImage, 0)
 				p, skipped, err := workspaceImage(ctx, s.cli, s.image, d.host, d.target, o.RunID)
+				end()
 				for _, sk := range skipped {
 					s.Problem("workspace", 0, "special file not copied into %s: %s", d.target, sk)
 				}
@@ -456,7 +471,10 @@ func (s *Session) launch(ctx, startCtx context.Context) error {
 		}
 	}
 	if ctr == nil {
-		if ctr, err = s.start(ctx, startCtx, nil); err != nil {
+		end := o.Timings.Begin(timings.StepStart, 0)
+		ctr, err = s.start(ctx, startCtx, nil)
+		end()
+		if err != nil {
 			return err
 		}
 	}
@@ -471,7 +489,9 @@ func (s *Session) launch(ctx, startCtx context.Context) error {
 		s.rec.pn.secrets = o.Secrets
 		// Startup ends once the server runs, so that its own exec is always
 		// a startup effect.
+		end := o.Timings.Begin(timings.StepStart, 0)
 		ctr.events.waitExec(ctx, o.StartTimeout)
+		end()
 	}
 	return nil
 }
@@ -660,6 +680,10 @@ func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Contai
 // file times are only as fine as the kernel's clock tick.
 const wsSinceMargin = 50 * time.Millisecond
 
+// Timings is the session's track for --timings (nil: none), for the
+// steps its caller times (a linger, a replay's window).
+func (s *Session) Timings() *timings.Track { return s.opts.Timings }
+
 // Report is the session's observations so far; Close completes them.
 func (s *Session) Report() *report.Report { return s.rep }
 
@@ -674,7 +698,9 @@ func (s *Session) Mark(ctx context.Context, call bool, seq int) report.Effects {
 	// The snapshot itself is not cut short (it would report a partial
 	// walk as deletions), but hashing stops at the run's deadline.
 	deadline, _ := ctx.Deadline()
+	end := s.opts.Timings.Begin(timings.StepSnapshot, seq)
 	eff, unhashed, err := s.rec.mark(context.WithoutCancel(ctx), call, deadline)
+	end()
 	// A read that failed may be a container gone: the engine is asked.
 	if lerr := s.checkLost(ctx, seq, err != nil); lerr == nil && err != nil {
 		s.Problem("effects", seq, "reading file effects: %s", report.OneLine(err.Error()))
@@ -765,6 +791,7 @@ func (s *Session) ListTools(ctx context.Context) ([]report.Tool, error) {
 	if s.cs == nil {
 		return nil, ErrServerStart
 	}
+	defer s.opts.Timings.Begin(timings.StepList, 0)()
 	s.transcript.take("tools/list") // what an earlier listing left, were it cut short
 	b := s.opts.Bounds
 	seen := map[string]bool{}
@@ -952,6 +979,11 @@ type CallRequest struct {
 // the call times out); its effects are the caller's to collect with Mark.
 func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 	call := report.Call{Seq: req.Seq, Tool: req.Tool, Arguments: req.Arguments, Source: req.Source, Negative: req.Negative, Effects: report.NewEffects()}
+	step := timings.StepCall
+	if req.Negative != "" || req.Source == probes.SourceBoundary {
+		step = timings.StepProbe
+	}
+	defer s.opts.Timings.Begin(step, req.Seq)()
 	if s.cs == nil {
 		call.Error, call.ErrorKind = ErrServerStart.Error(), "transport"
 		return call
@@ -1077,7 +1109,10 @@ func (s *Session) Background() []int { return s.rec.pn.background() }
 
 // Settle waits, up to d, while the processes the last call left running
 // live, and returns those still alive.
-func (s *Session) Settle(ctx context.Context, d time.Duration) []int { return s.rec.pn.settle(ctx, d) }
+func (s *Session) Settle(ctx context.Context, d time.Duration) []int {
+	defer s.opts.Timings.Begin(timings.StepSettle, 0)()
+	return s.rec.pn.settle(ctx, d)
+}
 
 // Ping asks the server for a ping within d.
 func (s *Session) Ping(ctx context.Context, d time.Duration) error {
@@ -1118,7 +1153,11 @@ func (s *Session) Close(ctx context.Context) error {
 	// --timeout bounds hashing at teardown too), and its engine calls end
 	// TeardownGrace past it.
 	deadline, _ := ctx.Deadline()
-	s.closeOnce.Do(func() { s.closeErr = s.teardown(context.WithoutCancel(ctx), deadline) })
+	s.closeOnce.Do(func() {
+		end := s.opts.Timings.Begin(timings.StepTeardown, 0)
+		s.closeErr = s.teardown(context.WithoutCancel(ctx), deadline)
+		end()
+	})
 	// A lost sandbox is an error of the session's, whoever met it first.
 	return errors.Join(s.closeErr, s.lost)
 }

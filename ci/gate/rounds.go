@@ -37,6 +37,9 @@ func scanRounds(ctx context.Context, cli sandbox.Engine, opts Options) ([]scan.R
 			// Each round's containers are its own (--keep keeps them all).
 			ro.RunID = fmt.Sprintf("%sr%d", so.RunID, round)
 		}
+		if n > 1 {
+			ro.Timings = so.Timings.Round(round)
+		}
 		res, err := scan.Run(ctx, cli, ro)
 		if err != nil && !errors.Is(err, scan.ErrIncomplete) {
 			// The error can quote the server (its stderr): shown as the report is.

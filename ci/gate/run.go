@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/baseline"
 	"github.com/mcpsandbox/mcpsandbox/ci/contract"
@@ -15,6 +16,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/scan"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/timings"
 )
 
 // Output is one report file to write.
@@ -34,6 +36,9 @@ type Options struct {
 	// JSON-RPC frames, the published tools and the findings as a baseline
 	// ("" for none).
 	Transcript, ContractOut, WriteBaseline string
+	// Timings is a path to write where the run's time went (see
+	// sandbox/timings; "" for none): never in the report.
+	Timings string
 	// TranscriptUnredacted keeps the run's planted names and honeytoken
 	// values in the transcript (by default they show as their roles, as
 	// in the report).
@@ -63,7 +68,22 @@ var ErrFindings = errors.New("findings")
 // report. The error is ErrFindings when the gate fails, the scan's error
 // when it could not run every step (the outputs are written all the
 // same), or an output's error.
-func Run(ctx context.Context, cli sandbox.Engine, opts Options) (*report.Report, error) {
+func Run(ctx context.Context, cli sandbox.Engine, opts Options) (_ *report.Report, err error) {
+	if opts.Timings != "" {
+		// Opened first, so that a path that cannot be written fails
+		// before any container starts.
+		f, err := os.Create(opts.Timings)
+		if err != nil {
+			return report.New(), fmt.Errorf("writing the timings: %w", err)
+		}
+		rec := timings.New(time.Now())
+		opts.Scan.Timings = rec
+		defer func() {
+			if werr := errors.Join(rec.Write(f, time.Since(rec.Start())), f.Close()); werr != nil {
+				err = errors.Join(err, werr)
+			}
+		}()
+	}
 	if !opts.NoReplay && opts.Scan.Suspects == nil {
 		opts.Scan.Suspects = func(r *report.Report) []int { return verdict.Suspects(r, opts.Verdict) }
 	}

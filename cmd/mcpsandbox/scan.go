@@ -39,6 +39,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	out := fs.String("out", "", "write the report to this file instead of stdout")
 	transcript := fs.String("transcript", "", "write every JSON-RPC frame, with timestamps, to this file (JSON Lines; the bait shows as its roles, as in the report)")
 	transcriptUnredacted := fs.Bool("transcript-unredacted", false, "keep the planted names and honeytoken values in the --transcript, and the bytes exactly as received (it then holds this run's secrets: do not publish it)")
+	timingsFile := fs.String("timings", "", "write where the run's time went (container starts, handshakes, calls, snapshots, replays, linger, probes) to this file as JSON; never in the report")
 	fs.DurationVar(&opts.Linger, "linger", scan.DefaultLinger, "after the last call, keep observing this long for what the calls set off for later (timers, threads, children); 0: not at all")
 	noReplay := fs.Bool("no-replay", false, "do not replay the calls whose effects raise findings: every effect is then the call's during which it was seen")
 	fs.DurationVar(&opts.Settle, "settle", 0, "after a call, wait up to this long while processes it left behind run (default 2s)")
@@ -164,7 +165,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	}
 	defer cli.Close()
 	_, err = gate.Run(ctx, cli, gate.Options{Scan: opts, Verdict: verdict.Config{Policy: policy, Contract: pinned, Baseline: base},
-		FailOn: failGate, Outputs: outputs, Transcript: *transcript, TranscriptUnredacted: *transcriptUnredacted, ContractOut: *contractOut, WriteBaseline: *writeBaseline,
+		FailOn: failGate, Outputs: outputs, Transcript: *transcript, Timings: *timingsFile, TranscriptUnredacted: *transcriptUnredacted, ContractOut: *contractOut, WriteBaseline: *writeBaseline,
 		NoReplay: *noReplay, Rounds: *rounds, MaxReport: maxReport(), Version: version(), Stdout: stdout, Notice: stderr})
 	evictAfterScan(ctx, cli, cacheSize(), opts.Log, stderr)
 	return err

@@ -8,6 +8,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/probes"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/timings"
 )
 
 // scanPerCall runs each planned call in a fresh session from the same
@@ -17,7 +18,7 @@ import (
 // session does after its call, until teardown, is a "between" phase of
 // that call. Process ids are per container.
 func (sc *scanner) scanPerCall() (res Result, err error) {
-	disc, derr := sc.open(false)
+	disc, derr := sc.open(timings.SessionMain)
 	rep := disc.Report()
 	res = Result{Report: rep, Transcript: disc.Transcript()}
 	rep.Sandbox.Isolation = sandbox.IsolationCall.String()
@@ -85,7 +86,7 @@ func (sc *scanner) scanPerCall() (res Result, err error) {
 // calls, phases after them, problems and skips into rep.
 func (sc *scanner) callSession(rep *report.Report, group []probes.Call) (err error) {
 	first := len(rep.Calls)
-	s, err := sc.open(false)
+	s, err := sc.open(fmt.Sprintf("call %d", first+1))
 	defer func() {
 		sc.close(s, &err)
 		mergeCall(rep, s.Report(), first)

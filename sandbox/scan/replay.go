@@ -14,6 +14,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/probes"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/timings"
 )
 
 // DefaultLinger is how long a scan keeps observing after its last call.
@@ -27,6 +28,7 @@ func (sc *scanner) linger(s *sandbox.Session, seq int) {
 		return
 	}
 	sc.logf("lingering %s after call %d", sc.opts.Linger, seq)
+	defer s.Timings().Begin(timings.StepLinger, seq)()
 	t := time.NewTimer(sc.opts.Linger)
 	defer t.Stop()
 	select {
@@ -93,9 +95,12 @@ func (sc *scanner) replay(rep *report.Report) error {
 		var werr, cerr error
 		var wg sync.WaitGroup
 		wg.Add(2)
-		go func() { defer wg.Done(); with, werr = sc.replayOnce(prefix, &target, 0) }()
-		go func() { defer wg.Done(); without, cerr = sc.replayOnce(prefix, nil, window) }()
+		name := fmt.Sprintf("replay %d", seq)
+		end := sc.opts.Timings.Track(name).Begin(timings.StepReplay, seq)
+		go func() { defer wg.Done(); with, werr = sc.replayOnce(name+" with", prefix, &target, 0) }()
+		go func() { defer wg.Done(); without, cerr = sc.replayOnce(name+" control", prefix, nil, window) }()
 		wg.Wait()
+		end()
 		if errors.Is(werr, sandbox.ErrSandboxLost) || errors.Is(cerr, sandbox.ErrSandboxLost) {
 			c.Replay = nil
 			for _, err := range []error{werr, cerr} {
@@ -239,8 +244,8 @@ func effectKeys(effs ...report.Effects) []string {
 // replayOnce runs prefix in a fresh session, then target (nil: nothing,
 // for window), then the linger window, and returns the keys of what
 // happened after the prefix.
-func (sc *scanner) replayOnce(prefix []probes.Call, target *probes.Call, window time.Duration) (keys map[string]bool, err error) {
-	s, err := sc.open(false)
+func (sc *scanner) replayOnce(name string, prefix []probes.Call, target *probes.Call, window time.Duration) (keys map[string]bool, err error) {
+	s, err := sc.open(name)
 	defer func() {
 		// Close runs teardown to its end, hashing nothing past the run's
 		// deadline.
@@ -293,10 +298,14 @@ func (sc *scanner) replayOnce(prefix []probes.Call, target *probes.Call, window 
 			s.Settle(sc.ctx, sc.opts.Settle)
 		}
 	} else {
+		end := s.Timings().Begin(timings.StepWindow, len(prefix)+1)
 		sleepLost(sc.ctx, s, window)
+		end()
 	}
 	if sc.opts.Linger > 0 {
+		end := s.Timings().Begin(timings.StepLinger, len(prefix)+1)
 		sleepLost(sc.ctx, s, sc.opts.Linger)
+		end()
 	}
 	effs = append(effs, s.Mark(sc.ctx, false, len(prefix)+1))
 	if err := s.LostErr(sc.ctx, 0); err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/probes"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/timings"
 )
 
 // Options configures a scan: each session's options, and the scan's
@@ -75,6 +76,9 @@ type Options struct {
 	// OnKept, with Keep, is told of the main session's kept container
 	// (not the replays'), to record it as a named run.
 	OnKept func(sandbox.KeptSession)
+	// Timings, if set, records where the run's time goes, each session on
+	// a track of its own (--timings): never in the report.
+	Timings *timings.Recorder
 }
 
 // Result is what a scan returns besides the report.
@@ -129,7 +133,9 @@ func Run(ctx context.Context, cli sandbox.Engine, opts Options) (Result, error) 
 		err = diskVerdict(rep, err)
 	}
 	if err == nil && !rep.Sandbox.DiskExceeded {
-		err = sc.replay(rep) // a replay's lost sandbox: incomplete (see replay)
+		end := sc.track.Begin(timings.StepReplays, 0)
+		err = sc.replay(rep)
+		end() // a replay's lost sandbox: incomplete (see replay)
 		if sc.ctx.Err() != nil {
 			// The run's bound ended the replays early: a call left
 			// unreplayed keeps its effects unpinned, which is not a
@@ -171,7 +177,8 @@ type scanner struct {
 	// parent is the caller's context; ctx adds the run's timeout.
 	parent, ctx context.Context
 	cancel      context.CancelFunc
-	mu          sync.Mutex // guards reaped: replays open sessions side by side
+	track       *timings.Track // the scan's own steps, outside its sessions
+	mu          sync.Mutex     // guards reaped: replays open sessions side by side
 	reaped      []report.Problem
 	// args are the calls' arguments as sent, by seq: the report's are
 	// redacted, and a replay must send the same bytes.
@@ -239,6 +246,7 @@ func newScanner(ctx context.Context, cli sandbox.Engine, opts Options) (*scanner
 	sc := &scanner{cli: cli, opts: opts, started: time.Now(), parent: ctx, args: map[int]json.RawMessage{}, tl: newToolLists(opts.MaxToolChanges),
 		schemas: map[string]json.RawMessage{}, state: &probes.State{}, setupsOf: map[int][]probes.Call{}}
 	sc.ctx, sc.cancel = context.WithTimeout(ctx, opts.Timeout)
+	sc.track = opts.Timings.Track(timings.SessionScan)
 	if !opts.NoSeed {
 		seed := probes.RandomSeed()
 		if opts.BaitSeed != nil {
@@ -257,7 +265,10 @@ func newScanner(ctx context.Context, cli sandbox.Engine, opts Options) (*scanner
 		}
 		sc.opts.Log = lw
 	}
-	if reaped, err := sandbox.ReapAll(sc.ctx, cli); err != nil && sc.ctx.Err() == nil {
+	endReap := sc.track.Begin(timings.StepReap, 0)
+	reaped, err := sandbox.ReapAll(sc.ctx, cli)
+	endReap()
+	if err != nil && sc.ctx.Err() == nil {
 		// (A reap the run's bound cut is the run-timeout problem's to say.)
 		sc.reaped = append(sc.reaped, report.Problem{Kind: "reap", Message: err.Error()})
 	} else if len(reaped.Removed)+len(reaped.Stopped) > 0 {
@@ -295,13 +306,14 @@ func (sc *scanner) sessionOptions() sandbox.SessionOptions {
 	return so
 }
 
-// open starts one session with the scan's options and the run's bait.
-// Only the main session (main) keeps its container with Keep: a
-// replay's would be left stopped on the engine, printed and recorded
-// nowhere.
-func (sc *scanner) open(main bool) (*sandbox.Session, error) {
+// open starts one session, named name in the timings (see
+// timings.SessionMain), with the scan's options and the run's bait. Only
+// the main session keeps its container with Keep: a replay's would be
+// left stopped on the engine, printed and recorded nowhere.
+func (sc *scanner) open(name string) (*sandbox.Session, error) {
 	so := sc.sessionOptions()
-	so.Keep = so.Keep && main
+	so.Keep = so.Keep && name == timings.SessionMain
+	so.Timings = sc.opts.Timings.Track(name)
 	s, err := sandbox.Open(sc.ctx, sc.cli, so)
 	sc.mu.Lock()
 	s.Report().Problems = append(s.Report().Problems, sc.reaped...)
@@ -330,7 +342,7 @@ func (sc *scanner) close(s *sandbox.Session, err *error) {
 
 // scanSession runs every call in one session.
 func (sc *scanner) scanSession() (res Result, err error) {
-	s, err := sc.open(true)
+	s, err := sc.open(timings.SessionMain)
 	res = Result{Report: s.Report(), Transcript: s.Transcript()}
 	defer func() {
 		sc.close(s, &err)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/mcpsandbox/mcpsandbox/probes"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/timings"
 )
 
 // surfaces reads every surface besides the tools that the server
@@ -17,7 +18,9 @@ func (sc *scanner) surfaces(s *sandbox.Session) error {
 	if !sc.opts.NoSeed {
 		canary = sc.bait.Canary
 	}
+	end := s.Timings().Begin(timings.StepSurfaces, 0)
 	ended, interrupted := s.Surfaces(sc.ctx, canary)
+	end()
 	if ended == "" {
 		return nil
 	}

@@ -1,0 +1,71 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/mcpsandbox/mcpsandbox/sandbox/timings"
+)
+
+// TestTimings: --timings writes where the run's time went, its replays'
+// legs apart, and leaves the report's bytes as they are without it; a
+// path that cannot be written fails before any container starts.
+func TestTimings(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	probeFile := writeFile(t, dir, "p.json", `{"summarize_workspace":{},"list_workspace":{}}`)
+	file := filepath.Join(dir, "timings.json")
+	flags := []string{"--probes", probeFile, "--bait-seed", "3", "--no-replay=false"}
+	code, with, stderr := scanFixture(t, append(flags, "--timings", file), "wary")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1 (the wary tool writes): %s", code, stderr)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f timings.File
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	steps := map[timings.Step]bool{}
+	for _, s := range f.Path {
+		steps[s.Step] = true
+	}
+	for _, s := range []timings.Step{timings.StepStart, timings.StepHandshake, timings.StepList, timings.StepCall, timings.StepSnapshot, timings.StepLinger, timings.StepTeardown, timings.StepReplays} {
+		if !steps[s] {
+			t.Errorf("no %s on the path: %s", s, b)
+		}
+	}
+	legs := map[string]bool{}
+	for _, s := range f.Sessions {
+		legs[s.Session] = true
+	}
+	if !legs["replay 1 with"] || !legs["replay 1 control"] || f.WallMs <= 0 {
+		t.Errorf("sessions %v, wall %v", legs, f.WallMs)
+	}
+
+	_, without, _ := scanFixture(t, flags, "wary")
+	if a, b := withoutTiming(t, with), withoutTiming(t, without); !bytes.Equal(a, b) {
+		t.Errorf("--timings moved the report:\n%s", lineDiff(a, b))
+	}
+	if bytes.Contains(with, []byte("container-start")) {
+		t.Errorf("the report carries the timings: %s", with)
+	}
+
+	var stdout, errb bytes.Buffer
+	bad := filepath.Join(dir, "no", "such", "dir", "t.json")
+	args := fixtureArgs(t, filepath.Join(dir, "r.json"), append(flags, "--timings", bad), "wary")
+	err = run(t.Context(), args, &stdout, &errb)
+	if !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("an unwritable --timings: %v", err)
+	}
+	if _, serr := os.Stat(filepath.Join(dir, "r.json")); serr == nil {
+		t.Errorf("a report was written: the scan ran")
+	}
+}
