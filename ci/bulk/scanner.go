@@ -3,6 +3,7 @@ package bulk
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -44,6 +45,9 @@ type GateScanner struct {
 	Rounds   int
 	NoReplay bool
 	Version  string
+	// TimingsDir, if set, receives each scan's --timings file, named by
+	// its spec's slug.
+	TimingsDir string
 }
 
 // Scan implements Scanner.
@@ -60,8 +64,12 @@ func (g GateScanner) Scan(ctx context.Context, j Job) (*report.Report, error) {
 	opts.Timeout = j.Timeout
 	seed := j.Seed
 	opts.BaitSeed = &seed
+	timings := ""
+	if g.TimingsDir != "" {
+		timings = filepath.Join(g.TimingsDir, j.Spec.Slug()+".json")
+	}
 	rep, err := gate.Run(ctx, g.Engine, gate.Options{Scan: opts, Verdict: g.Verdict, FailOn: verdict.FailOn{Never: true},
-		Rounds: g.Rounds, NoReplay: g.NoReplay, Version: g.Version})
+		Rounds: g.Rounds, NoReplay: g.NoReplay, Version: g.Version, Timings: timings})
 	if in := j.Installed.Install; in != nil && rep != nil {
 		// The install's phase and record join the scan's report, and the
 		// verdict is given again over both.

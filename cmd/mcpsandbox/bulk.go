@@ -46,6 +46,7 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	session := sessionFlags(fs, flagNetwork|flagAgent|flagStart|flagCall, stderr)
 	linger := fs.Duration("linger", scan.DefaultLinger, "after the last call, keep observing this long; 0: not at all")
 	noReplay := fs.Bool("no-replay", false, "do not replay the calls whose effects raise findings")
+	timingsDir := fs.String("timings", "", "write each package's scan timings (see scan --timings) into this directory, one file a package named as its report")
 	noBoundary := fs.Bool("no-boundary", false, "leave out the boundary probes")
 	verbose := fs.BoolP("verbose", "v", false, "print each scan's progress to stderr too")
 	shardFlag := fs.String("shard", "", "I/N: scan only shard I of N of the lists (by a hash of each spec; N machines given 0..N-1 cover the lists once; see bulk merge)")
@@ -121,10 +122,17 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		*image = built.Ref
 	}
+	if *timingsDir != "" {
+		if err := os.MkdirAll(*timingsDir, 0o755); err != nil {
+			return fmt.Errorf("%w: --timings: %w", bulk.ErrBatch, err)
+		}
+	}
 	base := scan.Options{SessionOptions: sandbox.SessionOptions{Image: *image, Changes: sandbox.ChangesAuto,
 		User: images.User(), Limits: sandbox.DefaultLimits(), ClientInfo: sandbox.DefaultClientInfo(),
 		Disk: sandbox.DefaultDisk, DiskInterval: sandbox.DefaultDiskInterval},
-		Isolation: sandbox.IsolationSession, Linger: *linger, NoBoundary: *noBoundary}
+		Isolation: sandbox.IsolationSession, Linger: *linger, NoBoundary: *noBoundary,
+		// The packages scanned at once share the cores their replays use.
+		ReplayJobs: max(1, scan.DefaultReplayJobs()/max(*jobs, 1))}
 	if base.Linger == 0 {
 		base.Linger = -1
 	}
@@ -152,7 +160,7 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			bulk.KindNPM:   npm,
 			bulk.KindImage: bulk.EngineImages(cli),
 		},
-		Scanner: bulk.GateScanner{Engine: cli, Base: base, NoReplay: *noReplay, Version: version()},
+		Scanner: bulk.GateScanner{Engine: cli, Base: base, NoReplay: *noReplay, Version: version(), TimingsDir: *timingsDir},
 		Version: version(), Log: stderr}
 	if isTerminal(stderr) && !*verbose {
 		o.Progress = &barProgress{w: stderr}

@@ -41,6 +41,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	transcriptUnredacted := fs.Bool("transcript-unredacted", false, "keep the planted names and honeytoken values in the --transcript, and the bytes exactly as received (it then holds this run's secrets: do not publish it)")
 	timingsFile := fs.String("timings", "", "write where the run's time went (container starts, handshakes, calls, snapshots, replays, linger, probes) to this file as JSON; never in the report")
 	fs.DurationVar(&opts.Linger, "linger", scan.DefaultLinger, "after the last call, keep observing this long for what the calls set off for later (timers, threads, children); 0: not at all")
+	fs.IntVar(&opts.ReplayJobs, "replay-jobs", 0, "replays run side by side, two containers each (default: two per core); the report is the same whatever it is")
 	noReplay := fs.Bool("no-replay", false, "do not replay the calls whose effects raise findings: every effect is then the call's during which it was seen")
 	fs.DurationVar(&opts.Settle, "settle", 0, "after a call, wait up to this long while processes it left behind run (default 2s)")
 	fs.Var(&opts.Isolation, "isolation", "session (one container, calls in order) or call (a fresh container from the same starting state for each call)")

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/timings"
 )
 
@@ -67,5 +68,39 @@ func TestTimings(t *testing.T) {
 	}
 	if _, serr := os.Stat(filepath.Join(dir, "r.json")); serr == nil {
 		t.Errorf("a report was written: the scan ran")
+	}
+}
+
+// TestReplaysSideBySideSameReport: the demo's suspects replayed four at
+// a time give the report they give one at a time, byte for byte outside
+// timing.
+func TestReplaysSideBySideSameReport(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	if err := os.CopyFS(ws, os.DirFS("../../probes/examples/demo/workspace")); err != nil {
+		t.Fatal(err)
+	}
+	scan := func(jobs string) ([]byte, report.Report) {
+		flags := []string{"--probes", "../../probes/examples/demo/probes.json", "--workspace", ws, "--bait-seed", "5", "--no-replay=false", "--replay-jobs", jobs}
+		_, b, stderr := scanFixture(t, flags, "honest", "liar")
+		r := decode(t, b)
+		if r.Sandbox.Replay != "findings" {
+			t.Fatalf("replay %q: %s", r.Sandbox.Replay, stderr)
+		}
+		return withoutTiming(t, b), r
+	}
+	one, r := scan("1")
+	four, _ := scan("4")
+	replayed := 0
+	for _, c := range r.Calls {
+		if c.Replay != nil && c.Replay.Status == "replayed" {
+			replayed++
+		}
+	}
+	if replayed < 4 {
+		t.Fatalf("%d call(s) replayed: the test needs several", replayed)
+	}
+	if !bytes.Equal(one, four) {
+		t.Errorf("four at a time moved the report:\n%s", lineDiff(one, four))
 	}
 }

@@ -44,9 +44,14 @@ func (sc *scanner) linger(s *sandbox.Session, seq int) {
 // replay checks, for each call the rules suspect, which of its effects it
 // caused: the call is replayed in a fresh session (same image, bait and
 // workspace) after the calls of its session before it, and beside it the
-// same session without the call (the control) waits as long; an effect
+// same session without the call (the control) watches as long; an effect
 // seen during the call is reproduced when the replay has it and the
 // control does not. The outcome is the call's Replay.
+//
+// The suspects' replays run side by side, ReplayJobs at a time (each
+// replay's two legs together), and their outcomes are recorded in the
+// suspects' order, so that the report is the same however they
+// interleave.
 //
 // A replay whose sandbox was lost (its container removed, killed, paused
 // from outside) tells nothing of the call: the call keeps no Replay, so
@@ -60,8 +65,8 @@ func (sc *scanner) replay(rep *report.Report) error {
 		return nil
 	}
 	rep.Sandbox.Replay = "findings"
-	var lost []error
 	seqs := sc.opts.Suspects(rep)
+	var jobs []*replayJob
 	for n, seq := range seqs {
 		i := slices.IndexFunc(rep.Calls, func(c report.Call) bool { return c.Seq == seq })
 		if i < 0 {
@@ -77,51 +82,51 @@ func (sc *scanner) replay(rep *report.Report) error {
 			}
 			continue
 		}
-		if sc.ctx.Err() != nil {
-			rep.Problems = append(rep.Problems, report.Problem{Kind: "replay", Call: seq, Message: "not replayed: " + sc.why().Message})
-			continue
-		}
-		sc.logf("replaying call %d (%s) after %d call(s) of its session", seq, c.Tool, len(cands)-1)
 		// With --isolation call, the session replayed the setup calls first.
-		prefix := slices.Clone(sc.setupsOf[cands[0]])
+		j := &replayJob{call: i, seq: seq, prefix: slices.Clone(sc.setupsOf[cands[0]])}
 		for _, k := range cands[:len(cands)-1] {
 			p := rep.Calls[slices.IndexFunc(rep.Calls, func(x report.Call) bool { return x.Seq == k })]
-			prefix = append(prefix, probes.Call{Tool: p.Tool, Arguments: sc.sent(p), Source: p.Source, Negative: p.Negative, Offer: p.ValuesFrom != nil})
+			j.prefix = append(j.prefix, probes.Call{Tool: p.Tool, Arguments: sc.sent(p), Source: p.Source, Negative: p.Negative, Offer: p.ValuesFrom != nil})
 		}
-		target := probes.Call{Tool: c.Tool, Arguments: sc.sent(*c), Source: c.Source, Negative: c.Negative, Offer: c.ValuesFrom != nil}
-		// The control waits as long as the call may take, settle included.
-		window := time.Duration(c.DurationMs)*time.Millisecond + sc.opts.Settle
-		var with, without map[string]bool
-		var werr, cerr error
-		var wg sync.WaitGroup
-		wg.Add(2)
-		name := fmt.Sprintf("replay %d", seq)
-		end := sc.opts.Timings.Track(name).Begin(timings.StepReplay, seq)
-		go func() { defer wg.Done(); with, werr = sc.replayOnce(name+" with", prefix, &target, 0) }()
-		go func() { defer wg.Done(); without, cerr = sc.replayOnce(name+" control", prefix, nil, window) }()
-		wg.Wait()
-		end()
-		if errors.Is(werr, sandbox.ErrSandboxLost) || errors.Is(cerr, sandbox.ErrSandboxLost) {
+		j.target = probes.Call{Tool: c.Tool, Arguments: sc.sent(*c), Source: c.Source, Negative: c.Negative, Offer: c.ValuesFrom != nil}
+		jobs = append(jobs, j)
+	}
+	sem := make(chan struct{}, sc.opts.ReplayJobs)
+	var wg sync.WaitGroup
+	for _, j := range jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			sc.replayBoth(j, rep.Calls[j.call].Tool)
+		}()
+	}
+	wg.Wait()
+	var lost []error
+	for _, j := range jobs {
+		c := &rep.Calls[j.call]
+		switch {
+		case j.notRun:
+			rep.Problems = append(rep.Problems, report.Problem{Kind: "replay", Call: j.seq, Message: "not replayed: " + sc.why().Message})
+		case errors.Is(j.werr, sandbox.ErrSandboxLost) || errors.Is(j.cerr, sandbox.ErrSandboxLost):
 			c.Replay = nil
-			for _, err := range []error{werr, cerr} {
+			for _, err := range []error{j.werr, j.cerr} {
 				if errors.Is(err, sandbox.ErrSandboxLost) {
-					rep.Problems = append(rep.Problems, report.Problem{Kind: "replay", Call: seq, Message: fmt.Sprintf(
-						"replaying call %d: %s; the call's effects stay with it, unreplayed", seq, report.OneLine(lostCause(err).Error()))})
-					lost = append(lost, fmt.Errorf("replaying call %d: %w", seq, lostCause(err)))
+					rep.Problems = append(rep.Problems, report.Problem{Kind: "replay", Call: j.seq, Message: fmt.Sprintf(
+						"replaying call %d: %s; the call's effects stay with it, unreplayed", j.seq, report.OneLine(lostCause(err).Error()))})
+					lost = append(lost, fmt.Errorf("replaying call %d: %w", j.seq, lostCause(err)))
 				}
 			}
-			continue
-		}
-		if werr != nil || cerr != nil {
-			for _, err := range []error{werr, cerr} {
+		case j.werr != nil || j.cerr != nil:
+			for _, err := range []error{j.werr, j.cerr} {
 				if err != nil {
-					rep.Problems = append(rep.Problems, report.Problem{Kind: "replay", Call: seq, Message: "replaying the call: " + report.OneLine(err.Error())})
+					rep.Problems = append(rep.Problems, report.Problem{Kind: "replay", Call: j.seq, Message: "replaying the call: " + report.OneLine(err.Error())})
 				}
 			}
-			continue
+		default:
+			c.Replay.Status = "replayed"
+			c.Replay.Reproduced = reproduced(originalKeys(rep, c), j.with, j.without)
 		}
-		c.Replay.Status = "replayed"
-		c.Replay.Reproduced = reproduced(originalKeys(rep, c), with, without)
 	}
 	if len(lost) == 0 {
 		return nil
@@ -131,6 +136,62 @@ func (sc *scanner) replay(rep *report.Report) error {
 	rep.Complete = false
 	return fmt.Errorf("%w: %w", ErrIncomplete, errors.Join(lost...))
 }
+
+// replayJob is one suspect call's replay: what it runs, and what its
+// legs saw.
+type replayJob struct {
+	call   int // the call's index in the report
+	seq    int
+	prefix []probes.Call
+	target probes.Call
+	// notRun: the run's bound ended before the replay began.
+	notRun        bool
+	with, without map[string]bool
+	werr, cerr    error
+}
+
+// replayBoth runs j's two legs side by side: the replay (prefix, then
+// the call) and the control (prefix, then as long as the call took in
+// the replay, and controlMargin more).
+func (sc *scanner) replayBoth(j *replayJob, tool string) {
+	if sc.ctx.Err() != nil {
+		j.notRun = true
+		return
+	}
+	sc.logf("replaying call %d (%s) after %d call(s) of its session", j.seq, tool, len(j.prefix))
+	name := fmt.Sprintf("replay %d", j.seq)
+	defer sc.opts.Timings.Track(name).Begin(timings.StepReplay, j.seq)()
+	l := newLegs()
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); j.with, j.werr = sc.replayOnce(name+" with", j.prefix, &j.target, l) }()
+	go func() { defer wg.Done(); j.without, j.cerr = sc.replayOnce(name+" control", j.prefix, nil, l) }()
+	wg.Wait()
+}
+
+// legs is what a replay's two legs share: how long the replay's call
+// and its settle took, once done is closed.
+type legs struct {
+	done     chan struct{}
+	took     time.Duration
+	doneOnce sync.Once
+}
+
+func newLegs() *legs { return &legs{done: make(chan struct{})} }
+
+// callDone says the replay's call and settle took d (the first word
+// counts: a leg that ends early says 0).
+func (l *legs) callDone(d time.Duration) {
+	l.doneOnce.Do(func() { l.took = d; close(l.done) })
+}
+
+// controlMargin is how much longer than the replayed call the control
+// watches: a timer of the prefix that lands as the replay's window ends
+// lands in the control's too, however the two containers were
+// scheduled, so that it is never taken for the call's. (It was the whole
+// --settle bound, 2 s, when the control waited the original call's
+// time.)
+const controlMargin = 500 * time.Millisecond
 
 // lostCause is the part of a replay's error that says its sandbox was
 // lost (a session's Close joins it to what else went wrong).
@@ -241,10 +302,14 @@ func effectKeys(effs ...report.Effects) []string {
 	return out
 }
 
-// replayOnce runs prefix in a fresh session, then target (nil: nothing,
-// for window), then the linger window, and returns the keys of what
-// happened after the prefix.
-func (sc *scanner) replayOnce(name string, prefix []probes.Call, target *probes.Call, window time.Duration) (keys map[string]bool, err error) {
+// replayOnce runs prefix in a fresh session, then target (nil, the
+// control: nothing, as long as the other leg's target took and
+// controlMargin more), then the linger window, and returns the keys of
+// what happened after the prefix.
+func (sc *scanner) replayOnce(name string, prefix []probes.Call, target *probes.Call, l *legs) (keys map[string]bool, err error) {
+	if target != nil {
+		defer l.callDone(0) // whatever ends this leg early, the control is not kept waiting
+	}
 	s, err := sc.open(name)
 	defer func() {
 		// Close runs teardown to its end, hashing nothing past the run's
@@ -284,6 +349,7 @@ func (sc *scanner) replayOnce(name string, prefix []probes.Call, target *probes.
 		}
 	}
 	s.Mark(sc.ctx, false, len(prefix)) // the start of the window
+	start := time.Now()
 	var effs []report.Effects
 	if target != nil {
 		c := s.Call(sc.ctx, sandbox.CallRequest{Seq: len(prefix) + 1, Tool: target.Tool, Arguments: args(*target), Source: target.Source, Negative: target.Negative})
@@ -297,9 +363,12 @@ func (sc *scanner) replayOnce(name string, prefix []probes.Call, target *probes.
 		if len(s.Background()) > 0 {
 			s.Settle(sc.ctx, sc.opts.Settle)
 		}
+		l.callDone(time.Since(start))
 	} else {
 		end := s.Timings().Begin(timings.StepWindow, len(prefix)+1)
-		sleepLost(sc.ctx, s, window)
+		if waitLost(sc.ctx, s, l.done) {
+			sleepLost(sc.ctx, s, time.Until(start.Add(l.took+controlMargin)))
+		}
 		end()
 	}
 	if sc.opts.Linger > 0 {
@@ -323,6 +392,18 @@ func (sc *scanner) replayOnce(name string, prefix []probes.Call, target *probes.
 		keys[report.RedactString(k, ps)] = true
 	}
 	return keys, sc.ctx.Err()
+}
+
+// waitLost waits until done is closed (true), or ctx ends or s's
+// container is seen lost.
+func waitLost(ctx context.Context, s *sandbox.Session, done <-chan struct{}) bool {
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+	case <-s.LostSignal():
+	}
+	return false
 }
 
 // sleepLost waits d, or until ctx ends or s's container is seen lost (a

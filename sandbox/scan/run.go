@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -49,6 +50,9 @@ type Options struct {
 	// MaxReplays bounds the calls replayed (default 16); a call past it
 	// has its replay "skipped": nothing is pinned on it.
 	MaxReplays int
+	// ReplayJobs bounds the replays run side by side, two containers
+	// each (default: two per core of the host).
+	ReplayJobs int
 	// NoSeed leaves out the canary workspace and the honeytokens.
 	NoSeed bool
 	// BaitSeed draws the canary's names and the honeytokens' values
@@ -204,6 +208,9 @@ type setupCall struct {
 	call probes.Call
 }
 
+// DefaultReplayJobs is ReplayJobs' default: two per core of the host.
+func DefaultReplayJobs() int { return 2 * runtime.NumCPU() }
+
 // maxSetups bounds the setup calls kept for replays, per scan.
 const maxSetups = 16
 
@@ -236,6 +243,11 @@ func newScanner(ctx context.Context, cli sandbox.Engine, opts Options) (*scanner
 	}
 	if opts.MaxReplays <= 0 {
 		opts.MaxReplays = 16
+	}
+	if opts.ReplayJobs <= 0 {
+		// Two per core: a replay mostly waits (its linger, its window),
+		// and its legs' containers start while others wait.
+		opts.ReplayJobs = DefaultReplayJobs()
 	}
 	if opts.MaxLateTools <= 0 {
 		opts.MaxLateTools = defaultMaxLateTools
