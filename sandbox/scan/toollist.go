@@ -157,7 +157,7 @@ func (sc *scanner) listAgain(s *sandbox.Session, where string, call int) {
 	// closed first.
 	s.Phase(sc.ctx, "between", call)
 	before := len(s.Report().Problems)
-	tools, err := s.ListTools(sc.ctx)
+	l, err := s.RelistTools(sc.ctx)
 	s.Report().Problems = dedupProblems(s.Report().Problems, before)
 	if eff := s.Mark(sc.ctx, false, call); !eff.Empty() {
 		s.Report().Phases = append(s.Report().Phases, report.Phase{Name: "tools/list", After: call, Effects: eff})
@@ -177,7 +177,12 @@ func (sc *scanner) listAgain(s *sandbox.Session, where string, call int) {
 		sc.logf("%s: the server sent %d notifications/tools/list_changed since the last listing", report.ListingWhere(where, call), n-w.notes)
 		w.notes = n
 	}
-	sc.compare(w, tools, where, call)
+	if l.Same {
+		// Byte for byte the session's last listing, which w's last compare
+		// read (every listing of the session is compared): nothing changed.
+		return
+	}
+	sc.compare(w, l.Tools, where, call)
 }
 
 // dedupProblems drops the problems from index from on whose message an
