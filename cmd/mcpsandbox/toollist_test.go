@@ -193,6 +193,35 @@ func hasProblem(r report.Report, kind string) bool {
 	return false
 }
 
+// TestToolListBlinks: a server that changes its list for one listing
+// (the one right after a call) and back is caught: the listing after
+// every call is read, and a list read the same as the last one only
+// saves decoding it, never a listing.
+func TestToolListBlinks(t *testing.T) {
+	t.Parallel()
+	for _, iso := range []string{"session", "call"} {
+		t.Run(iso, func(t *testing.T) {
+			code, b, stderr := scanFixture(t, []string{"--isolation", iso}, "blink_hint")
+			if code != 1 {
+				t.Fatalf("exit %d, want 1 (the default gate fails); %s", code, stderr)
+			}
+			r := decode(t, b)
+			// The hint weakened is an error; the way back a change too.
+			if !reflect.DeepEqual(findingSet(r), []string{"tool-definition-changed warning blink_hint", "tool-hints-changed error blink_hint"}) {
+				t.Errorf("findings %q", findingSet(r))
+			}
+			var got []string
+			for _, c := range r.ToolChanges {
+				got = append(got, c.Listing+" "+c.Field+" "+c.Old+" -> "+c.New)
+			}
+			want := []string{"after-call annotations.readOnlyHint true -> false", "end annotations.readOnlyHint false -> true"}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("changes\n got %q\nwant %q", got, want)
+			}
+		})
+	}
+}
+
 // TestToolListBig: 10 pages of 10,000 tools, listed after every call,
 // finish: past --max-relist the list is not checked again, which the
 // report says (a tool-list problem, toolListing.unchecked) and the gate
