@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -165,6 +166,10 @@ type Session struct {
 	bounds struct{ walk, listed bool } // snapshot bounds already reported
 
 	listChanged atomic.Int64 // notifications/tools/list_changed received
+	// listed is the last tool listing that succeeded, for the next to be
+	// read only if it differs (see RelistTools).
+	listed *toolListing
+	repeat pageRepeat // spares the SDK the pages of listed read again
 
 	closeOnce sync.Once
 	closeErr  error
@@ -353,7 +358,7 @@ func (s *Session) open(ctx context.Context) error {
 		// cap leaves room for the error a refusal puts in a message's place.
 		inner = &mcp.IOTransport{Reader: pr, Writer: ctr.Stdin(), MaxLineLength: o.Bounds.MaxMessage + 64<<10}
 	}
-	transport := recordingTransport{Transport: inner, t: s.transcript, gate: s.gate}
+	transport := recordingTransport{Transport: inner, t: s.transcript, gate: s.gate, repeat: &s.repeat}
 	info := o.ClientInfo
 	client := mcp.NewClient(&info, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{},
 		// Counted only: the scan lists the tools at fixed points (see
@@ -788,53 +793,131 @@ func (s *Session) Phase(ctx context.Context, name string, after int) {
 // wire): what was listed before is kept, a protocol-bound problem says
 // where, and Server.ToolListTruncated is set.
 func (s *Session) ListTools(ctx context.Context) ([]report.Tool, error) {
+	l, err := s.RelistTools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return l.Tools, nil
+}
+
+// Listing is what RelistTools read.
+type Listing struct {
+	// Tools are the tools kept, as ListTools returns them.
+	Tools []report.Tool
+	// Same is set when every page came back byte-identical to the
+	// session's last listing's and the list was cut alike: Tools are then
+	// that listing's (a copy), and its problems are not said again.
+	Same bool
+	// Bytes counts the tools/list results received, kept or not, failed
+	// listing included.
+	Bytes int
+}
+
+// RelistTools is ListTools that also says whether the listing is the
+// session's last one again, and how many bytes it read. Decoding,
+// bounding and comparing a list that did not change would cost the scan
+// O(tools) after every call (95 ms a call at 1,000 tools); the bytes are
+// still fetched and hashed, so a list changed for one call and back is
+// still two changes.
+func (s *Session) RelistTools(ctx context.Context) (l Listing, err error) {
 	if s.cs == nil {
-		return nil, ErrServerStart
+		return l, ErrServerStart
 	}
 	defer s.opts.Timings.Begin(timings.StepList, 0)()
+	last := s.listed
+	s.listed = nil                  // set again only by a listing that succeeds
 	s.transcript.take("tools/list") // what an earlier listing left, were it cut short
 	b := s.opts.Bounds
 	seen := map[string]bool{}
 	cursor, cut := "", ""
 	pages, size := 0, 0
+	var cursors []string
 	for {
 		if pages >= b.MaxToolPages {
 			cut = fmt.Sprintf("the server has more than %d pages of tools (the page bound)", b.MaxToolPages)
 			break
 		}
+		if last != nil && pages < len(last.sums) {
+			s.repeat.arm(last.sums[pages])
+		}
 		lctx, cancel := context.WithTimeout(ctx, s.opts.CallTimeout)
 		res, err := s.cs.ListTools(lctx, &mcp.ListToolsParams{Cursor: cursor})
 		cancel()
+		if s.repeat.disarm() && errors.Is(err, errPageRepeated) {
+			// The same bytes as the last listing's page: the same cursor.
+			res, err = &mcp.ListToolsResult{NextCursor: last.cursors[pages]}, nil
+		}
 		if _, r := s.gate.take("tools/list"); r != nil {
 			cut = fmt.Sprintf("page %d of tools/list: %s", pages+1, r)
 			break
 		}
 		if err != nil {
-			return nil, err
+			return l, err
 		}
 		raws := s.transcript.Results("tools/list")
 		if len(raws) > pages {
 			size += len(raws[pages])
 		}
+		l.Bytes = size
 		if size > b.MaxToolListBytes {
 			cut = fmt.Sprintf("the tools/list results passed %d bytes in all (the tool list bound) at page %d, which was not kept", b.MaxToolListBytes, pages+1)
 			break
 		}
 		pages++
+		cursors = append(cursors, res.NextCursor)
 		if res.NextCursor == "" {
 			break
 		}
 		if seen[res.NextCursor] {
-			return nil, fmt.Errorf("the server repeats cursor %q", s.clip(res.NextCursor))
+			return l, fmt.Errorf("the server repeats cursor %q", s.clip(res.NextCursor))
 		}
 		seen[res.NextCursor] = true
 		cursor = res.NextCursor
 	}
+	raws := s.transcript.take("tools/list")
+	raws = raws[:min(pages, len(raws))]
+	now := &toolListing{cursors: cursors, cut: cut, sums: make([][sha256.Size]byte, len(raws))}
+	for i, raw := range raws {
+		now.sums[i] = sha256.Sum256(raw)
+	}
+	if last.same(now) {
+		now.tools = last.tools
+		s.listed = now
+		l.Tools, l.Same = slices.Clone(last.tools), true
+		return l, nil
+	}
+	if l.Tools, err = s.decodeTools(raws, cut); err != nil {
+		return l, err
+	}
+	now.tools = slices.Clone(l.Tools)
+	s.listed = now
+	return l, nil
+}
+
+// toolListing is what a listing received, by page (the results' SHA-256
+// and next cursors), how it was cut, and the tools kept from it.
+type toolListing struct {
+	sums    [][sha256.Size]byte
+	cursors []string
+	cut     string
+	tools   []report.Tool
+}
+
+// same says whether two listings received the same bytes and were cut
+// alike: what is kept of them is then the same, a function of the bytes
+// and the session's bounds.
+func (l *toolListing) same(o *toolListing) bool {
+	return l != nil && o != nil && l.cut == o.cut && slices.Equal(l.sums, o.sums) && slices.Equal(l.cursors, o.cursors)
+}
+
+// decodeTools reads the tools of the raw tools/list results, within the
+// bounds; cut says why the list was cut already ("": it was not).
+func (s *Session) decodeTools(raws []json.RawMessage, cut string) ([]report.Tool, error) {
+	b := s.opts.Bounds
 	tools := []report.Tool{} // present, never null, when none is kept
 	names := map[string]bool{}
 	var bounded []string
-	raws := s.transcript.take("tools/list")
-	for _, raw := range raws[:min(pages, len(raws))] {
+	for _, raw := range raws {
 		var page struct {
 			Tools []json.RawMessage `json:"tools"`
 		}

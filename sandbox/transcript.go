@@ -160,6 +160,8 @@ type recordingTransport struct {
 	mcp.Transport
 	t    *Transcript
 	gate *frameGate // notes the requests sent and why a read failed; may be nil
+	// repeat spares the SDK tools/list pages read before; may be nil.
+	repeat *pageRepeat
 }
 
 func (r recordingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -167,13 +169,14 @@ func (r recordingTransport) Connect(ctx context.Context) (mcp.Connection, error)
 	if err != nil {
 		return nil, err
 	}
-	return &recordingConn{Connection: c, t: r.t, gate: r.gate}, nil
+	return &recordingConn{Connection: c, t: r.t, gate: r.gate, repeat: r.repeat}, nil
 }
 
 type recordingConn struct {
 	mcp.Connection
-	t    *Transcript
-	gate *frameGate
+	t      *Transcript
+	gate   *frameGate
+	repeat *pageRepeat
 }
 
 func (c *recordingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -184,6 +187,9 @@ func (c *recordingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			method = c.t.methodOf(r.ID)
 		}
 		c.t.record("recv", msg)
+		if r, ok := msg.(*jsonrpc.Response); ok && method == "tools/list" && c.repeat != nil {
+			msg = c.repeat.answer(r)
+		}
 		msg = uncached(method, msg)
 	} else if c.gate != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrClosedPipe) && !errors.Is(err, mcp.ErrConnectionClosed) {
 		// The stream is still there but the SDK could not read a message
@@ -201,6 +207,9 @@ func (c *recordingConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	c.t.expect(msg)
 	if m, ok := msg.(*jsonrpc.Request); ok && m.ID.IsValid() && c.gate != nil {
 		c.gate.sent(m.Method, m.ID.Raw())
+	}
+	if m, ok := msg.(*jsonrpc.Request); ok && c.repeat != nil {
+		c.repeat.sending(m)
 	}
 	c.t.record("send", msg)
 	return c.Connection.Write(ctx, msg)

@@ -47,6 +47,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	fs.Var(&opts.Isolation, "isolation", "session (one container, calls in order) or call (a fresh container from the same starting state for each call)")
 	fs.BoolVar(&opts.Negatives, "negatives", false, "also call each tool with inputs that break its input schema, one rule at a time; accepting one is a finding")
 	fs.IntVar(&opts.MaxLateTools, "max-late-tools", 0, "tools that appear during the scan and are called (default 50); past it they are named, not called, a problem and a finding")
+	relist := fs.Int64("max-relist", scan.DefaultMaxRelistBytes>>20, "MiB of tools/list results the listings after calls and at sessions' ends read per scan; past it the tool list is not checked again, a problem and a finding")
 	rounds := fs.Int("rounds", 1, "scan this many times, each round in fresh containers with the same bait seed, and report the findings of all rounds, each with the rounds that saw it; the gate acts on a finding any round saw")
 	fs.BoolVar(&opts.NoBoundary, "no-boundary", false, "leave out the boundary probes: a traversal out of the canary project for path properties, a link-local and a loopback URL for URL properties (path-escape, ssrf-followed)")
 	fs.BoolVar(&opts.NoSeed, "no-seed", false, "do not seed the canary workspace and honeytokens")
@@ -78,6 +79,10 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		}
 		opts.BaitSeed = baitSeed
 	}
+	if *relist < 1 || *relist > maxRelistMiB {
+		return usageError{fmt.Sprintf("--max-relist %d: want 1 to %d", *relist, maxRelistMiB)}
+	}
+	opts.MaxRelistBytes = *relist << 20
 	if *rounds < 1 || *rounds > maxRounds {
 		return usageError{fmt.Sprintf("--rounds %d: want 1 to %d", *rounds, maxRounds)}
 	}
@@ -174,6 +179,9 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 
 // maxRounds bounds --rounds: each round is a whole scan.
 const maxRounds = 100
+
+// maxRelistMiB bounds --max-relist: 1 TiB, far past any scan's time.
+const maxRelistMiB = 1 << 20
 
 // isTerminal says whether v (a reader or a writer) is a terminal, as
 // golang.org/x/term tells one: /dev/null, a character device too, is not.

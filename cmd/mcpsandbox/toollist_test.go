@@ -192,3 +192,57 @@ func hasProblem(r report.Report, kind string) bool {
 	}
 	return false
 }
+
+// TestToolListBlinks: a server that changes its list for one listing
+// (the one right after a call) and back is caught: the listing after
+// every call is read, and a list read the same as the last one only
+// saves decoding it, never a listing.
+func TestToolListBlinks(t *testing.T) {
+	t.Parallel()
+	for _, iso := range []string{"session", "call"} {
+		t.Run(iso, func(t *testing.T) {
+			code, b, stderr := scanFixture(t, []string{"--isolation", iso}, "blink_hint")
+			if code != 1 {
+				t.Fatalf("exit %d, want 1 (the default gate fails); %s", code, stderr)
+			}
+			r := decode(t, b)
+			// The hint weakened is an error; the way back a change too.
+			if !reflect.DeepEqual(findingSet(r), []string{"tool-definition-changed warning blink_hint", "tool-hints-changed error blink_hint"}) {
+				t.Errorf("findings %q", findingSet(r))
+			}
+			var got []string
+			for _, c := range r.ToolChanges {
+				got = append(got, c.Listing+" "+c.Field+" "+c.Old+" -> "+c.New)
+			}
+			want := []string{"after-call annotations.readOnlyHint true -> false", "end annotations.readOnlyHint false -> true"}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("changes\n got %q\nwant %q", got, want)
+			}
+		})
+	}
+}
+
+// TestToolListBig: 10 pages of 10,000 tools, listed after every call,
+// finish: past --max-relist the list is not checked again, which the
+// report says (a tool-list problem, toolListing.unchecked) and the gate
+// fails on, as on the tool bound that cut the first listing.
+func TestToolListBig(t *testing.T) {
+	t.Parallel()
+	// Each listing is 10 pages of 1.2 MB: three listings after calls pass
+	// 30 MiB, and the fourth is not made.
+	code, b, stderr := scanFixture(t, []string{"--max-tools", "6", "--max-relist", "30", "--probes", writeFile(t, t.TempDir(), "p.json", `[]`)}, "flood", "pages=11", "tools=10000")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1; %s", code, stderr)
+	}
+	r := decode(t, b)
+	if !r.Complete || len(r.Calls) != 6 || r.ToolListing.Listings != 4 {
+		t.Errorf("complete %v, %d calls, %d listings; want complete, 6 calls, 4 listings (first, after calls 1 to 3)", r.Complete, len(r.Calls), r.ToolListing.Listings)
+	}
+	if len(r.ToolListing.Unchecked) != 1 || !strings.HasPrefix(r.ToolListing.Unchecked[0], "after call 4: the tool list was not checked again in this scan") ||
+		!strings.Contains(r.ToolListing.Unchecked[0], "(--max-relist)") || !hasProblem(r, "tool-list") || !hasRule(r, "tool-list-unchecked") || !hasRule(r, "tool-list-truncated") {
+		t.Errorf("the bound is not reported: unchecked %q findings %q problems %+v", r.ToolListing.Unchecked, findingSet(r), r.Problems)
+	}
+	if len(r.ToolChanges) != 0 {
+		t.Errorf("changes %+v", r.ToolChanges)
+	}
+}

@@ -77,6 +77,11 @@ type Options struct {
 	// lists (default 1000). Past either, the report says so and the gate
 	// fails (tool-list-unchecked).
 	MaxLateTools, MaxToolChanges int
+	// MaxRelistBytes bounds the bytes of tools/list results the listings
+	// after calls and at sessions' ends read per scan (default 1 GiB);
+	// past it no session lists again, the report says so and the gate
+	// fails (tool-list-unchecked).
+	MaxRelistBytes int64
 	// OnKept, with Keep, is told of the main session's kept container
 	// (not the replays'), to record it as a named run.
 	OnKept func(sandbox.KeptSession)
@@ -255,7 +260,10 @@ func newScanner(ctx context.Context, cli sandbox.Engine, opts Options) (*scanner
 	if opts.MaxToolChanges <= 0 {
 		opts.MaxToolChanges = defaultMaxToolChanges
 	}
-	sc := &scanner{cli: cli, opts: opts, started: time.Now(), parent: ctx, args: map[int]json.RawMessage{}, tl: newToolLists(opts.MaxToolChanges),
+	if opts.MaxRelistBytes <= 0 {
+		opts.MaxRelistBytes = DefaultMaxRelistBytes
+	}
+	sc := &scanner{cli: cli, opts: opts, started: time.Now(), parent: ctx, args: map[int]json.RawMessage{}, tl: newToolLists(opts.MaxToolChanges, opts.MaxRelistBytes),
 		schemas: map[string]json.RawMessage{}, state: &probes.State{}, setupsOf: map[int][]probes.Call{}}
 	sc.ctx, sc.cancel = context.WithTimeout(ctx, opts.Timeout)
 	sc.track = opts.Timings.Track(timings.SessionScan)

@@ -72,7 +72,7 @@ func TestCutValue(t *testing.T) {
 }
 
 func testScanner(maxLate, maxChanges int, first ...report.Tool) (*scanner, *toolWatch) {
-	sc := &scanner{opts: Options{MaxLateTools: maxLate}, tl: newToolLists(maxChanges)}
+	sc := &scanner{opts: Options{MaxLateTools: maxLate}, tl: newToolLists(maxChanges, DefaultMaxRelistBytes)}
 	rep := report.New()
 	rep.Tools = first
 	sc.tl.rep = rep
