@@ -182,9 +182,7 @@ func (r *reader) task(pid, tid int, tdir string, ntasks int, b []byte, err error
 	case 'R':
 		w.Reason = Running
 	case 'S':
-		if !r.blocked(&w, tdir) {
-			return
-		}
+		r.blocked(&w, tdir)
 	case 'D':
 		w.Reason = DiskWait
 	case 'T', 't':
@@ -207,43 +205,44 @@ func (r *reader) task(pid, tid int, tdir string, ntasks int, b []byte, err error
 	r.fds(pid, tid, comm, tdir)
 }
 
-// blocked reads where a sleeping task waits; false when it is quiet.
-func (r *reader) blocked(w *Wakeup, tdir string) bool {
+// blocked reads where a sleeping task waits into w, whose Reason stays
+// empty when the wait is quiet. A task gone meanwhile is quiet here: the
+// second pass tells.
+func (r *reader) blocked(w *Wakeup, tdir string) {
 	b, err := r.read(tdir + "/syscall")
 	if gone(err) {
-		return false
+		return
 	}
 	if err != nil {
 		w.Reason, w.Detail = Unreadable, errText(err)
-		return true
+		return
 	}
 	st, nr, args, err := parseSyscall(b)
 	switch {
 	case err != nil:
 		w.Reason, w.Detail = Unreadable, "syscall: "+escape(b)
-		return true
+		return
 	case st == runningState:
 		w.Reason = Running
-		return true
+		return
 	case st == notInSyscall:
 		w.Reason, w.Detail = Transient, "not in a syscall"
-		return true
+		return
 	}
 	v := classify(nr, args)
 	w.Syscall = v.name
 	if v.fd >= 0 {
 		quiet, detail := r.fdQuiet(tdir, v.fd)
 		if quiet {
-			return false
+			return
 		}
 		w.Reason, w.Detail = v.reason, detail
-		return true
+		return
 	}
 	if v.quiet {
-		return false
+		return
 	}
 	w.Reason, w.Within, w.Bounded = v.reason, v.within, v.bounded
-	return true
 }
 
 // fdQuiet tells whether a wait on the task's fd is one no timeout
