@@ -105,13 +105,29 @@ func (r *reader) pass(first bool) (snapshot, error) {
 				r.tasks++
 			}
 			tdir := dir + "/task/" + strconv.Itoa(tid)
-			mark, stat, err := r.mark(tdir)
+			if !first {
+				mark, err := r.mark(task{fd: -1, path: tdir})
+				if !gone(err) {
+					snap[pid][tid] = mark
+				}
+				continue
+			}
+			// The task's files are opened from its directory, walked once.
+			fd, err := unix.Open(tdir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 			if gone(err) {
 				continue
 			}
-			snap[pid][tid] = mark
-			if first {
-				r.task(pid, tid, tdir, len(tids), stat, err)
+			t := task{fd: -1, path: tdir}
+			if err == nil {
+				t.fd = fd
+			}
+			mark, err := r.mark(t)
+			if !gone(err) {
+				snap[pid][tid] = mark
+				r.task(pid, tid, t, len(tids), err)
+			}
+			if t.fd >= 0 {
+				unix.Close(t.fd)
 			}
 		}
 		if first {
@@ -121,20 +137,36 @@ func (r *reader) pass(first bool) (snapshot, error) {
 	return snap, nil
 }
 
-// mark is what changes when a task runs: its schedstat (time on a CPU,
-// times scheduled) and its stat line (state, faults, CPU times).
-// The stat line is returned too, for the first pass to read.
-func (r *reader) mark(tdir string) (mark, stat []byte, err error) {
-	b, err := r.read(tdir + "/schedstat")
+// task is a task's (or a process's) directory: opened (fd, -1 where it
+// is not) and named, for its errors and where it is not open.
+type task struct {
+	fd   int
+	path string
+}
+
+// at is where name in t opens from: t's fd and name, or the whole path.
+func (t task) at(name string) (int, string) {
+	if t.fd < 0 {
+		return unix.AT_FDCWD, t.path + "/" + name
+	}
+	return t.fd, name
+}
+
+// mark is what changes when a task runs: its schedstat, time on a CPU
+// and times scheduled (a kernel without schedstats reads "0 0 0": its
+// stat line then, whose CPU times and faults move less finely).
+func (r *reader) mark(t task) ([]byte, error) {
+	b, err := r.read(t, "schedstat")
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	mark = append(append([]byte(nil), b...), '\n')
-	if b, err = r.read(tdir + "/stat"); err != nil {
-		return nil, nil, err
+	if !bytes.Equal(bytes.TrimSpace(b), []byte("0 0 0")) {
+		return append([]byte(nil), b...), nil
 	}
-	mark = append(mark, b...)
-	return mark, mark[len(mark)-len(b):], nil
+	if b, err = r.read(t, "stat"); err != nil {
+		return nil, err
+	}
+	return append([]byte(nil), b...), nil
 }
 
 // compare adds a Changed wakeup for each process or task that appeared,
@@ -164,8 +196,15 @@ func (r *reader) compare(first, second snapshot) {
 }
 
 // task reads one task: its state, where it is blocked, its fd table.
-// b is its stat line, err the error reading its marks.
-func (r *reader) task(pid, tid int, tdir string, ntasks int, b []byte, err error) {
+// err is the error reading its mark.
+func (r *reader) task(pid, tid int, tdir task, ntasks int, err error) {
+	var b []byte
+	if err == nil {
+		b, err = r.read(tdir, "stat")
+	}
+	if gone(err) {
+		return
+	}
 	if err != nil {
 		r.add(Wakeup{PID: pid, TID: tid, Reason: Unreadable, Detail: errText(err)})
 		return
@@ -208,8 +247,8 @@ func (r *reader) task(pid, tid int, tdir string, ntasks int, b []byte, err error
 // blocked reads where a sleeping task waits into w, whose Reason stays
 // empty when the wait is quiet. A task gone meanwhile is quiet here: the
 // second pass tells.
-func (r *reader) blocked(w *Wakeup, tdir string) {
-	b, err := r.read(tdir + "/syscall")
+func (r *reader) blocked(w *Wakeup, tdir task) {
+	b, err := r.read(tdir, "syscall")
 	if gone(err) {
 		return
 	}
@@ -248,9 +287,9 @@ func (r *reader) blocked(w *Wakeup, tdir string) {
 // fdQuiet tells whether a wait on the task's fd is one no timeout
 // reaches: a pipe, a FIFO, or an anonymous inode quietLink names. A socket
 // (SO_RCVTIMEO), a tty (VTIME) and the rest are not.
-func (r *reader) fdQuiet(tdir string, fd int) (bool, string) {
-	path := tdir + "/fd/" + strconv.Itoa(fd)
-	link, err := os.Readlink(path)
+func (r *reader) fdQuiet(tdir task, fd int) (bool, string) {
+	name := "fd/" + strconv.Itoa(fd)
+	link, err := r.readlink(tdir, name)
 	if err != nil {
 		return false, errText(err)
 	}
@@ -258,7 +297,7 @@ func (r *reader) fdQuiet(tdir string, fd int) (bool, string) {
 		return true, ""
 	}
 	var st unix.Stat_t
-	if unix.Stat(path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFIFO {
+	if dfd, rel := tdir.at(name); unix.Fstatat(dfd, rel, &st, 0) == nil && st.Mode&unix.S_IFMT == unix.S_IFIFO {
 		return true, ""
 	}
 	return false, fmt.Sprintf("fd %d: %s", fd, escape([]byte(link)))
@@ -267,8 +306,18 @@ func (r *reader) fdQuiet(tdir string, fd int) (bool, string) {
 // fds reads a task's fd table (each task's: a thread may have one of its
 // own, by clone without CLONE_FILES or unshare) for armed timerfds and
 // io_uring instances.
-func (r *reader) fds(pid, tid int, comm, tdir string) {
-	names, err := names(tdir + "/fd")
+func (r *reader) fds(pid, tid int, comm string, tdir task) {
+	at, rel := tdir.at("fd")
+	dfd, err := unix.Openat(at, rel, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		err = &fs.PathError{Op: "open", Path: tdir.path + "/fd", Err: err}
+	}
+	var names []string
+	if err == nil {
+		f := os.NewFile(uintptr(dfd), tdir.path+"/fd")
+		names, err = f.Readdirnames(-1)
+		f.Close()
+	}
 	if gone(err) {
 		return
 	}
@@ -281,7 +330,7 @@ func (r *reader) fds(pid, tid int, comm, tdir string) {
 		names = names[:r.maxFDs]
 	}
 	for _, n := range names {
-		link, err := os.Readlink(tdir + "/fd/" + n)
+		link, err := r.readlink(tdir, "fd/"+n)
 		if err != nil {
 			continue // closed since the listing
 		}
@@ -302,7 +351,7 @@ func (r *reader) fds(pid, tid int, comm, tdir string) {
 		r.seen[key] = true
 		w := Wakeup{PID: pid, TID: tid, Comm: comm, Reason: reason, Detail: "fd " + n}
 		if reason == Timerfd {
-			b, err := r.read(tdir + "/fdinfo/" + n)
+			b, err := r.read(tdir, "fdinfo/"+n)
 			if gone(err) {
 				continue
 			}
@@ -328,7 +377,7 @@ func (r *reader) fds(pid, tid int, comm, tdir string) {
 
 // timers reads a process's POSIX timers.
 func (r *reader) timers(pid int, dir string) {
-	b, err := r.read(dir + "/timers")
+	b, err := r.read(task{fd: -1, path: dir}, "timers")
 	if gone(err) {
 		return
 	}
@@ -343,10 +392,13 @@ func (r *reader) timers(pid int, dir string) {
 
 func (r *reader) add(w Wakeup) { r.out = append(r.out, w) }
 
-// read reads a small /proc file into the reader's buffer (valid until
-// the next read), growing it for a file that fills it.
-func (r *reader) read(path string) ([]byte, error) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+// read reads a small /proc file, name in dir (a task, or a path), into
+// the reader's buffer (valid until the next read), growing it for a file
+// that fills it.
+func (r *reader) read(t task, name string) ([]byte, error) {
+	path := t.path + "/" + name
+	dfd, rel := t.at(name)
+	fd, err := unix.Openat(dfd, rel, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
@@ -364,6 +416,21 @@ func (r *reader) read(path string) ([]byte, error) {
 		if n == len(r.buf) {
 			r.buf = append(r.buf, make([]byte, len(r.buf))...)
 		}
+	}
+}
+
+// readlink reads the link name in t.
+func (r *reader) readlink(t task, name string) (string, error) {
+	dfd, rel := t.at(name)
+	for {
+		n, err := unix.Readlinkat(dfd, rel, r.buf)
+		if err != nil {
+			return "", &fs.PathError{Op: "readlink", Path: t.path + "/" + name, Err: err}
+		}
+		if n < len(r.buf) {
+			return string(r.buf[:n]), nil
+		}
+		r.buf = make([]byte, 2*len(r.buf))
 	}
 }
 

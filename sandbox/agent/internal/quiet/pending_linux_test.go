@@ -230,7 +230,6 @@ func BenchmarkPending(b *testing.B) {
 // benchEnv has a bench sandbox measure Pending once settled.
 const benchEnv = "QUIET_BENCH"
 
-
 func TestPendingHostile(t *testing.T) { runCases(t, hostileCases()) }
 
 func runCases(t *testing.T, cases []sandboxCase) {
