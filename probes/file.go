@@ -12,12 +12,17 @@ import (
 type Step struct {
 	Tool      string          `json:"tool"`
 	Arguments json.RawMessage `json:"arguments"`
-	// Repeat makes the call this many more times with the same arguments.
+	// Repeat makes the call this many more times with the same arguments
+	// (0 to MaxRepeat: a file asking more is refused, not cut).
 	Repeat int `json:"repeat,omitempty"`
 	// ExpectError says the call should fail (isError or a JSON-RPC error);
 	// a success is then a problem in the report.
 	ExpectError bool `json:"expectError,omitempty"`
 }
+
+// MaxRepeat bounds a step's repeat: each is a call, and the calls before
+// a suspect are made again in each of its replay's two legs.
+const MaxRepeat = 100
 
 // Load reads a probe file.
 func Load(path string) ([]Step, error) {
@@ -53,6 +58,9 @@ func Parse(b []byte) ([]Step, error) {
 			}
 			if err := checkArgs(steps[i].Tool, &steps[i].Arguments); err != nil {
 				return nil, err
+			}
+			if r := steps[i].Repeat; r < 0 || r > MaxRepeat {
+				return nil, fmt.Errorf("step %d (%q): repeat %d: want 0 to %d", i+1, steps[i].Tool, r, MaxRepeat)
 			}
 		}
 		return steps, nil

@@ -31,9 +31,21 @@ func TestParseSteps(t *testing.T) {
 }
 
 func TestParseRejects(t *testing.T) {
-	for _, in := range []string{``, `42`, `{"a": [1]}`, `{"a": {}, "a": {}}`, `[{"arguments":{}}]`, `{"a": {}} x`, `[{"tool":"a","bogus":1}]`} {
+	for _, in := range []string{``, `42`, `{"a": [1]}`, `{"a": {}, "a": {}}`, `[{"arguments":{}}]`, `{"a": {}} x`, `[{"tool":"a","bogus":1}]`,
+		`[{"tool":"a","repeat":101}]`, `[{"tool":"a","repeat":-1}]`} { // a repeat past MaxRepeat is refused, never cut
 		if _, err := Parse([]byte(in)); err == nil {
 			t.Errorf("Parse(%q) = nil error, want one", in)
 		}
+	}
+}
+
+func TestParseRepeatBound(t *testing.T) {
+	steps, err := Parse([]byte(`[{"tool":"a","repeat":100}]`))
+	if err != nil || steps[0].Repeat != MaxRepeat {
+		t.Fatalf("%v %+v", err, steps)
+	}
+	calls, _, _ := Plan([]Tool{{Name: "a"}}, steps, DefaultCanary())
+	if len(calls) != 1+MaxRepeat {
+		t.Errorf("%d calls, want %d", len(calls), 1+MaxRepeat)
 	}
 }

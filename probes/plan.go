@@ -100,7 +100,7 @@ func Plan(tools []Tool, steps []Step, c Canary) (calls []Call, skips []Skip, unk
 		}
 		probed[s.Tool] = true
 		calls = append(calls, Call{Tool: s.Tool, Arguments: s.Arguments, Source: "probe", ExpectError: s.ExpectError, Setup: IsSetup(s.Tool, prefix)})
-		for i := 0; i < s.Repeat && i < 100; i++ {
+		for i := 0; i < min(s.Repeat, MaxRepeat); i++ { // Parse refuses more
 			calls = append(calls, Call{Tool: s.Tool, Arguments: s.Arguments, Source: "repeat", ExpectError: s.ExpectError})
 		}
 	}
