@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -114,6 +115,11 @@ type ContainerOptions struct {
 	// before anything else is done with it (a test's seam: a signal
 	// between create and start).
 	created func(id string)
+	// tick is the agent's heartbeat (zero: agentTick), and noFlush keeps
+	// the runner from asking the agent for ticks (see agentFlusher): tests
+	// make a mark depend on the one or the other.
+	tick    time.Duration
+	noFlush bool
 	// keep sets label.Keep, so that neither the reaper nor cache eviction
 	// removes a container kept for debugging, nor its image (clean removes
 	// them); the owner label stays, so that the reaper stops it should its
@@ -143,6 +149,9 @@ type Container struct {
 	agent      bool
 	agentEnded atomic.Bool
 	agentRaw   atomic.Bool
+	// flusher asks the agent for a tick at each mark (nil: the runner
+	// cannot signal it, and marks wait for its heartbeat).
+	flusher *agentFlusher
 
 	// removeTimeout bounds its removal (zero: the package's
 	// removeTimeout); tests make it small.
@@ -338,10 +347,19 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 		}
 	}
 	if opts.Agent {
+		if pid != 0 && !opts.noFlush {
+			// Without it (an engine on another host, a runner without the
+			// privilege to signal the container's processes) marks wait for
+			// the heartbeat: slower, as complete.
+			if f, err := openFlusher(pid); err == nil {
+				c.flusher = f
+				c.events.flush = f.flush
+			}
+		}
 		// The first bytes on stdin: the agent reads this frame, then hands
 		// stdin, untouched, to the server.
-		conf := agent.Config{Network: agentMode, MaxEvents: opts.MaxEvents, Tick: agentTick, Dir: opts.WorkingDir,
-			Pin: opts.Limits.CPUs > 0 && opts.Limits.CPUs <= 1}
+		conf := agent.Config{Network: agentMode, MaxEvents: opts.MaxEvents, Tick: cmp.Or(opts.tick, agentTick), Dir: opts.WorkingDir,
+			Pin: opts.Limits.CPUs > 0 && opts.Limits.CPUs <= 1, Flush: c.flusher != nil}
 		if opts.Home != nil {
 			conf.Home = opts.Home()
 		}
@@ -448,6 +466,50 @@ func (c *Container) Exited(ctx context.Context, wait time.Duration) (State, bool
 	return st, err == nil && !st.Running
 }
 
+// awaitExit waits, until the deadline, for the container to end: at the
+// end of its output (an agent holds its stderr until it exits) or the
+// engine's event of its end, each confirmed by an inspection; between
+// them, an inspection every exitPoll, or exitPollUnwatched when the
+// engine's events are not read.
+func (c *Container) awaitExit(ctx context.Context, until time.Time) {
+	if !time.Now().Before(until) {
+		return
+	}
+	t := time.NewTimer(time.Until(until))
+	defer t.Stop()
+	drained, died := c.drained, c.life.died
+	for {
+		if st, err := c.State(ctx); err != nil || !st.Running {
+			return
+		}
+		poll := exitPoll
+		if !c.life.watching() {
+			poll = exitPollUnwatched
+		}
+		p := time.NewTimer(poll)
+		select {
+		case <-drained:
+			drained = nil // a server without the agent may close its stdio and run on
+		case <-died:
+			died = nil // inspected once more; both channels stay closed
+		case <-p.C:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+		p.Stop()
+	}
+}
+
+// The inspections of awaitExit while nothing else says the container
+// ended: a backstop where the engine's events are read (their stream may
+// end), the only sign where they are not.
+const (
+	exitPoll          = 250 * time.Millisecond
+	exitPollUnwatched = 20 * time.Millisecond
+)
+
 // State is how the container ended, or that it still runs.
 type State struct {
 	Running   bool
@@ -505,6 +567,9 @@ func (c *Container) closeBy(ctx context.Context, until time.Time) error {
 		}
 		c.closeErr = removeBy(ctx, c.cli, c.ID, until, timeout)
 		c.life.stop()
+		if c.flusher != nil {
+			c.flusher.close()
+		}
 		if c.attach.Conn != nil {
 			c.attach.Close()
 		}

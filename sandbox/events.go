@@ -23,6 +23,9 @@ type eventStore struct {
 	ended   bool  // the stream is over
 	started bool  // the agent said it runs
 	errors  []string
+	// flush, if set, asks the agent for a tick now (see agentFlusher); it
+	// is set before the first sync.
+	flush func()
 }
 
 func newEventStore(max int) *eventStore {
@@ -57,6 +60,9 @@ func (s *eventStore) add(e agent.Event) {
 		return
 	}
 	s.events = append(s.events, e)
+	if e.Kind == agent.KindExec && e.PPID == 1 {
+		s.cond.Broadcast() // for waitExec; other waiters wake at ticks
+	}
 }
 
 func (s *eventStore) end() {
@@ -67,8 +73,21 @@ func (s *eventStore) end() {
 }
 
 // sync waits, bounded, until every event up to time m has arrived: a tick
-// at or after m, or the end of the stream.
+// at or after m, or the end of the stream. The agent is asked for that
+// tick at once, when it can be: else it comes with the next heartbeat.
 func (s *eventStore) sync(ctx context.Context, m int64, bound time.Duration) {
+	if s.flush != nil {
+		s.flush()
+	}
+	// Before the agent's first word, wait for it too: the first phase must
+	// not close before the agent can report what happened in it.
+	s.waitFor(ctx, bound, func() bool { return s.ended || s.tick >= m })
+}
+
+// waitFor waits, bounded, until done (called with mu held) holds; it is
+// checked again at each tick, at the end of the stream, and at each exec
+// by a child of the agent.
+func (s *eventStore) waitFor(ctx context.Context, bound time.Duration, done func() bool) {
 	// The waiter stops on a flag the timer sets under the lock, not on a
 	// clock read of its own: a deadline computed apart from the timer can
 	// fall after the timer's only wake-up, and the wait never ends.
@@ -85,9 +104,7 @@ func (s *eventStore) sync(ctx context.Context, m int64, bound time.Duration) {
 	defer stop()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// Before the agent's first word, wait for it too: the first phase must
-	// not close before the agent can report what happened in it.
-	for !s.ended && s.tick < m && !expired {
+	for !done() && !expired {
 		s.cond.Wait()
 	}
 }
@@ -117,6 +134,10 @@ func (s *eventStore) status() (started bool, dropped int, errs []string) {
 func (s *eventStore) peekExits() map[int]bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.exitsLocked()
+}
+
+func (s *eventStore) exitsLocked() map[int]bool {
 	m := map[int]bool{}
 	for _, e := range s.events[s.taken:] {
 		if e.Kind == agent.KindExit {
@@ -132,17 +153,15 @@ func (s *eventStore) peekExits() map[int]bool {
 // waitExec waits, bounded, until an exec by a child of the agent (the
 // server starting) has arrived, or the stream ended.
 func (s *eventStore) waitExec(ctx context.Context, bound time.Duration) {
-	deadline := time.Now().Add(bound)
-	for ctx.Err() == nil && time.Now().Before(deadline) {
-		s.mu.Lock()
-		done := s.ended
+	s.waitFor(ctx, bound, func() bool {
+		if s.ended {
+			return true
+		}
 		for _, e := range s.events[s.taken:] {
-			done = done || (e.Kind == agent.KindExec && e.PPID == 1)
+			if e.Kind == agent.KindExec && e.PPID == 1 {
+				return true
+			}
 		}
-		s.mu.Unlock()
-		if done {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return false
+	})
 }

@@ -123,6 +123,13 @@ func (w *lifeWatch) event(m events.Message) {
 	}
 }
 
+// watching says whether the engine's events of the container are read.
+func (w *lifeWatch) watching() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.watched
+}
+
 // lose records how the container was lost, unless the runner has asked
 // for its end: the first reason is kept.
 func (w *lifeWatch) lose(why string) {

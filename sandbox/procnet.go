@@ -317,23 +317,16 @@ func (p *procNet) background() []int {
 
 // settle waits, up to d, while the processes the last call left running
 // live, so that what they do lands before the next phase begins. It
-// returns those still alive at the end.
+// returns those still alive at the end. Their exits are looked for at
+// each tick, as the agent sends them, not on a clock of the runner's.
 func (p *procNet) settle(ctx context.Context, d time.Duration) []int {
 	if p == nil || len(p.background()) == 0 {
 		return nil
 	}
-	deadline := time.Now().Add(d)
-	for {
-		left := p.stillLive()
-		if len(left) == 0 || time.Now().After(deadline) || ctx.Err() != nil {
-			p.endSettle(left)
-			return left
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	p.events.waitFor(ctx, d, func() bool { return len(p.liveIn(p.events.exitsLocked())) == 0 })
+	left := p.stillLive()
+	p.endSettle(left)
+	return left
 }
 
 // endSettle clears the background mark of the last call's processes
@@ -355,8 +348,10 @@ func (p *procNet) endSettle(left []int) {
 
 // stillLive looks at the events not yet taken for exits of the background
 // processes, without taking them.
-func (p *procNet) stillLive() []int {
-	exited := p.events.peekExits()
+func (p *procNet) stillLive() []int { return p.liveIn(p.events.peekExits()) }
+
+// liveIn lists the background processes not among the exited.
+func (p *procNet) liveIn(exited map[int]bool) []int {
 	var out []int
 	for _, pid := range p.background() {
 		if !exited[pid] {

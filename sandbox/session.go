@@ -1336,11 +1336,7 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 		// Paused, or gone: nothing of it will exit on its own.
 		grace = time.Now()
 	}
-	for ; time.Now().Before(grace); time.Sleep(20 * time.Millisecond) {
-		if st, err := ctr.State(ctx); err != nil || !st.Running {
-			break
-		}
-	}
+	ctr.awaitExit(ctx, grace)
 	if err := ctr.Stop(ctx); err != nil && ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
 		// Cut by the teardown's bound (the engine's kill waits for the
 		// container's end, which takes it seconds under load): the

@@ -45,6 +45,12 @@ type Config struct {
 	// (0: pinRate); they are freed under a quarter of it. A test sets it
 	// low, so that a burst on a loaded machine is still one.
 	PinRate int `json:"pinRate,omitempty"`
+	// Flush makes the agent answer FlushSignal with a tick at once (no
+	// sooner than FlushGap after the last one): the runner, which sends it
+	// from the host through a pidfd, closes a phase without waiting for
+	// the next heartbeat. The server may send it too (same uid): that only
+	// asks for a tick, which is true whoever asked (see flushTicks).
+	Flush bool `json:"flush,omitempty"`
 }
 
 // maxConfig bounds the config frame the agent reads.

@@ -199,6 +199,13 @@ func probe(args []string) int {
 			return 1
 		}
 		fmt.Println(strings.Join(out, "\n"))
+	case "flushflood":
+		// Asks its agent (its parent here, PID 1 in a sandbox) for ticks
+		// as fast as it can, then runs a program the agent must report.
+		for range 20000 {
+			unix.Kill(os.Getppid(), FlushSignal)
+		}
+		exec.Command("/bin/true", "after-the-flood").Run()
 	case "state":
 		// What the server sees of its start: cwd, ignored signals, env.
 		wd, _ := os.Getwd()

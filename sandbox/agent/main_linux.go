@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -43,7 +44,7 @@ func init() {
 
 // Main runs the agent with its command line and returns the exit code.
 // Two command lines are understood: the runner's current one,
-// "--network MODE [--max-events N] [--tick D] -- SERVER...", and the
+// "--network MODE [--max-events N] [--tick D] [--flush] -- SERVER...", and the
 // one-binary agent's, "[--] SERVER..." (as Docker's --init runs
 // /sbin/docker-init), whose settings come as a Config frame on stdin.
 func Main(args []string) int {
@@ -76,19 +77,17 @@ func Main(args []string) int {
 	out.emit(&Event{Kind: KindStart, PID: os.Getpid(), Data: cfg.Network})
 
 	sinks := startSinks(cfg.Network, out)
+	var flush chan os.Signal // nil without cfg.Flush: never ready
+	if cfg.Flush {
+		// One pending request is enough: every request it stands for
+		// came before the tick that answers it.
+		flush = make(chan os.Signal, 1)
+		signal.Notify(flush, FlushSignal)
+	}
 	stopTick, ticked := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(ticked)
-		t := time.NewTicker(cfg.Tick)
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				out.tick()
-			case <-stopTick:
-				return
-			}
-		}
+		flushTicks(out, cfg.Tick, FlushGap, flush, stopTick)
 	}()
 	pin := 0 // stops a second from which to pin; 0: never
 	if cfg.Pin {
@@ -100,6 +99,50 @@ func Main(args []string) int {
 	sinks.close()
 	out.last(code)
 	return code
+}
+
+// flushTicks sends a tick every period, and one at each flush request,
+// at once or, within gap of the last tick, gap after it, until stop. A
+// tick answering a request is stamped after the request arrived, so it
+// proves what the requester needs (every event before its request has
+// been sent), whoever sent it: a request the server forges only costs a
+// tick, and gap bounds those to one per gap (a flood of them is a few
+// tens of KB a second of frames, as the server's own stderr could be).
+// The period starts again at each tick: a flushed stream needs no
+// heartbeat as soon.
+func flushTicks(out *writer, period, gap time.Duration, flush <-chan os.Signal, stop <-chan struct{}) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	soon := time.NewTimer(gap)
+	soon.Stop()
+	var due <-chan time.Time // soon's channel while a request waits for gap
+	last := time.Now()
+	tick := func() {
+		out.tick()
+		last = time.Now()
+		t.Reset(period)
+	}
+	for {
+		select {
+		case <-t.C:
+			tick()
+		case <-flush:
+			if due != nil {
+				continue // the tick already due comes after this request too
+			}
+			if wait := gap - time.Since(last); wait > 0 {
+				soon.Reset(wait)
+				due = soon.C
+				continue
+			}
+			tick()
+		case <-due:
+			due = nil
+			tick()
+		case <-stop:
+			return
+		}
+	}
 }
 
 // last writes what is pending, a tick, and the agent's last frame
@@ -125,6 +168,7 @@ func settings(args []string) (Config, []string, error) {
 		fs.IntVar(&cfg.MaxEvents, "max-events", cfg.MaxEvents, "events sent at most; the rest are counted")
 		fs.BoolVar(&cfg.Pin, "pin", cfg.Pin, "keep the server on the tracer's CPU while it stops often")
 		fs.IntVar(&cfg.PinRate, "pin-rate", cfg.PinRate, "with --pin, the stops a second from which to pin (0: the default)")
+		fs.BoolVar(&cfg.Flush, "flush", cfg.Flush, "answer FlushSignal with a tick at once")
 		if err := fs.Parse(args); err != nil {
 			return cfg, nil, err
 		}
@@ -146,7 +190,7 @@ func settings(args []string) (Config, []string, error) {
 		if c.Tick > 0 {
 			cfg.Tick = c.Tick
 		}
-		cfg.Dir, cfg.Home, cfg.Pin, cfg.PinRate = c.Dir, c.Home, c.Pin, c.PinRate
+		cfg.Dir, cfg.Home, cfg.Pin, cfg.PinRate, cfg.Flush = c.Dir, c.Home, c.Pin, c.PinRate, c.Flush
 	}
 	switch cfg.Network {
 	case ModeNone, ModeSinkhole, ModeOpen:
