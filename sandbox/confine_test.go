@@ -421,16 +421,9 @@ func ownerOf(t *testing.T, r io.Reader) string {
 // on one CPU, and it gets the container's CPUs back once it stops execing
 // (docs/effects.md: "Processes and network").
 func TestAgentPinsInTheSandbox(t *testing.T) {
-	cli := sandboxtest.Docker(t)
-	img := sandboxtest.NodeImage(t, cli)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	runID := label.NewRunID()
-	sandboxtest.NoLeftovers(t, cli, runID)
-	ref, err := sandbox.AgentImage(ctx, cli, img, sandboxtest.Agent(t), runID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cli, ref, runID := agentSandbox(ctx, t)
 	script := `i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done; ` +
 		`grep Cpus_allowed_list /proc/self/status; sleep 0.3; grep Cpus_allowed_list /proc/self/status`
 	c, err := sandbox.Start(ctx, cli, sandbox.ContainerOptions{Image: ref, Argv: []string{"/bin/sh", "-c", script}, RunID: runID, Agent: true,
@@ -465,4 +458,19 @@ func TestAgentPinsInTheSandbox(t *testing.T) {
 	if strings.ContainsAny(lists[0], ",-") {
 		t.Errorf("the server may run on %q at the end of its burst of execs, %q after: want one CPU, then all", lists[0], lists[1])
 	}
+}
+
+// agentSandbox is what a test of the agent in a container starts from:
+// the engine, the node image with the agent added, and a run id whose
+// containers are checked gone at the test's end.
+func agentSandbox(ctx context.Context, t *testing.T) (*client.Client, string, string) {
+	t.Helper()
+	cli := sandboxtest.Docker(t)
+	runID := label.NewRunID()
+	sandboxtest.NoLeftovers(t, cli, runID)
+	ref, err := sandbox.AgentImage(ctx, cli, sandboxtest.NodeImage(t, cli), sandboxtest.Agent(t), runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cli, ref, runID
 }

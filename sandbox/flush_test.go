@@ -32,16 +32,9 @@ done`
 // then only in the agent's backlog, which is what the request flushes.
 func TestMarkWaitsForTheAgentsFlush(t *testing.T) {
 	t.Parallel()
-	cli := sandboxtest.Docker(t)
-	img := sandboxtest.NodeImage(t, cli)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	runID := label.NewRunID()
-	sandboxtest.NoLeftovers(t, cli, runID)
-	ref, err := sandbox.AgentImage(ctx, cli, img, sandboxtest.Agent(t), runID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cli, ref, runID := agentSandbox(ctx, t)
 	for _, tc := range []struct {
 		name  string
 		flush bool
