@@ -48,7 +48,7 @@ func scanFixture(t *testing.T, flags []string, serverArgs ...string) (int, []byt
 
 // fixtureArgs is the command line of a scan of the fixture server that
 // writes its JSON report to out.
-func fixtureArgs(t *testing.T, out string, flags []string, serverArgs ...string) []string {
+func fixtureArgs(t testing.TB, out string, flags []string, serverArgs ...string) []string {
 	t.Helper()
 	cli := sandboxtest.Docker(t)
 	sandboxtest.NodeImage(t, cli)
