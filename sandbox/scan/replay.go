@@ -66,7 +66,10 @@ func (sc *scanner) replay(rep *report.Report) error {
 	}
 	rep.Sandbox.Replay = "findings"
 	seqs := sc.opts.Suspects(rep)
+	// jobs are the replays to run; bound, the problem of the replay
+	// bound, said after the outcomes of the replays before it.
 	var jobs []*replayJob
+	var bound *report.Problem
 	for n, seq := range seqs {
 		i := slices.IndexFunc(rep.Calls, func(c report.Call) bool { return c.Seq == seq })
 		if i < 0 {
@@ -77,8 +80,8 @@ func (sc *scanner) replay(rep *report.Report) error {
 		c.Replay = &report.Replay{Status: "skipped", Reproduced: []string{}, Candidates: cands}
 		if n >= sc.opts.MaxReplays {
 			if n == sc.opts.MaxReplays {
-				rep.Problems = append(rep.Problems, report.Problem{Kind: "replay", Call: seq, Message: fmt.Sprintf(
-					"%d call(s) to replay, past the bound of %d: from call %d on, effects are pinned on no call", len(seqs), sc.opts.MaxReplays, seq)})
+				bound = &report.Problem{Kind: "replay", Call: seq, Message: fmt.Sprintf(
+					"%d call(s) to replay, past the bound of %d: from call %d on, effects are pinned on no call", len(seqs), sc.opts.MaxReplays, seq)}
 			}
 			continue
 		}
@@ -127,6 +130,9 @@ func (sc *scanner) replay(rep *report.Report) error {
 			c.Replay.Status = "replayed"
 			c.Replay.Reproduced = reproduced(originalKeys(rep, c), j.with, j.without)
 		}
+	}
+	if bound != nil {
+		rep.Problems = append(rep.Problems, *bound)
 	}
 	if len(lost) == 0 {
 		return nil
