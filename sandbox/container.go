@@ -353,13 +353,13 @@ func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container
 			// the heartbeat: slower, as complete.
 			if f, err := openFlusher(pid); err == nil {
 				c.flusher = f
-				c.events.flush = f.flush
+				c.events.flush, c.events.quiet = f.flush, f.quiet
 			}
 		}
 		// The first bytes on stdin: the agent reads this frame, then hands
 		// stdin, untouched, to the server.
 		conf := agent.Config{Network: agentMode, MaxEvents: opts.MaxEvents, Tick: cmp.Or(opts.tick, agentTick), Dir: opts.WorkingDir,
-			Pin: opts.Limits.CPUs > 0 && opts.Limits.CPUs <= 1, Flush: c.flusher != nil}
+			Pin: opts.Limits.CPUs > 0 && opts.Limits.CPUs <= 1, Flush: c.flusher != nil, Quiet: c.flusher != nil}
 		if opts.Home != nil {
 			conf.Home = opts.Home()
 		}

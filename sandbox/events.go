@@ -2,6 +2,9 @@ package sandbox
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -26,6 +29,10 @@ type eventStore struct {
 	// flush, if set, asks the agent for a tick now (see agentFlusher); it
 	// is set before the first sync.
 	flush func()
+	// quiet, if set, asks the agent for a quiet reading (see readQuiet);
+	// reading is the last that arrived.
+	quiet   func()
+	reading *agent.QuietReading
 }
 
 func newEventStore(max int) *eventStore {
@@ -48,6 +55,14 @@ func (s *eventStore) add(e agent.Event) {
 	case agent.KindDropped:
 		n, _ := strconv.Atoi(e.Data)
 		s.dropped += n
+		return
+	case agent.KindQuiet:
+		var r agent.QuietReading
+		if json.Unmarshal([]byte(e.Data), &r) != nil {
+			r = agent.QuietReading{Start: e.T, Err: "the reading did not decode"}
+		}
+		s.reading = &r
+		s.cond.Broadcast()
 		return
 	case agent.KindError:
 		if len(s.errors) < 20 {
@@ -82,6 +97,41 @@ func (s *eventStore) sync(ctx context.Context, m int64, bound time.Duration) {
 	// Before the agent's first word, wait for it too: the first phase must
 	// not close before the agent can report what happened in it.
 	s.waitFor(ctx, bound, func() bool { return s.ended || s.tick >= m })
+}
+
+// errNoQuiet marks a sandbox whose agent cannot be asked for a quiet
+// reading (no agent, or no pidfd to signal it).
+var errNoQuiet = errors.New("no quiet reading: the agent cannot be asked")
+
+// readQuiet asks the agent for a quiet reading and waits, bounded, for
+// one begun after the request (whoever asked for it: a reading is true
+// whoever asked). The end of the stream is a quiet sandbox: the agent
+// ends only once the server has, and everything in the container dies
+// with it.
+func (s *eventStore) readQuiet(ctx context.Context, bound time.Duration) (agent.QuietReading, error) {
+	if s.quiet == nil {
+		return agent.QuietReading{}, errNoQuiet
+	}
+	req := agent.Now()
+	s.quiet()
+	var r agent.QuietReading
+	ok := false
+	s.waitFor(ctx, bound, func() bool {
+		switch {
+		case s.ended:
+			r, ok = agent.QuietReading{Start: req}, true
+		case s.reading != nil && s.reading.Start >= req:
+			r, ok = *s.reading, true
+		}
+		return ok
+	})
+	if !ok {
+		if err := ctx.Err(); err != nil {
+			return r, err
+		}
+		return r, fmt.Errorf("no quiet reading within %s", bound)
+	}
+	return r, nil
 }
 
 // waitFor waits, bounded, until done (called with mu held) holds; it is

@@ -59,13 +59,16 @@ func openFlusher(pid int) (*agentFlusher, error) {
 	return f, nil
 }
 
-// flush sends the request; an error (the agent has ended) is no matter:
-// the wait ends with the stream.
-func (f *agentFlusher) flush() {
+// flush asks for a tick, quiet for a quiet reading; an error (the agent
+// has ended) is no matter: the wait ends with the stream.
+func (f *agentFlusher) flush() { f.send(agent.FlushSignal) }
+func (f *agentFlusher) quiet() { f.send(agent.QuietSignal) }
+
+func (f *agentFlusher) send(sig unix.Signal) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.fd >= 0 {
-		unix.PidfdSendSignal(f.fd, agent.FlushSignal, nil, 0)
+		unix.PidfdSendSignal(f.fd, sig, nil, 0)
 	}
 }
 

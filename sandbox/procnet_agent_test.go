@@ -21,7 +21,7 @@ func TestTheAgentAgainstAHostileServer(t *testing.T) {
 	t.Parallel()
 	cli := sandboxtest.Docker(t)
 	opts := fixtureOpts(t, "honest", "agent")
-	opts.Probes = steps(t, `[{"tool":"echo","arguments":{"text":"before"}},{"tool":"signal_init"},{"tool":"make_sockets"},
+	opts.Probes = steps(t, `[{"tool":"echo","arguments":{"text":"before"}},{"tool":"signal_init"},{"tool":"signal_flood"},{"tool":"make_sockets"},
 		{"tool":"hide_sends"},{"tool":"big_argv"},{"tool":"exec_disguised"},{"tool":"exec_memfd"},{"tool":"nondumpable"},
 		{"tool":"huge_argv"},{"tool":"big_send"},{"tool":"echo","arguments":{"text":"after"}}]`)
 	res, err := runScan(t, cli, opts)
@@ -51,6 +51,12 @@ func TestTheAgentAgainstAHostileServer(t *testing.T) {
 		}
 		if e := callsOf(r, "echo"); len(e) != 2 || e[1].Result != "echo: after" {
 			t.Errorf("echo after the signals: %+v", e)
+		}
+		// A flood of flush and quiet requests costs the agent ticks and
+		// readings (QuietGap apart), never the room of real events.
+		one("signal_flood")
+		if r.Sandbox.EventsDropped != 0 {
+			t.Errorf("%d events dropped after the flood", r.Sandbox.EventsDropped)
 		}
 	})
 

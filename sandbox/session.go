@@ -21,6 +21,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/images"
 	"github.com/mcpsandbox/mcpsandbox/overlay"
 	"github.com/mcpsandbox/mcpsandbox/probes"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/agent"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/timings"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/wire"
 )
@@ -1185,6 +1186,27 @@ func (s *Session) ClientClosed() (string, bool) {
 		return "", false
 	}
 	return "the client closed the session: it could not read a message from the server (" + report.OneLine(s.clip(lost.Error())) + ")", true
+}
+
+// ErrNoQuiet: the sandbox's agent cannot be asked for a quiet reading
+// (--no-agent, or a runner that cannot signal the container's init); a
+// linger then keeps its whole window.
+var ErrNoQuiet = errNoQuiet
+
+// quietWait bounds the wait for the agent's answer to a quiet request: it
+// answers within agent.QuietGap and its few milliseconds of reading, so
+// this is for a loaded machine.
+const quietWait = 5 * time.Second
+
+// Quiet asks the agent what in the sandbox can still act without outside
+// input (see agent.QuietReading); a sandbox whose server has ended is
+// quiet. ErrNoQuiet when the agent cannot be asked.
+func (s *Session) Quiet(ctx context.Context) (agent.QuietReading, error) {
+	if s.ctr == nil || s.ctr.events == nil {
+		return agent.QuietReading{}, ErrNoQuiet
+	}
+	defer s.opts.Timings.Begin(timings.StepQuiet, 0)()
+	return s.ctr.events.readQuiet(ctx, quietWait)
 }
 
 // Background lists the processes the last call left running.

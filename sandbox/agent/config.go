@@ -51,6 +51,11 @@ type Config struct {
 	// the next heartbeat. The server may send it too (same uid): that only
 	// asks for a tick, which is true whoever asked (see flushTicks).
 	Flush bool `json:"flush,omitempty"`
+	// Quiet makes the agent answer QuietSignal with a quiet reading
+	// (KindQuiet), no sooner than QuietGap after the last: the runner ends
+	// a linger window early only on a reading that found nothing that can
+	// still act.
+	Quiet bool `json:"quiet,omitempty"`
 }
 
 // maxConfig bounds the config frame the agent reads.

@@ -97,6 +97,7 @@ const (
 	KindSocket  = "socket"  // a socket of a refused family (Family; Result EAFNOSUPPORT)
 	KindExe     = "exe"     // the program a process runs after its exec (Exe, SHA256)
 	KindTamper  = "tamper"  // a call aimed at the agent itself, refused (Data: what; Result EPERM)
+	KindQuiet   = "quiet"   // a quiet reading, answering QuietSignal (Data: a QuietReading)
 	// KindEnd is the agent's last frame, written as it exits once the
 	// server ended (ExitCode: the agent's own, the server's code or
 	// 128+signal; Data: why, when the agent could not run it). An agent

@@ -44,7 +44,7 @@ func init() {
 
 // Main runs the agent with its command line and returns the exit code.
 // Two command lines are understood: the runner's current one,
-// "--network MODE [--max-events N] [--tick D] [--flush] -- SERVER...", and the
+// "--network MODE [--max-events N] [--tick D] [--flush] [--quiet] -- SERVER...", and the
 // one-binary agent's, "[--] SERVER..." (as Docker's --init runs
 // /sbin/docker-init), whose settings come as a Config frame on stdin.
 func Main(args []string) int {
@@ -89,11 +89,25 @@ func Main(args []string) int {
 		defer close(ticked)
 		flushTicks(out, cfg.Tick, FlushGap, flush, stopTick)
 	}()
+	timers := newItimers()
+	stopQuiet, quieted := make(chan struct{}), make(chan struct{})
+	if cfg.Quiet {
+		req := make(chan os.Signal, 1) // one pending request stands for all
+		signal.Notify(req, QuietSignal)
+		go func() {
+			defer close(quieted)
+			answerQuiet(out, req, timers, stopQuiet)
+		}()
+	} else {
+		close(quieted)
+	}
 	pin := 0 // stops a second from which to pin; 0: never
 	if cfg.Pin {
 		pin = cmp.Or(cfg.PinRate, pinRate)
 	}
-	code := trace(argv, cfg.Network, pin, sinks.queries, out)
+	code := trace(argv, cfg.Network, pin, sinks.queries, timers, out)
+	close(stopQuiet)
+	<-quieted
 	close(stopTick)
 	<-ticked
 	sinks.close()
@@ -169,6 +183,7 @@ func settings(args []string) (Config, []string, error) {
 		fs.BoolVar(&cfg.Pin, "pin", cfg.Pin, "keep the server on the tracer's CPU while it stops often")
 		fs.IntVar(&cfg.PinRate, "pin-rate", cfg.PinRate, "with --pin, the stops a second from which to pin (0: the default)")
 		fs.BoolVar(&cfg.Flush, "flush", cfg.Flush, "answer FlushSignal with a tick at once")
+		fs.BoolVar(&cfg.Quiet, "quiet", cfg.Quiet, "answer QuietSignal with a quiet reading")
 		if err := fs.Parse(args); err != nil {
 			return cfg, nil, err
 		}
@@ -190,7 +205,7 @@ func settings(args []string) (Config, []string, error) {
 		if c.Tick > 0 {
 			cfg.Tick = c.Tick
 		}
-		cfg.Dir, cfg.Home, cfg.Pin, cfg.PinRate, cfg.Flush = c.Dir, c.Home, c.Pin, c.PinRate, c.Flush
+		cfg.Dir, cfg.Home, cfg.Pin, cfg.PinRate, cfg.Flush, cfg.Quiet = c.Dir, c.Home, c.Pin, c.PinRate, c.Flush, c.Quiet
 	}
 	switch cfg.Network {
 	case ModeNone, ModeSinkhole, ModeOpen:
@@ -227,7 +242,7 @@ func setName(name string) {
 // trace starts the server under ptrace and follows it and every
 // descendant until the server's own process ends. It returns the server's
 // exit code (128+signal when killed).
-func trace(argv []string, mode string, pin int, queries *loopQueries, out *writer) int {
+func trace(argv []string, mode string, pin int, queries *loopQueries, timers *itimers, out *writer) int {
 	// Every ptrace request must come from the thread that started the child.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -277,6 +292,7 @@ func trace(argv []string, mode string, pin int, queries *loopQueries, out *write
 	}
 	t := newTracer(cmd.Process.Pid, mode, out)
 	t.loopQueries = queries
+	t.itimers = timers
 	if pin > 0 {
 		t.pin = newPinner(int64(pin))
 		defer t.pin.stop()

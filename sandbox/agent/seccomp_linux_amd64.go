@@ -31,13 +31,15 @@ const (
 	sysSchedSetaffin   = 203
 	sysSchedSetattr    = 314
 	sysIoprioSet       = 251
+	sysAlarm           = 37
+	sysSetitimer       = 38
 	x32Bit             = 0x40000000
 	auditArchX8664     = 0xc000003e
 )
 
 // traced are the syscalls that stop for the tracer (socket only for the
 // families below); all others run at full speed.
-var traced = []uint32{sysExecve, sysExecveat, sysConnect, sysSendto, sysSendmsg, sysSendmmsg, sysBind, sysListen}
+var traced = []uint32{sysExecve, sysExecveat, sysConnect, sysSendto, sysSendmsg, sysSendmmsg, sysBind, sysListen, sysAlarm, sysSetitimer}
 
 // allowedFamily says whether socket() may make a socket of this family
 // and protocol: the loopback's and the network's (inet, inet6), local IPC

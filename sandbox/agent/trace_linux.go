@@ -94,6 +94,9 @@ type tracer struct {
 	// loopQueries tells the loopback DNS sink which queries were reported
 	// here (nil in open mode: no sink).
 	loopQueries *loopQueries
+	// itimers records the ITIMER_REAL timers armed, for the quiet
+	// readings (nil: not recorded).
+	itimers *itimers
 }
 
 // maxSeen bounds the datagram dedup set; past it, it starts afresh (a
@@ -267,8 +270,32 @@ func (t *tracer) exited(tid int, ws unix.WaitStatus) int {
 			t.out.emit(&Event{Kind: KindExit, PID: tid, PPID: p.ppid, ExitCode: &c, Signal: sig})
 		}
 		delete(t.procs, tid)
+		if t.itimers != nil {
+			t.itimers.clear(tid)
+		}
 	}
 	return code
+}
+
+// itimer records an ITIMER_REAL armed or disarmed (alarm, setitimer), at
+// the syscall's entry: alarm's seconds are a register, so its time is
+// known; setitimer's value is in memory another thread can rewrite after
+// the read, so a process that called it keeps an armed timer of unknown
+// time until an alarm(0) or its end (a scan waits longer, never less).
+// ITIMER_VIRTUAL and ITIMER_PROF count only the process's own running
+// time: they cannot wake a process that does not run.
+func (t *tracer) itimer(tgid int, r regs) {
+	if t.itimers == nil {
+		return
+	}
+	switch {
+	case r.nr == sysAlarm && uint32(r.args[0]) == 0:
+		t.itimers.clear(tgid)
+	case r.nr == sysAlarm:
+		t.itimers.set(tgid, itimer{syscall: "alarm", bounded: true, due: time.Now().Add(time.Duration(uint32(r.args[0])) * time.Second)})
+	case int32(r.args[0]) == unix.ITIMER_REAL && r.args[1] != 0:
+		t.itimers.set(tgid, itimer{syscall: "setitimer"})
+	}
 }
 
 // release resumes every held task, told from /proc.
@@ -432,6 +459,9 @@ func (t *tracer) seccomp(tid int, tk *task) bool {
 	}
 	p := t.proc(tk.tgid)
 	switch r.nr {
+	case sysAlarm, sysSetitimer:
+		t.itimer(tk.tgid, r)
+		return false
 	case sysSocket:
 		family, typ, proto := uint32(r.args[0]), uint32(r.args[1])&0xf, uint32(r.args[2])
 		if !allowedFamily(family, proto) {

@@ -36,7 +36,9 @@ const flushAt = 64 << 10
 
 func (w *writer) emit(e *Event) {
 	w.mu.Lock()
-	if e.Kind != KindTick && e.Kind != KindStderr {
+	// Ticks, stderr and quiet readings are not the server's effects: a
+	// flood of them (QuietSignal, FlushSignal) must not take their room.
+	if e.Kind != KindTick && e.Kind != KindStderr && e.Kind != KindQuiet {
 		if w.n >= w.max {
 			w.dropped++
 			w.mu.Unlock()

@@ -35,6 +35,7 @@ const (
 	StepSettle    Step = "settle"          // the wait while a call's processes still run
 	StepLinger    Step = "linger"          // the wait after the last call
 	StepWindow    Step = "window"          // a replay's control waiting as long as the call took
+	StepQuiet     Step = "quiet"           // a quiet reading asked of the agent and answered
 	StepSurfaces  Step = "surfaces"        // prompts and resources listed and read
 	StepReplays   Step = "replays"         // every suspect call replayed, wall time (each replay's legs are sessions of their own)
 	StepReplay    Step = "replay"          // one suspect call replayed, both legs, wall time

@@ -6,6 +6,8 @@ import (
 	"os"
 	osexec "os/exec"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -63,6 +65,14 @@ func addAgentTools(s *mcp.Server, on bool) {
 	secret := func() string { return os.Getenv("AWS_SECRET_ACCESS_KEY") }
 	tool("signal_init", "Sends every signal 1..64 to PID 1 (kill, tgkill, sigqueue).", func() (string, error) {
 		return strings.Join(agenttest.Signals(1, nil), "\n"), nil
+	})
+	tool("signal_flood", "Sends PID 1 SIGUSR1 and SIGUSR2 (the runner's flush and quiet requests) as fast as it can for a second.", func() (string, error) {
+		n := 0
+		for end := time.Now().Add(time.Second); time.Now().Before(end); n += 2 {
+			syscall.Kill(1, syscall.SIGUSR1)
+			syscall.Kill(1, syscall.SIGUSR2)
+		}
+		return fmt.Sprintf("%d signals", n), nil
 	})
 	tool("make_sockets", "Creates sockets of refused and allowed families; connects none.", func() (string, error) {
 		return strings.Join(agenttest.MakeSockets(), "\n"), nil

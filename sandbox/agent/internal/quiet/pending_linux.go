@@ -47,6 +47,11 @@ func Pending(opts Options) (Wakeups, error) {
 			return nil, err
 		}
 		r.compare(first, second)
+		for i, w := range r.out {
+			if m := second[w.PID][w.TID]; w.TID != 0 && m != nil {
+				r.out[i].Mark = string(bytes.TrimSpace(m))
+			}
+		}
 	}
 	slices.SortStableFunc(r.out, func(a, b Wakeup) int {
 		return cmp.Or(cmp.Compare(a.PID, b.PID), cmp.Compare(a.TID, b.TID), strings.Compare(string(a.Reason), string(b.Reason)), strings.Compare(a.Detail, b.Detail))

@@ -35,6 +35,9 @@ const (
 	// IOURing: an io_uring instance (refused by the sandbox's seccomp
 	// filters; its submitted work and timeouts are not visible).
 	IOURing Reason = "io_uring"
+	// ITimer: an ITIMER_REAL timer (alarm, setitimer) the agent's tracer
+	// saw armed; /proc does not show them.
+	ITimer Reason = "itimer"
 	// DiskWait: state D, an uninterruptible wait (disk I/O) that ends on
 	// its own.
 	DiskWait Reason = "disk-wait"
@@ -72,6 +75,11 @@ type Wakeup struct {
 	Within  time.Duration `json:"within,omitempty"`
 	Bounded bool          `json:"bounded,omitempty"`
 	Detail  string        `json:"detail,omitempty"` // escaped where the server controls it
+	// Mark is what changes when the task runs (its schedstat, or its stat
+	// line), as the second pass read it: a later reading with the same
+	// Mark, in the same syscall, is in the same wait (the task has not run
+	// since).
+	Mark string `json:"mark,omitempty"`
 }
 
 // Wakeups is what a pass found, in the order of PID, TID, Reason.
