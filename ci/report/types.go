@@ -280,6 +280,13 @@ type Sandbox struct {
 	// LingerMs is how long the scan kept observing after the last call
 	// (--linger): what the server did later was not seen.
 	LingerMs int64 `json:"lingerMs"`
+	// LingerMaxMs bounds the linger while something the calls set off
+	// could still act (--linger-max); the linger ends at once when the
+	// agent finds nothing in the sandbox that can act, and a thread that
+	// waited before the first call with no time the agent can read is
+	// watched for LingerMs. Zero without a linger. Past it, a linger-bound
+	// problem and finding.
+	LingerMaxMs int64 `json:"lingerMaxMs,omitempty"`
 	// Replay is "findings" (a call whose effects raise a finding, for it
 	// or for an earlier call of its session, is replayed to check that it
 	// caused them) or "off" (--no-replay: every effect is the call's during
@@ -794,6 +801,11 @@ type Problem struct {
 	// its call is one of that round's.
 	Round int `json:"round,omitempty"`
 }
+
+// ProblemLingerBound is the kind of the problem of a linger that reached
+// its cap (--linger-max) with something the calls set off still able to
+// act; the linger-bound rule raises a finding on it.
+const ProblemLingerBound = "linger-bound"
 
 // Summary counts what the report holds.
 type Summary struct {

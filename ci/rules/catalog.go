@@ -86,6 +86,7 @@ func All() []Rule {
 		hashBudgetRule(),
 		toolListRule(),
 		diskRule(),
+		lingerRule(),
 		reportBoundRule(),
 		coverageRule(),
 		secretDisclosedRule(),

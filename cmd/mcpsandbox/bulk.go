@@ -44,7 +44,8 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	image := fs.String("image", "mcpsandbox/node:latest", "image npm packages are scanned in (must be in the local engine; never pulled); by default the node image, built from the host's files when missing, by its content tag")
 	node := fs.String("node", "", "the image's node version, for engines ranges (default: the host's node --version: images are built from the host's files)")
 	session := sessionFlags(fs, flagNetwork|flagAgent|flagStart|flagCall, stderr)
-	linger := fs.Duration("linger", scan.DefaultLinger, "after the last call, keep observing this long; 0: not at all")
+	linger := fs.Duration("linger", scan.DefaultLinger, "after the last call, keep observing at least this long, unless nothing in the sandbox can still act; 0: not at all")
+	lingerMax := fs.Duration("linger-max", scan.DefaultLingerMax, "keep the linger open at most this long while something the calls set off can still act; past it, a linger-bound problem")
 	noReplay := fs.Bool("no-replay", false, "do not replay the calls whose effects raise findings")
 	timingsDir := fs.String("timings", "", "write each package's scan timings (see scan --timings) into this directory, one file a package named as its report")
 	noBoundary := fs.Bool("no-boundary", false, "leave out the boundary probes")
@@ -130,7 +131,7 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	base := scan.Options{SessionOptions: sandbox.SessionOptions{Image: *image, Changes: sandbox.ChangesAuto,
 		User: images.User(), Limits: sandbox.DefaultLimits(), ClientInfo: sandbox.DefaultClientInfo(),
 		Disk: sandbox.DefaultDisk, DiskInterval: sandbox.DefaultDiskInterval},
-		Isolation: sandbox.IsolationSession, Linger: *linger, NoBoundary: *noBoundary,
+		Isolation: sandbox.IsolationSession, Linger: *linger, LingerMax: *lingerMax, NoBoundary: *noBoundary,
 		// The packages scanned at once share the cores their replays use.
 		ReplayJobs: max(1, scan.DefaultReplayJobs()/max(*jobs, 1))}
 	if base.Linger == 0 {

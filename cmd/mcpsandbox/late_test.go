@@ -106,3 +106,90 @@ func TestNoReplaySaysSo(t *testing.T) {
 		t.Errorf("readonly-writes %+v", fs)
 	}
 }
+
+// TestLateWritesPastTheLinger: with the agent's quiet readings the linger
+// is held open, past --linger and up to --linger-max, while what a call
+// set off can still act: a timer, a thread, a detached child, an alarm
+// (which /proc does not show: the tracer records it), a spin that write after
+// --linger are seen and pinned on their call by the replay. (The windows
+// are small here; by default --linger is 3 s and --linger-max 30 s.)
+func TestLateWritesPastTheLinger(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct{ tool, args string }{
+		"timer":          {"timer_write", `{"ms":1500,"name":"t.txt"}`},
+		"thread":         {"thread_write", `{"ms":1500,"name":"th.txt"}`},
+		"detached child": {"detach_write", `{"ms":1500,"name":"ch.txt"}`},
+		"alarm":          {"alarm_write", `{"ms":1000,"name":"al.txt"}`},
+		"spin":           {"spin_write", `{"ms":1500,"name":"sp.txt"}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := lateScan(t, []string{tc.tool}, `[{"tool":"`+tc.tool+`","arguments":`+tc.args+`}]`, "--linger", "200ms", "--linger-max", "5s", "--settle", "200ms")
+			fs := findingsOf(r, "readonly-writes")
+			if len(fs) != 1 || fs[0].Tool != tc.tool || fs[0].Call != 1 || !strings.HasPrefix(fs[0].Evidence[0], "created /workspace/") {
+				t.Fatalf("readonly-writes %+v; all %+v; problems %+v", fs, r.Findings, r.Problems)
+			}
+			if c := r.Calls[0]; c.Replay == nil || c.Replay.Status != "replayed" || len(c.Replay.Reproduced) == 0 {
+				t.Errorf("replay %+v", c.Replay)
+			}
+			if fs := findingsOf(r, "linger-bound"); len(fs) != 0 {
+				t.Errorf("linger-bound %+v", fs)
+			}
+			if r.Sandbox.LingerMs != 200 || r.Sandbox.LingerMaxMs != 5000 {
+				t.Errorf("lingerMs %d lingerMaxMs %d", r.Sandbox.LingerMs, r.Sandbox.LingerMaxMs)
+			}
+		})
+	}
+}
+
+// TestAHeartbeatHoldsNoLinger: an honest tool whose timer re-arms (a
+// ticker, as V8 re-arms its memory reducer) holds the linger until it
+// first fires, not to --linger-max: no linger-bound, no finding.
+func TestAHeartbeatHoldsNoLinger(t *testing.T) {
+	t.Parallel()
+	code, b, stderr := scanFixture(t, []string{"--no-replay=false", "--probes", writeFile(t, t.TempDir(), "p.json", `[{"tool":"heartbeat","arguments":{"ms":300}}]`),
+		"--linger", "200ms", "--linger-max", "20s", "--settle", "200ms"}, "heartbeat")
+	r := decode(t, b)
+	if code != 0 || len(r.Findings) != 0 {
+		t.Logf("exit %d; %s", code, stderr)
+		t.Fatalf("findings %+v; problems %+v", r.Findings, r.Problems)
+	}
+	for _, p := range r.Problems {
+		if p.Kind == report.ProblemLingerBound {
+			t.Errorf("problem %+v", p)
+		}
+	}
+}
+
+// TestLingerBoundIsSaid: what a call set off that is still pending when
+// the linger reaches --linger-max (a timer due later, a setitimer whose
+// time the agent cannot trust) is a linger-bound problem and an error
+// finding that fails the gate, never a silent end of the window.
+func TestLingerBoundIsSaid(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct{ tool, args, says string }{
+		"timer past the cap": {"timer_write", `{"ms":60000,"name":"late.txt"}`, "timed-wait in epoll_pwait"},
+		"setitimer":          {"alarm_write", `{"ms":60000,"name":"late.txt","itimer":true}`, "itimer in setitimer"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			r := lateScan(t, []string{tc.tool}, `[{"tool":"`+tc.tool+`","arguments":`+tc.args+`}]`, "--linger", "200ms", "--linger-max", "2s", "--settle", "200ms")
+			fs := findingsOf(r, "linger-bound")
+			if len(fs) != 1 || fs[0].Severity != report.SeverityError || fs[0].Tool != "" {
+				t.Fatalf("linger-bound %+v; all %+v", fs, r.Findings)
+			}
+			var ps []report.Problem
+			for _, p := range r.Problems {
+				if p.Kind == report.ProblemLingerBound {
+					ps = append(ps, p)
+				}
+			}
+			if len(ps) != 1 || ps[0].Call != 1 || !strings.Contains(ps[0].Message, tc.says) || !strings.Contains(ps[0].Message, "--linger-max 2s") {
+				t.Errorf("problems %+v", r.Problems)
+			}
+			if len(findingsOf(r, "readonly-writes")) != 0 {
+				t.Errorf("a write was seen: %+v", r.Findings)
+			}
+		})
+	}
+}

@@ -17,30 +17,6 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/sandbox/timings"
 )
 
-// DefaultLinger is how long a scan keeps observing after its last call.
-const DefaultLinger = 3 * time.Second
-
-// linger keeps observing after the last call (seq) for the linger window:
-// timers, threads and children it set off act now or are not seen. What
-// still runs at the end is a problem.
-func (sc *scanner) linger(s *sandbox.Session, seq int) {
-	if sc.opts.Linger <= 0 {
-		return
-	}
-	sc.logf("lingering %s after call %d", sc.opts.Linger, seq)
-	defer s.Timings().Begin(timings.StepLinger, seq)()
-	t := time.NewTimer(sc.opts.Linger)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-sc.ctx.Done():
-		return
-	}
-	if bg := s.Background(); len(bg) > 0 {
-		s.Problem("background", seq, "%d process(es) left by the calls still ran after --linger %s; what they do later is not seen", len(bg), sc.opts.Linger)
-	}
-}
-
 // replay checks, for each call the rules suspect, which of its effects it
 // caused: the call is replayed in a fresh session (same image, bait and
 // workspace) after the calls of its session before it, and beside it the
@@ -355,6 +331,10 @@ func (sc *scanner) replayOnce(name string, prefix []probes.Call, target *probes.
 		}
 	}
 	s.Mark(sc.ctx, false, len(prefix)) // the start of the window
+	var base *quietBase
+	if sc.opts.Linger > 0 {
+		base = sc.readBase(s)
+	}
 	start := time.Now()
 	var effs []report.Effects
 	if target != nil {
@@ -378,8 +358,9 @@ func (sc *scanner) replayOnce(name string, prefix []probes.Call, target *probes.
 		end()
 	}
 	if sc.opts.Linger > 0 {
+		// Ended at once when quiet: either leg then saw all it will.
 		end := s.Timings().Begin(timings.StepLinger, len(prefix)+1)
-		sleepLost(sc.ctx, s, sc.opts.Linger)
+		sc.watch(s, base, sc.opts.Linger, sc.legLinger())
 		end()
 	}
 	effs = append(effs, s.Mark(sc.ctx, false, len(prefix)+1))

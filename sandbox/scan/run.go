@@ -43,6 +43,16 @@ type Options struct {
 	// 3s; negative: not at all), so that what a call set off for later
 	// (a timer, a thread, a child) is seen.
 	Linger time.Duration
+	// LingerMax bounds the linger while something the calls set off can
+	// still act (default DefaultLingerMax); the linger ends at once when
+	// the agent finds nothing in the sandbox that can act. Past it, a
+	// linger-bound problem (and finding).
+	LingerMax time.Duration
+	// Idle, if set, is called as a session's linger begins, and what it
+	// returns as the linger ends: the scan then only waits on the server,
+	// so that a caller running scans side by side (bulk) can give its
+	// share of the host to another meanwhile.
+	Idle func() (resume func())
 	// Suspects, when set, names the calls to replay once the calls are
 	// made (see report.Replay): ci/gate gives rules.Suspects. Nil: no
 	// replay (--no-replay).
@@ -131,6 +141,9 @@ func Run(ctx context.Context, cli sandbox.Engine, opts Options) (Result, error) 
 		res.Placeholders = sc.bait.Placeholders()
 	}
 	rep.Sandbox.LingerMs = max(sc.opts.Linger, 0).Milliseconds()
+	if sc.opts.Linger > 0 {
+		rep.Sandbox.LingerMaxMs = sc.opts.LingerMax.Milliseconds()
+	}
 	rep.Sandbox.Replay = "not-run" // the scan did not run every step
 	if errors.Is(err, sandbox.ErrSandboxLost) {
 		// What was seen is kept, but it is no result.
@@ -205,6 +218,9 @@ type scanner struct {
 	// setupsOf are the setup calls replayed in the session whose first
 	// call is the key, for a replay of its calls.
 	setupsOf map[int][]probes.Call
+	// lingerTook is the longest linger of the scan's sessions (under mu),
+	// for its replays' legs.
+	lingerTook time.Duration
 }
 
 // setupCall is a setup call that succeeded: its seq and what it sent.
@@ -242,6 +258,9 @@ func newScanner(ctx context.Context, cli sandbox.Engine, opts Options) (*scanner
 	}
 	if opts.Settle <= 0 {
 		opts.Settle = 2 * time.Second
+	}
+	if opts.LingerMax <= 0 {
+		opts.LingerMax = DefaultLingerMax
 	}
 	if opts.Linger == 0 {
 		opts.Linger = DefaultLinger
@@ -485,6 +504,10 @@ func (sc *scanner) runCalls(s *sandbox.Session, plan []probes.Call, first int) e
 			rep.NotCalled = append(rep.NotCalled, report.NotCalled{Tool: c.Tool, Reason: "not reached: " + why})
 		}
 	}
+	var base *quietBase // what could act before the first call
+	if sc.opts.Linger > 0 {
+		base = sc.readBase(s)
+	}
 	for i := 0; i < len(plan); i++ {
 		step := plan[i]
 		if sc.ctx.Err() != nil {
@@ -583,7 +606,7 @@ func (sc *scanner) runCalls(s *sandbox.Session, plan []probes.Call, first int) e
 	// linger window is a "between" phase of that call, not a teardown
 	// effect (a replay checks that it is the call's).
 	if !sc.lateCallsPending(s) { // else the late tools' calls come first
-		sc.linger(s, first+len(plan))
+		sc.linger(s, base, first+len(plan))
 	}
 	s.Phase(sc.ctx, "between", first+len(plan))
 	return nil

@@ -1,0 +1,71 @@
+package scan
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mcpsandbox/mcpsandbox/sandbox/agent"
+)
+
+// TestLingerHolds: what keeps a linger open, read by read, for the
+// wakeups a quiet reading lists (times relative to the linger's start;
+// the cap at 30 s, the base read 1 s before the start).
+func TestLingerHolds(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	cap := at(30 * time.Second)
+	loop := func(mark string, within time.Duration) agent.Wakeup {
+		return agent.Wakeup{PID: 7, TID: 7, Comm: "node", Reason: "timed-wait", Syscall: "epoll_pwait", Bounded: true, Within: within, Mark: mark}
+	}
+	sysmon := agent.Wakeup{PID: 7, TID: 9, Reason: "timed-wait", Syscall: "futex", Mark: "m9"}
+	base := map[thread]agent.Wakeup{keyOf(loop("m0", 10*time.Minute)): loop("m0", 10*time.Minute), keyOf(sysmon): sysmon}
+	type read struct {
+		at   time.Duration
+		w    agent.Wakeup
+		want hold
+	}
+	for name, reads := range map[string][]read{
+		"a pre-call thread in a wait of no known time": {{0, sysmon, notHeld}, {5 * time.Second, sysmon, notHeld}},
+		"a new thread in a wait of no known time": {
+			{0, agent.Wakeup{PID: 7, TID: 12, Reason: "timed-wait", Syscall: "futex", Mark: "a"}, held},
+		},
+		"a new thread running": {{0, agent.Wakeup{PID: 8, TID: 8, Reason: "running"}, held}},
+		"a pre-call thread running": {
+			{0, agent.Wakeup{PID: 7, TID: 9, Reason: agent.ReasonRunning}, held},
+			{time.Second, agent.Wakeup{PID: 7, TID: 9, Reason: agent.ReasonChanged}, held},
+		},
+		"the startup wait, not yet run, due after the cap": {
+			{0, loop("m0", 10*time.Minute), notHeld},
+		},
+		"a timer the calls armed, due by the cap, until it fires": {
+			{0, loop("m1", 10*time.Second), held},
+			{5 * time.Second, loop("m1", 10*time.Second), held},
+			// woken early (I/O), back to the rest of its wait: still held
+			{6 * time.Second, loop("m2", 4*time.Second), held},
+			// it fired at its due time and the loop re-armed (V8's reducer):
+			// no longer held, nor anything the loop arms later
+			{10*time.Second + 500*time.Millisecond, loop("m3", 8100*time.Millisecond), notHeld},
+			{19 * time.Second, loop("m4", 8100*time.Millisecond), notHeld},
+		},
+		"a timer the calls armed, due after the cap": {
+			{0, loop("m1", 60*time.Second), heldPastCap},
+		},
+		"a new timerfd": {
+			{0, agent.Wakeup{PID: 7, TID: 7, Reason: agent.ReasonTimerfd, Detail: "fd 9", Bounded: true, Within: 2 * time.Second, Mark: "m1"}, held},
+			{29 * time.Second, agent.Wakeup{PID: 7, TID: 7, Reason: agent.ReasonTimerfd, Detail: "fd 9", Bounded: true, Within: 2 * time.Second, Mark: "m2"}, heldPastCap},
+		},
+		"a setitimer of no known time": {
+			{0, agent.Wakeup{PID: 7, Reason: agent.ReasonITimer, Syscall: "setitimer"}, held},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := &lingerState{base: &quietBase{at: at(-time.Second), waits: base}, waits: map[thread]loopWait{}, fired: map[thread]bool{}, prev: at(-time.Second)}
+			for i, r := range reads {
+				if got := l.holds(r.w, at(r.at), cap); got != r.want {
+					t.Errorf("read %d at %s: %d, want %d", i, r.at, got, r.want)
+				}
+				l.prev = at(r.at)
+			}
+		})
+	}
+}
