@@ -368,6 +368,43 @@ func whyLine(r Result) string {
 // slots bound the fetches and the scans under way at once.
 type slots struct{ fetch, scan chan struct{} }
 
+// scanSlot is one package's scan slot. A scan that lingers (it waits on
+// its server, using no CPU) gives its slot up, so that the next package's
+// scan can start meanwhile, and takes one again after only if one is
+// free: a scan never waits for a slot in the middle (its --timeout runs),
+// so that for a while more than Jobs scans can run, never more than the
+// packages under way (2*Jobs).
+type scanSlot struct {
+	mu   sync.Mutex
+	ch   chan struct{}
+	held bool
+}
+
+func (s *scanSlot) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held {
+		<-s.ch
+		s.held = false
+	}
+}
+
+func (s *scanSlot) idle() (resume func()) {
+	s.release()
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.held {
+			return
+		}
+		select {
+		case s.ch <- struct{}{}:
+			s.held = true
+		default:
+		}
+	}
+}
+
 // take waits for a slot of c; it says false when ctx ended first. The
 // time waited is added to waited: it is not the package's.
 func take(ctx context.Context, c chan struct{}, waited *time.Duration) bool {
@@ -454,12 +491,13 @@ func runOne(ctx context.Context, s Spec, o Options, sl slots, turn turns) (Resul
 	if !take(ctx, sl.scan, &waited) {
 		return r, false
 	}
-	defer func() { <-sl.scan }()
+	slot := &scanSlot{ch: sl.scan, held: true}
+	defer slot.release()
 	turn.pass(ctx)
 	seed := o.Seed()
 	sctx, cancel := context.WithTimeout(ctx, o.Timeout+backstopGrace)
 	defer cancel()
-	rep, err := o.Scanner.Scan(sctx, Job{Spec: s, Installed: in, Env: envOf(s, seed), Seed: seed, Timeout: o.Timeout})
+	rep, err := o.Scanner.Scan(sctx, Job{Spec: s, Installed: in, Env: envOf(s, seed), Seed: seed, Timeout: o.Timeout, Idle: slot.idle})
 	if ctx.Err() != nil {
 		return r, false
 	}

@@ -368,3 +368,39 @@ func TestFetchRunsAheadOfScans(t *testing.T) {
 		t.Errorf("at -j 2: %d scans and %d fetches at once", p.maxScans, p.maxInstalls)
 	}
 }
+
+// lingerScanner's first scan lingers (Idle) until the second has begun:
+// with one slot, that holds only if a lingering scan gives its slot up.
+type lingerScanner struct{ second chan struct{} }
+
+func (l *lingerScanner) Scan(ctx context.Context, j Job) (*report.Report, error) {
+	rep := &report.Report{Complete: true}
+	if j.Spec.Name != "lingers" {
+		close(l.second)
+		return rep, nil
+	}
+	resume := j.Idle()
+	select {
+	case <-l.second:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	resume()
+	return rep, nil
+}
+
+// TestALingeringScanGivesItsSlotUp: bulk -j 1 starts the next package's
+// scan while the one before it lingers, and both finish.
+func TestALingeringScanGivesItsSlotUp(t *testing.T) {
+	o := testOptions(t, &lingerScanner{second: make(chan struct{})})
+	o.Jobs = 1
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := Run(ctx, []Spec{{Kind: KindNPM, Name: "lingers", Source: "l:1"}, {Kind: KindNPM, Name: "next", Source: "l:2"}}, o)
+	if err != nil || ctx.Err() != nil {
+		t.Fatalf("run: %v, %v", err, ctx.Err())
+	}
+	if len(res) != 2 || res[0].Status != StatusOK || res[1].Status != StatusOK {
+		t.Errorf("results %+v", res)
+	}
+}

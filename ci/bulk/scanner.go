@@ -25,6 +25,9 @@ type Job struct {
 	Seed uint64
 	// Timeout bounds the scan (its --timeout).
 	Timeout time.Duration
+	// Idle, if set, is the scan's scan.Options.Idle: told when the scan
+	// only waits on its server (a linger).
+	Idle func() (resume func())
 }
 
 // Scanner scans one package. GateScanner is the real one; tests of the
@@ -62,6 +65,7 @@ func (g GateScanner) Scan(ctx context.Context, j Job) (*report.Report, error) {
 		opts.Image = j.Installed.Image
 	}
 	opts.Timeout = j.Timeout
+	opts.Idle = j.Idle
 	seed := j.Seed
 	opts.BaitSeed = &seed
 	timings := ""
