@@ -177,7 +177,9 @@ func (l *lingerState) holds(w agent.Wakeup, now, cap time.Time) hold {
 		cur = loopWait{mark: w.Mark, syscall: w.Syscall, after: l.prev, at: now, within: w.Within}
 		l.waits[th] = cur
 	}
-	if cur.at.Add(cur.within).After(cap) {
+	// due past the cap only if it is even had the wait begun as early as
+	// it can have: else it is waited for, and seen if it fires by then
+	if cur.after.Add(cur.within).After(cap) {
 		return heldPastCap
 	}
 	return held

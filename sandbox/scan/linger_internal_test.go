@@ -50,6 +50,11 @@ func TestLingerHolds(t *testing.T) {
 		"a timer the calls armed, due after the cap": {
 			{0, loop("m1", 60*time.Second), heldPastCap},
 		},
+		// a 30 s timer armed in the last call, read only as the linger began:
+		// it may be due by the cap (it began before the read), so waited for
+		"a timer the calls armed, due by the cap if it began before the read": {
+			{0, loop("m1", 30*time.Second), held},
+		},
 		"a new timerfd": {
 			{0, agent.Wakeup{PID: 7, TID: 7, Reason: agent.ReasonTimerfd, Detail: "fd 9", Bounded: true, Within: 2 * time.Second, Mark: "m1"}, held},
 			{29 * time.Second, agent.Wakeup{PID: 7, TID: 7, Reason: agent.ReasonTimerfd, Detail: "fd 9", Bounded: true, Within: 2 * time.Second, Mark: "m2"}, heldPastCap},
