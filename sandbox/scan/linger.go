@@ -2,6 +2,7 @@ package scan
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -59,14 +60,21 @@ func keyOf(w agent.Wakeup) thread {
 type quietBase struct {
 	at    time.Time
 	waits map[thread]agent.Wakeup
+	// err: the agent was asked and did not answer.
+	err error
 }
 
 // readBase reads the sandbox before the first call of a session (or of a
 // replay's window).
 func (sc *scanner) readBase(s *sandbox.Session) *quietBase {
 	r, err := s.Quiet(sc.ctx)
-	if err != nil {
+	switch {
+	case errors.Is(err, sandbox.ErrNoQuiet):
 		return nil
+	case err != nil:
+		// the agent did not answer (a server can make readings slow):
+		// the linger keeps its window and says so
+		return &quietBase{err: err}
 	}
 	b := &quietBase{at: time.Now(), waits: map[thread]agent.Wakeup{}}
 	for _, w := range r.Wakeups {
@@ -227,18 +235,25 @@ func (sc *scanner) watch(s *sandbox.Session, base *quietBase, least, most time.D
 	most = max(most, least)
 	cap := start.Add(most)
 	st := &lingerState{base: base, waits: map[thread]loopWait{}, fired: map[thread]bool{}}
+	var unread error
 	if base != nil {
-		st.prev = base.at
+		st.prev, unread = base.at, base.err
 	}
 	poll := lingerPollMin
 	for {
-		if st.base == nil {
+		if st.base == nil || unread != nil {
+			// no readings: the fixed window, and when the agent was asked
+			// and did not answer, what it could not tell is said
 			sleepLost(sc.ctx, s, least-time.Since(start))
-			return lingered{took: time.Since(start), end: "its window (no quiet readings)"}
+			l := lingered{took: time.Since(start), end: "its window (no quiet readings)"}
+			if unread != nil && sc.ctx.Err() == nil {
+				l.held = []agent.Wakeup{{Reason: "unread", Detail: report.OneLine(unread.Error())}}
+			}
+			return l
 		}
 		r, err := s.Quiet(sc.ctx)
 		if err != nil {
-			st.base = nil // the agent stopped answering: the fixed window
+			unread = err
 			continue
 		}
 		now := time.Now()
