@@ -165,6 +165,9 @@ func (l *lingerState) holds(w agent.Wakeup, now, cap time.Time) hold {
 	case !w.Bounded:
 		return notHeld
 	case w.Mark != "" && w.Mark == was.Mark && w.Syscall == was.Syscall && was.Bounded:
+		// kept as the thread's wait, begun at no known time: when it ends,
+		// the thread's timer fired and what it waits for next it re-armed
+		l.waits[th] = loopWait{mark: w.Mark, syscall: w.Syscall, at: l.base.at, within: was.Within}
 		if l.base.at.Add(was.Within).After(cap) {
 			return notHeld
 		}

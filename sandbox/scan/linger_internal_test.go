@@ -18,7 +18,8 @@ func TestLingerHolds(t *testing.T) {
 		return agent.Wakeup{PID: 7, TID: 7, Comm: "node", Reason: "timed-wait", Syscall: "epoll_pwait", Bounded: true, Within: within, Mark: mark}
 	}
 	sysmon := agent.Wakeup{PID: 7, TID: 9, Reason: "timed-wait", Syscall: "futex", Mark: "m9"}
-	base := map[thread]agent.Wakeup{keyOf(loop("m0", 10*time.Minute)): loop("m0", 10*time.Minute), keyOf(sysmon): sysmon}
+	worker := agent.Wakeup{PID: 7, TID: 24, Reason: "timed-wait", Syscall: "epoll_pwait", Bounded: true, Within: 5 * time.Second, Mark: "w0"}
+	base := map[thread]agent.Wakeup{keyOf(loop("m0", 10*time.Minute)): loop("m0", 10*time.Minute), keyOf(sysmon): sysmon, keyOf(worker): worker}
 	type read struct {
 		at   time.Duration
 		w    agent.Wakeup
@@ -46,6 +47,12 @@ func TestLingerHolds(t *testing.T) {
 			// no longer held, nor anything the loop arms later
 			{10*time.Second + 500*time.Millisecond, loop("m3", 8100*time.Millisecond), notHeld},
 			{19 * time.Second, loop("m4", 8100*time.Millisecond), notHeld},
+		},
+		// a second loop's startup timer (5 s), not run since the base, fires
+		// and re-arms (15 s, then 40 s, as in two node servers measured)
+		"a startup timer that fires and re-arms": {
+			{0, agent.Wakeup{PID: 7, TID: 24, Reason: "timed-wait", Syscall: "epoll_pwait", Bounded: true, Within: 5 * time.Second, Mark: "w0"}, held},
+			{5 * time.Second, agent.Wakeup{PID: 7, TID: 24, Reason: "timed-wait", Syscall: "epoll_pwait", Bounded: true, Within: 15 * time.Second, Mark: "w1"}, notHeld},
 		},
 		"a timer the calls armed, due after the cap": {
 			{0, loop("m1", 60*time.Second), heldPastCap},
