@@ -277,8 +277,10 @@ type Sandbox struct {
 	// Changes says how file effects were read: "upperdir" (the overlayfs
 	// upper dir, on the host) or "api" (the Engine API).
 	Changes string `json:"changes"`
-	// LingerMs is how long the scan kept observing after the last call
-	// (--linger): what the server did later was not seen.
+	// LingerMs is how long at least the scan kept observing after the
+	// last call (--linger), unless the agent found nothing in the sandbox
+	// that could act; longer, to LingerMaxMs, while what the calls set
+	// off was pending.
 	LingerMs int64 `json:"lingerMs"`
 	// LingerMaxMs bounds the linger while something the calls set off
 	// could still act (--linger-max); the linger ends at once when the
