@@ -131,7 +131,8 @@ type lingerState struct {
 //     node servers measured), and an event loop's later timers are hidden
 //     behind its earliest.
 //
-// A thread running before the calls holds it too. One pending before the
+// A thread running before the calls holds it too, and one that entered a
+// sleep (nanosleep) since, until it next wakes. One pending before the
 // calls in a wait with no time the agent can read (the Go runtime's
 // monitor, in a timed futex, is never quiet and wakes on every call) is
 // watched for the least window, as before the readings
@@ -161,6 +162,20 @@ func (l *lingerState) holds(w agent.Wakeup, now, cap time.Time) hold {
 	case !ok:
 		// a new thread's bounded wait: as an event loop's, below
 	case !w.Bounded && acting(w):
+		return held
+	case !w.Bounded && sleeping(w) && w.Mark != "" && (w.Mark != was.Mark || w.Syscall != was.Syscall):
+		// a sleep entered since the first call, its time in the server's
+		// memory: held until the thread next wakes (a periodic sleeper
+		// after one period)
+		if l.fired[th] {
+			return notHeld
+		}
+		if cur, seen := l.waits[th]; seen && (cur.mark != w.Mark || cur.syscall != w.Syscall) {
+			l.fired[th] = true
+			return notHeld
+		} else if !seen {
+			l.waits[th] = loopWait{mark: w.Mark, syscall: w.Syscall, after: l.prev, at: now}
+		}
 		return held
 	case !w.Bounded:
 		return notHeld
@@ -205,6 +220,13 @@ func acting(w agent.Wakeup) bool {
 		return true
 	}
 	return false
+}
+
+// sleeping tells a thread in an explicit sleep (nanosleep, clock_nanosleep:
+// C's sleep, Python's time.sleep), whose time the agent cannot read, from
+// one parked by its runtime in a timed futex (Go's monitor).
+func sleeping(w agent.Wakeup) bool {
+	return w.Syscall == "nanosleep" || w.Syscall == "clock_nanosleep"
 }
 
 // hold is what a wakeup does to a linger.

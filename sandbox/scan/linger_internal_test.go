@@ -19,7 +19,10 @@ func TestLingerHolds(t *testing.T) {
 	}
 	sysmon := agent.Wakeup{PID: 7, TID: 9, Reason: "timed-wait", Syscall: "futex", Mark: "m9"}
 	worker := agent.Wakeup{PID: 7, TID: 24, Reason: "timed-wait", Syscall: "epoll_pwait", Bounded: true, Within: 5 * time.Second, Mark: "w0"}
-	base := map[thread]agent.Wakeup{keyOf(loop("m0", 10*time.Minute)): loop("m0", 10*time.Minute), keyOf(sysmon): sysmon, keyOf(worker): worker}
+	sleeper := agent.Wakeup{PID: 7, TID: 30, Reason: "timed-wait", Syscall: "read", Mark: "s0"}
+	idle := agent.Wakeup{PID: 7, TID: 31, Reason: "timed-wait", Syscall: "clock_nanosleep", Mark: "s0"}
+	base := map[thread]agent.Wakeup{keyOf(loop("m0", 10*time.Minute)): loop("m0", 10*time.Minute), keyOf(sysmon): sysmon, keyOf(worker): worker,
+		keyOf(sleeper): sleeper, keyOf(idle): idle}
 	type read struct {
 		at   time.Duration
 		w    agent.Wakeup
@@ -53,6 +56,16 @@ func TestLingerHolds(t *testing.T) {
 		"a startup timer that fires and re-arms": {
 			{0, agent.Wakeup{PID: 7, TID: 24, Reason: "timed-wait", Syscall: "epoll_pwait", Bounded: true, Within: 5 * time.Second, Mark: "w0"}, held},
 			{5 * time.Second, agent.Wakeup{PID: 7, TID: 24, Reason: "timed-wait", Syscall: "epoll_pwait", Bounded: true, Within: 15 * time.Second, Mark: "w1"}, notHeld},
+		},
+		// a pre-call worker thread that a call sets sleeping (time.sleep(10),
+		// its time in memory): held until it wakes, then not
+		"a pre-call thread's sleep entered since": {
+			{0, agent.Wakeup{PID: 7, TID: 30, Reason: "timed-wait", Syscall: "clock_nanosleep", Mark: "s1"}, held},
+			{5 * time.Second, agent.Wakeup{PID: 7, TID: 30, Reason: "timed-wait", Syscall: "clock_nanosleep", Mark: "s1"}, held},
+			{10 * time.Second, agent.Wakeup{PID: 7, TID: 30, Reason: "timed-wait", Syscall: "clock_nanosleep", Mark: "s2"}, notHeld},
+		},
+		"a pre-call thread's sleep as before the calls": {
+			{0, agent.Wakeup{PID: 7, TID: 31, Reason: "timed-wait", Syscall: "clock_nanosleep", Mark: "s0"}, notHeld},
 		},
 		"a timer the calls armed, due after the cap": {
 			{0, loop("m1", 60*time.Second), heldPastCap},
