@@ -33,7 +33,15 @@ type eventStore struct {
 	// reading is the last that arrived.
 	quiet   func()
 	reading *agent.QuietReading
+	// history is every reading since the last drain (see drainQuiet),
+	// the oldest shed past maxQuietHistory.
+	history []agent.QuietReading
 }
+
+// maxQuietHistory bounds the readings kept between two drains: the
+// linger reads them to learn which of the server's timers fired while
+// the calls ran; one shed only makes it hold longer.
+const maxQuietHistory = 256
 
 func newEventStore(max int) *eventStore {
 	s := &eventStore{max: max}
@@ -62,6 +70,10 @@ func (s *eventStore) add(e agent.Event) {
 			r = agent.QuietReading{Start: e.T, Err: "the reading did not decode"}
 		}
 		s.reading = &r
+		if len(s.history) >= maxQuietHistory {
+			s.history = s.history[1:]
+		}
+		s.history = append(s.history, r)
 		s.cond.Broadcast()
 		return
 	case agent.KindError:
@@ -102,6 +114,26 @@ func (s *eventStore) sync(ctx context.Context, m int64, bound time.Duration) {
 // errNoQuiet marks a sandbox whose agent cannot be asked for a quiet
 // reading (no agent, or no pidfd to signal it).
 var errNoQuiet = errors.New("no quiet reading: the agent cannot be asked")
+
+// askQuiet asks the agent for a reading and does not wait for it (it
+// joins the history); false when the agent cannot be asked.
+func (s *eventStore) askQuiet() bool {
+	if s.quiet == nil {
+		return false
+	}
+	s.quiet()
+	return true
+}
+
+// drainQuiet returns the readings that arrived since the last drain, in
+// order, and forgets them.
+func (s *eventStore) drainQuiet() []agent.QuietReading {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := s.history
+	s.history = nil
+	return h
+}
 
 // readQuiet asks the agent for a quiet reading and waits, bounded, for
 // one begun after the request (whoever asked for it: a reading is true

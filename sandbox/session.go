@@ -1209,6 +1209,26 @@ func (s *Session) Quiet(ctx context.Context) (agent.QuietReading, error) {
 	return s.ctr.events.readQuiet(ctx, quietWait)
 }
 
+// AskQuiet asks the agent for a quiet reading without waiting for it: it
+// arrives with the events and QuietReadings returns it (a request made
+// within agent.QuietGap of the last reading is answered with the next).
+// False when the agent cannot be asked.
+func (s *Session) AskQuiet() bool {
+	if s.ctr == nil || s.ctr.events == nil {
+		return false
+	}
+	return s.ctr.events.askQuiet()
+}
+
+// QuietReadings returns the quiet readings that arrived since the last
+// call of it, Quiet's own included, oldest first.
+func (s *Session) QuietReadings() []agent.QuietReading {
+	if s.ctr == nil || s.ctr.events == nil {
+		return nil
+	}
+	return s.ctr.events.drainQuiet()
+}
+
 // Background lists the processes the last call left running.
 func (s *Session) Background() []int { return s.rec.pn.background() }
 

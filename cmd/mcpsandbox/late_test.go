@@ -162,25 +162,42 @@ func TestAHeartbeatHoldsNoLinger(t *testing.T) {
 }
 
 // TestLingerBoundIsSaid: what a call set off that is still pending when
-// the linger reaches --linger-max (a timer due later, a setitimer whose
-// time the agent cannot trust) is a linger-bound problem and an error
-// finding that fails the gate, never a silent end of the window.
+// the linger reaches --linger-max is said, never a silent end of the
+// window: a setitimer whose time the agent cannot trust is a linger-bound
+// problem and an error finding that fails the gate. An event loop's timer
+// due only past the cap (a 60 s timer) is the limit docs/gate.md states:
+// not reported, and the linger does not wait for it.
 func TestLingerBoundIsSaid(t *testing.T) {
 	t.Parallel()
-	for name, tc := range map[string]struct{ tool, args, says string }{
-		"timer past the cap": {"timer_write", `{"ms":60000,"name":"late.txt"}`, "timed-wait in epoll_pwait"},
-		"setitimer":          {"alarm_write", `{"ms":60000,"name":"late.txt","itimer":true}`, "itimer in setitimer"},
+	for name, tc := range map[string]struct {
+		tool, args, rule, says string
+		sev                    report.Severity
+		exit                   int
+	}{
+		"timer past the cap": {"timer_write", `{"ms":60000,"name":"late.txt"}`, "", "", 0, 0},
+		"setitimer":          {"alarm_write", `{"ms":60000,"name":"late.txt","itimer":true}`, "linger-bound", "itimer in setitimer", report.SeverityError, 1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			r := lateScan(t, []string{tc.tool}, `[{"tool":"`+tc.tool+`","arguments":`+tc.args+`}]`, "--linger", "200ms", "--linger-max", "2s", "--settle", "200ms")
-			fs := findingsOf(r, "linger-bound")
-			if len(fs) != 1 || fs[0].Severity != report.SeverityError || fs[0].Tool != "" {
-				t.Fatalf("linger-bound %+v; all %+v", fs, r.Findings)
+			code, b, stderr := scanFixture(t, []string{"--no-replay=false", "--probes", writeFile(t, t.TempDir(), "p.json", `[{"tool":"`+tc.tool+`","arguments":`+tc.args+`}]`),
+				"--linger", "200ms", "--linger-max", "2s", "--settle", "200ms"}, tc.tool)
+			r := decode(t, b)
+			if code != tc.exit {
+				t.Errorf("exit %d, want %d; %s", code, tc.exit, stderr)
+			}
+			if tc.rule == "" {
+				if len(r.Findings) != 0 || len(r.Problems) != 0 {
+					t.Errorf("findings %+v; problems %+v", r.Findings, r.Problems)
+				}
+				return
+			}
+			fs := findingsOf(r, tc.rule)
+			if len(fs) != 1 || fs[0].Severity != tc.sev || fs[0].Tool != "" {
+				t.Fatalf("%s %+v; all %+v", tc.rule, fs, r.Findings)
 			}
 			var ps []report.Problem
 			for _, p := range r.Problems {
-				if p.Kind == report.ProblemLingerBound {
+				if p.Kind == tc.rule {
 					ps = append(ps, p)
 				}
 			}

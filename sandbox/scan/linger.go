@@ -62,6 +62,9 @@ type quietBase struct {
 	waits map[thread]agent.Wakeup
 	// err: the agent was asked and did not answer.
 	err error
+	// st follows the threads' waits from the base on: through the
+	// readings asked for after each call (see follow), then the linger's.
+	st *lingerState
 }
 
 // readBase reads the sandbox before the first call of a session (or of a
@@ -80,7 +83,38 @@ func (sc *scanner) readBase(s *sandbox.Session) *quietBase {
 	for _, w := range r.Wakeups {
 		b.waits[keyOf(w)] = w
 	}
+	b.st = &lingerState{base: b, waits: map[thread]loopWait{}, fired: map[thread]bool{}, prev: b.at}
+	s.QuietReadings() // this one's, and any before it
 	return b
+}
+
+// follow takes in the readings that arrived since the last (their holds
+// do not matter yet: what they tell is which waits ended at their due
+// time while the calls ran, timers a runtime then re-arms), and asks for
+// the next, without waiting: called after each call.
+func (b *quietBase) follow(s *sandbox.Session) {
+	if b == nil || b.st == nil {
+		return
+	}
+	b.st.take(s.QuietReadings())
+	s.AskQuiet()
+}
+
+// take feeds readings, oldest first, into l as at the times they were
+// made.
+func (l *lingerState) take(rs []agent.QuietReading) {
+	now, anow := time.Now(), agent.Now()
+	never := now.Add(24 * time.Hour)
+	for _, r := range rs {
+		at := now.Add(time.Duration(r.Start - anow))
+		if r.Err != "" || !at.After(l.prev) {
+			continue
+		}
+		for _, w := range r.Wakeups {
+			l.holds(w, at, never)
+		}
+		l.prev = at
+	}
 }
 
 // fireSlack is how close to its due time a wait's end must be read to
@@ -96,15 +130,16 @@ type loopWait struct {
 	// the first that saw it, by that one.
 	after, at time.Time
 	within    time.Duration
+	// rearmed: it began as the thread's last wait ended at its due time,
+	// a timer the thread re-armed as it fired.
+	rearmed bool
 }
 
 // linger is one linger's readings: the base, and the event loops' waits.
 type lingerState struct {
 	base *quietBase
-	// waits is each pre-call thread's bounded wait entered since the base,
-	// as first read; fired, the threads one of whose waits ended at its
-	// due time: their timer fired, what they wait for next is a timer
-	// they re-armed.
+	// waits is each thread's bounded wait entered since the base, as
+	// first read; fired, the threads whose sleep (of no known time) ended.
 	waits map[thread]loopWait
 	fired map[thread]bool
 	// prev is when the reading before this one was made (the base's,
@@ -187,21 +222,21 @@ func (l *lingerState) holds(w agent.Wakeup, now, cap time.Time) hold {
 			return notHeld
 		}
 		return held
-	case l.fired[th]:
-		return notHeld
 	}
 	cur, seen := l.waits[th]
 	if !seen || cur.mark != w.Mark || cur.syscall != w.Syscall {
 		// the last wait ended: at its due time, if it can have (it began as
-		// early as after); readings are not exact, and a wait read as
-		// fired when it was woken sooner only ends holding its thread
-		// sooner, as a timer that fires first would
-		if seen && !now.Before(cur.after.Add(cur.within-fireSlack)) {
-			l.fired[th] = true
-			return notHeld
-		}
-		cur = loopWait{mark: w.Mark, syscall: w.Syscall, after: l.prev, at: now, within: w.Within}
+		// early as after), and then this one is the timer re-armed;
+		// readings are not exact, and a wait read as fired when it was
+		// woken sooner only ends holding its thread sooner, as a timer
+		// that fires first would. Woken sooner (a call arms a timer), the
+		// new wait holds again.
+		rearmed := seen && !now.Before(cur.after.Add(cur.within-fireSlack))
+		cur = loopWait{mark: w.Mark, syscall: w.Syscall, after: l.prev, at: now, within: w.Within, rearmed: rearmed}
 		l.waits[th] = cur
+	}
+	if cur.rearmed {
+		return notHeld
 	}
 	// due past the cap only if it is even had the wait begun as early as
 	// it can have: else it is waited for, and seen if it fires by then
@@ -228,6 +263,18 @@ func acting(w agent.Wakeup) bool {
 func sleeping(w agent.Wakeup) bool {
 	return w.Syscall == "nanosleep" || w.Syscall == "clock_nanosleep"
 }
+
+// eventLoop tells a thread's own bounded wait (epoll_wait, poll, select:
+// an event loop waiting for its earliest timer) from the rest. Such a
+// timer still pending past the cap is logged, not reported: honest
+// runtimes and libraries arm them for longer than any cap (Go's HTTP
+// client keeps an idle connection 90 s; a linger-bound on it failed the
+// fixture's TestBoundaryProbes once under load), whether one is the
+// loop's earliest when the linger ends depends on how the others fell, so
+// the report would not be the same for the same input; and a server that
+// wants to hide one puts a shorter timer before it, which no reading sees
+// past (docs/gate.md says the limit).
+func eventLoop(w agent.Wakeup) bool { return w.Bounded && !timerObject(w) }
 
 // hold is what a wakeup does to a linger.
 type hold int
@@ -259,14 +306,17 @@ func (sc *scanner) watch(s *sandbox.Session, base *quietBase, least, most time.D
 	start := time.Now()
 	most = max(most, least)
 	cap := start.Add(most)
-	st := &lingerState{base: base, waits: map[thread]loopWait{}, fired: map[thread]bool{}}
+	var st *lingerState
 	var unread error
 	if base != nil {
-		st.prev, unread = base.at, base.err
+		st, unread = base.st, base.err
+	}
+	if st != nil {
+		st.take(s.QuietReadings()) // the last calls'
 	}
 	poll := lingerPollMin
 	for {
-		if st.base == nil || unread != nil {
+		if st == nil || unread != nil {
 			// no readings: the fixed window, and when the agent was asked
 			// and did not answer, what it could not tell is said
 			sleepLost(sc.ctx, s, least-time.Since(start))
@@ -345,8 +395,20 @@ func (sc *scanner) linger(s *sandbox.Session, base *quietBase, seq int) {
 	if sc.ctx.Err() != nil {
 		return
 	}
-	if len(l.held) > 0 {
-		s.Problem(report.ProblemLingerBound, seq, "what the calls set off could still act after --linger-max %s (%s): what it does then is not seen", sc.opts.LingerMax, describeWakeups(l.held))
+	var bound, loops []agent.Wakeup
+	for _, w := range l.held {
+		if eventLoop(w) {
+			loops = append(loops, w)
+		} else {
+			bound = append(bound, w)
+		}
+	}
+	if len(bound) > 0 {
+		s.Problem(report.ProblemLingerBound, seq, "what the calls set off could still act after --linger-max %s (%s): what it does then is not seen", sc.opts.LingerMax, describeWakeups(bound))
+	}
+	if len(loops) > 0 {
+		// not in the report: see eventLoop
+		sc.logf("  not said: %s, an event loop's timer due after --linger-max %s", describeWakeups(loops), sc.opts.LingerMax)
 	}
 	if bg := s.Background(); len(bg) > 0 {
 		s.Problem("background", seq, "%d process(es) left by the calls still ran after the linger; what they do later is not seen", len(bg))

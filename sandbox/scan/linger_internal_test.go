@@ -67,6 +67,13 @@ func TestLingerHolds(t *testing.T) {
 		"a pre-call thread's sleep as before the calls": {
 			{0, agent.Wakeup{PID: 7, TID: 31, Reason: "timed-wait", Syscall: "clock_nanosleep", Mark: "s0"}, notHeld},
 		},
+		// re-armed, then woken sooner than due (a call armed a timer): the
+		// new wait holds again
+		"a re-armed loop that a call wakes": {
+			{0, loop("m1", 5*time.Second), held},
+			{5200 * time.Millisecond, loop("m2", 8100*time.Millisecond), notHeld},
+			{6 * time.Second, loop("m3", 2*time.Second), held},
+		},
 		"a timer the calls armed, due after the cap": {
 			{0, loop("m1", 60*time.Second), heldPastCap},
 		},
@@ -92,5 +99,33 @@ func TestLingerHolds(t *testing.T) {
 				l.prev = at(r.at)
 			}
 		})
+	}
+}
+
+// TestLingerFollowsTheCalls: the readings taken while the calls ran tell
+// a second loop's backoff (5 s, fired, then 15 s, then 40 s, as in
+// desktop-commander) from a wait the calls set: the linger does not hold
+// the re-armed one.
+func TestLingerFollowsTheCalls(t *testing.T) {
+	now := time.Now()
+	b := &quietBase{at: now.Add(-20 * time.Second), waits: map[thread]agent.Wakeup{}}
+	l := &lingerState{base: b, waits: map[thread]loopWait{}, fired: map[thread]bool{}, prev: b.at}
+	worker := func(mark string, within time.Duration) agent.Wakeup {
+		return agent.Wakeup{PID: 7, TID: 21, Comm: "node", Reason: "timed-wait", Syscall: "epoll_pwait", Bounded: true, Within: within, Mark: mark}
+	}
+	ago := func(d time.Duration) int64 { return agent.Now() - int64(d) }
+	l.take([]agent.QuietReading{
+		{Start: ago(19 * time.Second), Wakeups: []agent.Wakeup{worker("a", 5*time.Second)}},
+		{Start: ago(14 * time.Second), Wakeups: []agent.Wakeup{worker("b", 15*time.Second)}},
+		{Start: ago(1 * time.Second), Wakeups: []agent.Wakeup{worker("c", 40*time.Second)}},
+	})
+	if got := l.holds(worker("c", 40*time.Second), now, now.Add(30*time.Second)); got != notHeld {
+		t.Errorf("the re-armed wait: %d, want notHeld", got)
+	}
+	// without the calls' readings, the same wait first read in the linger
+	// holds it (it may be the calls')
+	l = &lingerState{base: b, waits: map[thread]loopWait{}, fired: map[thread]bool{}, prev: b.at}
+	if got := l.holds(worker("c", 40*time.Second), now, now.Add(30*time.Second)); got == notHeld {
+		t.Errorf("first read in the linger: notHeld")
 	}
 }

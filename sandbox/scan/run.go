@@ -539,6 +539,7 @@ func (sc *scanner) runCalls(s *sandbox.Session, plan []probes.Call, first int) e
 			}
 		}
 		rep.Calls = append(rep.Calls, call)
+		base.follow(s)
 		sc.args[seq] = step.Arguments
 		if err := s.LostErr(sc.ctx, seq); err != nil {
 			// Nothing after this is the server's: the calls left are not
