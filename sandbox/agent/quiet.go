@@ -10,6 +10,9 @@ import (
 // QuietReading).
 type Wakeup = quiet.Wakeup
 
+// Reason says why a task can still act (see Wakeup).
+type Reason = quiet.Reason
+
 // The reasons of the timers a task holds, as against its own wait: their
 // time is read anew at each reading.
 const (

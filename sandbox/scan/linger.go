@@ -40,11 +40,7 @@ type thread struct {
 
 // timerObject tells a timer a task holds from the task's own wait.
 func timerObject(w agent.Wakeup) bool {
-	switch w.Reason {
-	case agent.ReasonTimerfd, agent.ReasonPosixTimer, agent.ReasonITimer:
-		return true
-	}
-	return false
+	return slices.Contains([]agent.Reason{agent.ReasonTimerfd, agent.ReasonPosixTimer, agent.ReasonITimer}, w.Reason)
 }
 
 func keyOf(w agent.Wakeup) thread {
@@ -250,11 +246,7 @@ func (l *lingerState) holds(w agent.Wakeup, now, cap time.Time) hold {
 // passes: an idle server's threads wait, and one that spins (a busy loop
 // counting down to a write) holds the linger whenever it began.
 func acting(w agent.Wakeup) bool {
-	switch w.Reason {
-	case agent.ReasonRunning, agent.ReasonChanged, agent.ReasonTransient:
-		return true
-	}
-	return false
+	return slices.Contains([]agent.Reason{agent.ReasonRunning, agent.ReasonChanged, agent.ReasonTransient}, w.Reason)
 }
 
 // sleeping tells a thread in an explicit sleep (nanosleep, clock_nanosleep:
