@@ -118,8 +118,8 @@ func (l *lingerState) take(rs []agent.QuietReading) {
 // a wait's time is read from its start's arguments.
 const fireSlack = lingerPollMax + 100*time.Millisecond
 
-// loopWait is a bounded wait of a thread that was there before the first
-// call, as a linger first read it.
+// loopWait is a thread's wait as the readings since the base first read
+// it.
 type loopWait struct {
 	mark, syscall string
 	// after and at bound when the wait began: after the reading before
@@ -131,7 +131,7 @@ type loopWait struct {
 	rearmed bool
 }
 
-// linger is one linger's readings: the base, and the event loops' waits.
+// lingerState follows a session's threads from its base reading on.
 type lingerState struct {
 	base *quietBase
 	// waits is each thread's bounded wait entered since the base, as
@@ -151,16 +151,17 @@ type lingerState struct {
 //   - the same bounded wait as before the calls (the thread has not run
 //     since) when it is due by the cap: a timer armed at startup, seen
 //     as it fires;
-//   - a bounded wait (epoll_wait's, poll's, nanosleep's timeout, a
-//     timerfd, an alarm) of a new thread, or one a pre-call thread
-//     entered since, until one of the thread's waits ends at its due
-//     time: an event loop waits for the earliest of its timers, a call's
-//     among them, and the first to fire is seen (held while due by the
-//     cap; heldPastCap, said, when due after it). What the thread arms
-//     after that first fire is not held: a runtime re-arms its own timers
-//     (V8 its memory reducer every 8 s, for longer than any cap, on most
-//     node servers measured), and an event loop's later timers are hidden
-//     behind its earliest.
+//   - a timer object (a timerfd, an alarm) armed since, while armed
+//     (heldPastCap when due after the cap);
+//   - a bounded wait (epoll_wait's, poll's timeout) of a new thread, or
+//     one a pre-call thread entered since, unless it began as the
+//     thread's last wait ended at its due time: an event loop waits for
+//     the earliest of its timers, a call's among them, and waits for it;
+//     one it re-armed as a timer fired does not hold (a runtime re-arms
+//     its own: V8 its memory reducer every 8 s, for longer than any cap,
+//     on most node servers measured), and its later timers are hidden
+//     behind its earliest. One due after the cap is heldPastCap, which
+//     linger logs and does not report (see eventLoop).
 //
 // A thread running before the calls holds it too, and one that entered a
 // sleep (nanosleep) since, until it next wakes. One pending before the
@@ -223,9 +224,9 @@ func (l *lingerState) holds(w agent.Wakeup, now, cap time.Time) hold {
 	if !seen || cur.mark != w.Mark || cur.syscall != w.Syscall {
 		// the last wait ended: at its due time, if it can have (it began as
 		// early as after), and then this one is the timer re-armed;
-		// readings are not exact, and a wait read as fired when it was
-		// woken sooner only ends holding its thread sooner, as a timer
-		// that fires first would. Woken sooner (a call arms a timer), the
+		// readings are not exact, and a wait read as re-armed when its
+		// thread was woken sooner only stops holding sooner, as after a
+		// timer that fires first. Woken sooner (a call arms a timer), the
 		// new wait holds again.
 		rearmed := seen && !now.Before(cur.after.Add(cur.within-fireSlack))
 		cur = loopWait{mark: w.Mark, syscall: w.Syscall, after: l.prev, at: now, within: w.Within, rearmed: rearmed}
