@@ -59,8 +59,11 @@ func TestQuietReadings(t *testing.T) {
 				return
 			}
 			for _, w := range r.Wakeups {
-				if !w.Bounded {
-					t.Fatalf("a wakeup with no bound in an idle server: %+v", r)
+				// threads that run (V8's collector on a loaded machine) act and
+				// end; what must not be is a wait of no bound
+				acting := w.Reason == agent.ReasonRunning || w.Reason == agent.ReasonChanged || w.Reason == agent.ReasonTransient
+				if !w.Bounded && !acting {
+					t.Fatalf("a wait with no bound in an idle server: %+v", r)
 				}
 			}
 			time.Sleep(500 * time.Millisecond)
