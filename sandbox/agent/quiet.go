@@ -44,15 +44,6 @@ type QuietReading struct {
 // Quiet reports whether the reading found nothing that can act.
 func (r QuietReading) Quiet() bool { return r.Err == "" && len(r.Wakeups) == 0 && r.More == 0 }
 
-// Due is the time within which every wakeup listed can have acted, and
-// true; false when one has no bound (or some were not listed).
-func (r QuietReading) Due() (time.Duration, bool) {
-	if r.Err != "" || r.More > 0 {
-		return 0, false
-	}
-	return quiet.Wakeups(r.Wakeups).Due()
-}
-
 // Bounds of the quiet readings. A reading costs the agent about a
 // millisecond for an idle node server, three for 50 threads (the server
 // shares the CPU): QuietGap bounds a flood of requests (the server can
