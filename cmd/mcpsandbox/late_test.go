@@ -144,11 +144,15 @@ func TestLateWritesPastTheLinger(t *testing.T) {
 
 // TestAHeartbeatHoldsNoLinger: an honest tool whose timer re-arms (a
 // ticker, as V8 re-arms its memory reducer) holds the linger until it
-// first fires, not to --linger-max: no linger-bound, no finding.
+// first fires, not to --linger-max: no linger-bound, no finding, and the
+// linger ends for that (the -v log's reason), not at its cap.
 func TestAHeartbeatHoldsNoLinger(t *testing.T) {
 	t.Parallel()
 	code, b, stderr := scanFixture(t, []string{"--no-replay=false", "--probes", writeFile(t, t.TempDir(), "p.json", `[{"tool":"heartbeat","arguments":{"ms":300}}]`),
-		"--linger", "200ms", "--linger-max", "20s", "--settle", "200ms"}, "heartbeat")
+		"--linger", "200ms", "--linger-max", "20s", "--settle", "200ms", "-v"}, "heartbeat")
+	if !strings.Contains(stderr, "linger after call 1: ") || strings.Contains(stderr, ", at the cap") {
+		t.Errorf("the linger's end, in the log: %s", stderr)
+	}
 	r := decode(t, b)
 	if code != 0 || len(r.Findings) != 0 {
 		t.Logf("exit %d; %s", code, stderr)
