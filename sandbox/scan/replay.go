@@ -67,6 +67,10 @@ func (sc *scanner) replay(rep *report.Report) error {
 			p := rep.Calls[slices.IndexFunc(rep.Calls, func(x report.Call) bool { return x.Seq == k })]
 			j.prefix = append(j.prefix, probes.Call{Tool: p.Tool, Arguments: sc.sent(p), Source: p.Source, Negative: p.Negative, Offer: p.ValuesFrom != nil})
 		}
+		// The prefix is the main session's calls (no setups of another
+		// session first): its legs can be measured against them.
+		j.timed = len(j.prefix) == len(cands)-1
+		j.prefixSeqs = cands[:len(cands)-1]
 		j.target = probes.Call{Tool: c.Tool, Arguments: sc.sent(*c), Source: c.Source, Negative: c.Negative, Offer: c.ValuesFrom != nil}
 		jobs = append(jobs, j)
 	}
@@ -126,6 +130,10 @@ type replayJob struct {
 	seq    int
 	prefix []probes.Call
 	target probes.Call
+	// prefixSeqs are the prefix's calls in the scan, when timed: the
+	// prefix is exactly those (see horizon).
+	prefixSeqs []int
+	timed      bool
 	// notRun: the run's bound ended before the replay began.
 	notRun        bool
 	with, without map[string]bool
@@ -146,8 +154,8 @@ func (sc *scanner) replayBoth(j *replayJob, tool string) {
 	l := newLegs()
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); j.with, j.werr = sc.replayOnce(name+" with", j.prefix, &j.target, l) }()
-	go func() { defer wg.Done(); j.without, j.cerr = sc.replayOnce(name+" control", j.prefix, nil, l) }()
+	go func() { defer wg.Done(); j.with, j.werr = sc.replayOnce(name+" with", j, true, l) }()
+	go func() { defer wg.Done(); j.without, j.cerr = sc.replayOnce(name+" control", j, false, l) }()
 	wg.Wait()
 }
 
@@ -284,11 +292,15 @@ func effectKeys(effs ...report.Effects) []string {
 	return out
 }
 
-// replayOnce runs prefix in a fresh session, then target (nil, the
-// control: nothing, as long as the other leg's target took and
-// controlMargin more), then the linger window, and returns the keys of
-// what happened after the prefix.
-func (sc *scanner) replayOnce(name string, prefix []probes.Call, target *probes.Call, l *legs) (keys map[string]bool, err error) {
+// replayOnce runs j's prefix in a fresh session, then its target (the
+// control, !with: nothing, as long as the other leg's target took and
+// controlMargin more), then watches to the leg's horizon (see horizon),
+// and returns the keys of what happened after the prefix.
+func (sc *scanner) replayOnce(name string, j *replayJob, with bool, l *legs) (keys map[string]bool, err error) {
+	prefix, target := j.prefix, &j.target
+	if !with {
+		target = nil
+	}
 	if target != nil {
 		defer l.callDone(0) // whatever ends this leg early, the control is not kept waiting
 	}
@@ -301,6 +313,7 @@ func (sc *scanner) replayOnce(name string, prefix []probes.Call, target *probes.
 	if err != nil {
 		return nil, err
 	}
+	leg := legTimes{opened: time.Now()}
 	if _, err := s.ListTools(sc.ctx); err != nil {
 		return nil, fmt.Errorf("listing tools: %w", err)
 	}
@@ -315,7 +328,10 @@ func (sc *scanner) replayOnce(name string, prefix []probes.Call, target *probes.
 		return p.Arguments
 	}
 	for i, p := range prefix {
+		at := callTimes{sent: time.Now()}
 		c := s.Call(sc.ctx, sandbox.CallRequest{Seq: i + 1, Tool: p.Tool, Arguments: args(p), Source: p.Source, Negative: p.Negative})
+		at.answered = time.Now()
+		leg.calls = append(leg.calls, at)
 		if c.ErrorKind == "" && !c.IsError {
 			st.Harvest(i+1, p.Tool, c.Result, s.Structured())
 		}
@@ -358,9 +374,14 @@ func (sc *scanner) replayOnce(name string, prefix []probes.Call, target *probes.
 		end()
 	}
 	if sc.opts.Linger > 0 {
-		// Ended at once when quiet: either leg then saw all it will.
 		end := s.Timings().Begin(timings.StepLinger, len(prefix)+1)
-		sc.watch(s, base, sc.opts.Linger, sc.legLinger())
+		if h, ok := sc.times.horizon(j.seq, j.prefixSeqs, leg, start); ok && j.timed {
+			why := sc.watchLeg(s, base, start, h, sc.legLinger())
+			sc.logf("%s: watched %s (horizon %s), %s", name, time.Since(start).Round(time.Millisecond), h.Round(time.Millisecond), why)
+		} else {
+			// Ended at once when quiet: either leg then saw all it will.
+			sc.watch(s, base, sc.opts.Linger, sc.legLinger())
+		}
 		end()
 	}
 	effs = append(effs, s.Mark(sc.ctx, false, len(prefix)+1))

@@ -221,6 +221,9 @@ type scanner struct {
 	// lingerTook is the longest linger of the scan's sessions (under mu),
 	// for its replays' legs.
 	lingerTook time.Duration
+	// times are the main session's calls' times, which its replays'
+	// legs are measured against (see horizon).
+	times *sessionTimes
 }
 
 // setupCall is a setup call that succeeded: its seq and what it sent.
@@ -382,6 +385,7 @@ func (sc *scanner) close(s *sandbox.Session, err *error) {
 // scanSession runs every call in one session.
 func (sc *scanner) scanSession() (res Result, err error) {
 	s, err := sc.open(timings.SessionMain)
+	sc.times = &sessionTimes{s: s, opened: time.Now(), calls: map[int]*callTimes{}}
 	res = Result{Report: s.Report(), Transcript: s.Transcript()}
 	defer func() {
 		sc.close(s, &err)
@@ -508,6 +512,7 @@ func (sc *scanner) runCalls(s *sandbox.Session, plan []probes.Call, first int) e
 	if sc.opts.Linger > 0 {
 		base = sc.readBase(s)
 	}
+	times := sc.times.timed(s)
 	for i := 0; i < len(plan); i++ {
 		step := plan[i]
 		if sc.ctx.Err() != nil {
@@ -517,6 +522,7 @@ func (sc *scanner) runCalls(s *sandbox.Session, plan []probes.Call, first int) e
 		}
 		seq := first + i + 1
 		s.Phase(sc.ctx, "between", seq-1)
+		times.closed(seq - 1)
 		var from []int
 		if step.Offer {
 			var args json.RawMessage
@@ -526,7 +532,11 @@ func (sc *scanner) runCalls(s *sandbox.Session, plan []probes.Call, first int) e
 			}
 		}
 		sc.logf("call %d: %s %s", seq, step.Tool, step.Arguments)
+		ct := times.sent(seq)
 		call := s.Call(sc.ctx, sandbox.CallRequest{Seq: seq, Tool: step.Tool, Arguments: step.Arguments, Source: step.Source, Negative: step.Negative})
+		if ct != nil {
+			ct.answered = time.Now()
+		}
 		call.Retries, call.Setup, call.ValuesFrom = step.Retries, step.Setup, from
 		call.Boundary = boundaryOutcome(step, call, s.Structured())
 		call.Effects = s.Mark(sc.ctx, true, seq)
@@ -610,6 +620,7 @@ func (sc *scanner) runCalls(s *sandbox.Session, plan []probes.Call, first int) e
 		sc.linger(s, base, first+len(plan))
 	}
 	s.Phase(sc.ctx, "between", first+len(plan))
+	times.closed(first + len(plan))
 	return nil
 }
 
