@@ -366,3 +366,66 @@ func TestRunLostSandboxExits2(t *testing.T) {
 		})
 	}
 }
+
+// TestLostInTheLingerWithReplaysBegun kills a scan's container while it
+// lingers, with the replays of its earlier calls begun beside it (see
+// replayEarly): the scan is incomplete (exit 2, a sandbox-lost problem),
+// and it ends only when those replays have, their containers removed:
+// nothing of the run is left behind.
+func TestLostInTheLingerWithReplaysBegun(t *testing.T) {
+	t.Parallel()
+	cli := sandboxtest.Docker(t)
+	sandboxtest.NodeImage(t, cli)
+	fx := sandboxtest.Fixture(t)
+	ws := t.TempDir()
+	if err := os.CopyFS(ws, os.DirFS("../../probes/examples/demo/workspace")); err != nil {
+		t.Fatal(err)
+	}
+	runID := label.NewRunID()
+	sandboxtest.NoLeftovers(t, cli, runID)
+	t.Cleanup(func() { removalDone(t, cli, runID) })
+	out := filepath.Join(t.TempDir(), "r.json")
+	stderr := newLineWatch("call 1: ")
+	args := []string{"scan", "-v", "--format", "json", "--out", out, "--agent", sandboxtest.Agent(t), "--linger", "20s",
+		"--run-id", runID, "--mount", fx.Source + ":" + fx.Target, "--probes", "../../probes/examples/demo/probes.json", "--workspace", ws,
+		"--no-boundary", "--", fx.Target, "honest", "liar"}
+	done := make(chan int, 1)
+	go func() {
+		var stdout bytes.Buffer
+		done <- exitCode(run(context.Background(), args, &stdout, stderr), stderr)
+	}()
+	select {
+	case <-stderr.seen:
+	case code := <-done:
+		t.Fatalf("the scan ended (exit %d) before its first call: %s", code, stderr)
+	}
+	main := runContainer(t, cli, runID) // the replays begin after the last call
+	for !strings.Contains(stderr.String(), "replays begun as the linger begins") {
+		select {
+		case code := <-done:
+			t.Fatalf("the scan ended (exit %d) with no replay begun in its linger: %s", code, stderr)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if err := cli.ContainerKill(context.Background(), main, "KILL"); err != nil {
+		t.Fatal(err)
+	}
+	if code := <-done; code != 2 {
+		t.Fatalf("exit %d, want 2; stderr:\n%s", code, stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatalf("no report: %v", err)
+	}
+	var r report.Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Complete || !slices.ContainsFunc(r.Problems, func(p report.Problem) bool { return p.Kind == report.ProblemSandboxLost }) {
+		t.Errorf("complete %v, problems %+v: want an incomplete report with the loss", r.Complete, r.Problems)
+	}
+	list, err := cli.ContainerList(context.Background(), container.ListOptions{All: true, Filters: filters.NewArgs(filters.Arg("label", label.Run+"="+runID))})
+	if err != nil || len(list) != 0 {
+		t.Errorf("after the scan: %d container(s) of its run (%v)", len(list), err)
+	}
+}

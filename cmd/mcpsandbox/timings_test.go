@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
@@ -81,11 +82,16 @@ func TestReplaysSideBySideSameReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	scan := func(jobs string) ([]byte, report.Report) {
-		flags := []string{"--probes", "../../probes/examples/demo/probes.json", "--workspace", ws, "--bait-seed", "5", "--no-replay=false", "--replay-jobs", jobs}
+		flags := []string{"--probes", "../../probes/examples/demo/probes.json", "--workspace", ws, "--bait-seed", "5", "--no-replay=false", "--replay-jobs", jobs, "-v"}
 		_, b, stderr := scanFixture(t, flags, "honest", "liar")
 		r := decode(t, b)
 		if r.Sandbox.Replay != "findings" {
 			t.Fatalf("replay %q: %s", r.Sandbox.Replay, stderr)
+		}
+		// The calls before the last are replayed while the session
+		// lingers (see replayEarly), taken by the replays after it.
+		if !strings.Contains(stderr, "replays begun as the linger begins: calls [") {
+			t.Errorf("no replay begun during the linger: %s", stderr)
 		}
 		return withoutTiming(t, b), r
 	}

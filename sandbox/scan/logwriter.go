@@ -3,6 +3,7 @@ package scan
 import (
 	"io"
 	"strings"
+	"sync"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 )
@@ -11,8 +12,11 @@ import (
 // roles (as in raw JSON: lines quote serverInfo and arguments) and invalid
 // UTF-8 escaped (\xNN), as in the report, and control characters
 // escaped (report.Printable). Each Write is
-// one whole line (logf), so that no value is split between two writes.
+// one whole line (logf), so that no value is split between two writes;
+// lines come one at a time (replays log from their goroutines beside the
+// session's, as its linger goes on).
 type logWriter struct {
+	mu sync.Mutex
 	w  io.Writer
 	ps []report.Placeholder
 }
@@ -25,6 +29,8 @@ func (l *logWriter) Write(p []byte) (int, error) {
 	if len(line) < len(p) {
 		out += "\n"
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if _, err := io.WriteString(l.w, out); err != nil {
 		return 0, err
 	}

@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -61,30 +62,21 @@ func (sc *scanner) replay(rep *report.Report) error {
 			}
 			continue
 		}
-		// With --isolation call, the session replayed the setup calls first.
-		j := &replayJob{call: i, seq: seq, prefix: slices.Clone(sc.setupsOf[cands[0]])}
-		for _, k := range cands[:len(cands)-1] {
-			p := rep.Calls[slices.IndexFunc(rep.Calls, func(x report.Call) bool { return x.Seq == k })]
-			j.prefix = append(j.prefix, probes.Call{Tool: p.Tool, Arguments: sc.sent(p), Source: p.Source, Negative: p.Negative, Offer: p.ValuesFrom != nil})
+		j := sc.newJob(rep, i, cands)
+		// One begun during the linger (see replayEarly) is this one when
+		// it replays the same calls.
+		if e := sc.early[seq]; e != nil && e.timed == j.timed && slices.Equal(e.prefixSeqs, j.prefixSeqs) {
+			e.call = i
+			j = e
+			delete(sc.early, seq)
+		} else {
+			sc.startJob(j)
 		}
-		// The prefix is the main session's calls (no setups of another
-		// session first): its legs can be measured against them.
-		j.timed = len(j.prefix) == len(cands)-1
-		j.prefixSeqs = cands[:len(cands)-1]
-		j.target = probes.Call{Tool: c.Tool, Arguments: sc.sent(*c), Source: c.Source, Negative: c.Negative, Offer: c.ValuesFrom != nil}
 		jobs = append(jobs, j)
 	}
-	sem := make(chan struct{}, sc.opts.ReplayJobs)
-	var wg sync.WaitGroup
 	for _, j := range jobs {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			sc.replayBoth(j, rep.Calls[j.call].Tool)
-		}()
+		<-j.done
 	}
-	wg.Wait()
 	var lost []error
 	for _, j := range jobs {
 		c := &rep.Calls[j.call]
@@ -123,11 +115,96 @@ func (sc *scanner) replay(rep *report.Report) error {
 	return fmt.Errorf("%w: %w", ErrIncomplete, errors.Join(lost...))
 }
 
+// newJob is the replay of rep.Calls[i], whose candidates are cands.
+func (sc *scanner) newJob(rep *report.Report, i int, cands []int) *replayJob {
+	c := rep.Calls[i]
+	// With --isolation call, the session replayed the setup calls first.
+	j := &replayJob{call: i, seq: c.Seq, tool: c.Tool, prefix: slices.Clone(sc.setupsOf[cands[0]]), done: make(chan struct{})}
+	for _, k := range cands[:len(cands)-1] {
+		p := rep.Calls[slices.IndexFunc(rep.Calls, func(x report.Call) bool { return x.Seq == k })]
+		j.prefix = append(j.prefix, probes.Call{Tool: p.Tool, Arguments: sc.sent(p), Source: p.Source, Negative: p.Negative, Offer: p.ValuesFrom != nil})
+	}
+	// The prefix is the main session's calls (no setups of another
+	// session first): its legs can be measured against them.
+	j.timed = len(j.prefix) == len(cands)-1
+	j.prefixSeqs = slices.Clone(cands[:len(cands)-1])
+	j.target = probes.Call{Tool: c.Tool, Arguments: sc.sent(c), Source: c.Source, Negative: c.Negative, Offer: c.ValuesFrom != nil}
+	return j
+}
+
+// startJob runs j when one of the ReplayJobs places is free, and closes
+// j.done when it has run.
+func (sc *scanner) startJob(j *replayJob) {
+	sc.jobs.Add(1)
+	go func() {
+		defer sc.jobs.Done()
+		defer close(j.done)
+		sc.replaySem <- struct{}{}
+		defer func() { <-sc.replaySem }()
+		sc.replayBoth(j, j.tool)
+	}()
+}
+
+// replayEarly begins, as the session's linger begins, the replays of
+// the calls before its last that its report so far makes suspects: what
+// the linger sees is the last call's (its "between" phase), so their
+// replays are the same as after it, and they run while the linger
+// waits. The report is copied, as the session's end will have it
+// (sanitized, the bait as placeholders, normalized), for the rules
+// alone: replay chooses again on the final report, takes the replays
+// begun here that it chose too, and lets the others end unused.
+func (sc *scanner) replayEarly(rep *report.Report, last int) {
+	b, err := json.Marshal(rep)
+	var cp report.Report
+	if err == nil {
+		err = json.Unmarshal(b, &cp)
+	}
+	if err != nil {
+		sc.logf("replays not begun during the linger: copying the report: %v", err)
+		return
+	}
+	cp.Sanitize()
+	if !sc.opts.NoSeed {
+		cp.Redact(sc.bait.Placeholders())
+	}
+	cp.Normalize()
+	var begun []int
+	defer func() {
+		if len(begun) > 0 {
+			sc.logf("replays begun as the linger begins: calls %v", begun)
+		}
+	}()
+	for n, seq := range sc.opts.Suspects(&cp) {
+		if n >= sc.opts.MaxReplays || seq >= last {
+			break
+		}
+		i := slices.IndexFunc(cp.Calls, func(c report.Call) bool { return c.Seq == seq })
+		if i < 0 {
+			continue
+		}
+		j := sc.newJob(&cp, i, report.Candidates(&cp, i))
+		// What the linger will hold is not known yet: a leg held past
+		// its horizon by a running task watches to --linger-max.
+		j.most = sc.opts.LingerMax
+		if sc.early == nil {
+			sc.early = map[int]*replayJob{}
+		}
+		sc.early[seq] = j
+		sc.startJob(j)
+		begun = append(begun, seq)
+	}
+}
+
 // replayJob is one suspect call's replay: what it runs, and what its
 // legs saw.
 type replayJob struct {
 	call   int // the call's index in the report
 	seq    int
+	tool   string
+	// most bounds a leg held past its horizon (0: legLinger).
+	most time.Duration
+	// done is closed when both legs have run.
+	done chan struct{}
 	prefix []probes.Call
 	target probes.Call
 	// prefixSeqs are the prefix's calls in the scan, when timed: the
@@ -376,7 +453,7 @@ func (sc *scanner) replayOnce(name string, j *replayJob, with bool, l *legs) (ke
 	if sc.opts.Linger > 0 {
 		end := s.Timings().Begin(timings.StepLinger, len(prefix)+1)
 		if h, ok := sc.times.horizon(j.seq, j.prefixSeqs, leg, start); ok && j.timed {
-			why := sc.watchLeg(s, base, start, h, sc.legLinger())
+			why := sc.watchLeg(s, base, start, h, cmp.Or(j.most, sc.legLinger()))
 			sc.logf("%s: watched %s (horizon %s), %s", name, time.Since(start).Round(time.Millisecond), h.Round(time.Millisecond), why)
 		} else {
 			// Ended at once when quiet: either leg then saw all it will.

@@ -167,6 +167,9 @@ func Run(ctx context.Context, cli sandbox.Engine, opts Options) (Result, error) 
 			err = fmt.Errorf("%w: %s", ErrIncomplete, sc.why().Message)
 		}
 	}
+	// Replays begun during the linger and not taken (the scan failed, or
+	// the final report chose otherwise) end before the scan does.
+	sc.jobs.Wait()
 	// Last, after teardown: the deterministic form, with what differs
 	// between runs in Timing.
 	if rep.Timing == nil {
@@ -224,6 +227,12 @@ type scanner struct {
 	// times are the main session's calls' times, which its replays'
 	// legs are measured against (see horizon).
 	times *sessionTimes
+	// early are the replays begun during the main session's linger, by
+	// seq (see replayEarly); jobs counts every replay running, and
+	// replaySem bounds them to ReplayJobs.
+	early     map[int]*replayJob
+	jobs      sync.WaitGroup
+	replaySem chan struct{}
 }
 
 // setupCall is a setup call that succeeded: its seq and what it sent.
@@ -285,7 +294,7 @@ func newScanner(ctx context.Context, cli sandbox.Engine, opts Options) (*scanner
 	if opts.MaxRelistBytes <= 0 {
 		opts.MaxRelistBytes = DefaultMaxRelistBytes
 	}
-	sc := &scanner{cli: cli, opts: opts, started: time.Now(), parent: ctx, args: map[int]json.RawMessage{}, tl: newToolLists(opts.MaxToolChanges, opts.MaxRelistBytes),
+	sc := &scanner{cli: cli, opts: opts, started: time.Now(), replaySem: make(chan struct{}, opts.ReplayJobs), parent: ctx, args: map[int]json.RawMessage{}, tl: newToolLists(opts.MaxToolChanges, opts.MaxRelistBytes),
 		schemas: map[string]json.RawMessage{}, state: &probes.State{}, setupsOf: map[int][]probes.Call{}}
 	sc.ctx, sc.cancel = context.WithTimeout(ctx, opts.Timeout)
 	sc.track = opts.Timings.Track(timings.SessionScan)
@@ -617,6 +626,10 @@ func (sc *scanner) runCalls(s *sandbox.Session, plan []probes.Call, first int) e
 	// linger window is a "between" phase of that call, not a teardown
 	// effect (a replay checks that it is the call's).
 	if !sc.lateCallsPending(s) { // else the late tools' calls come first
+		if times != nil && sc.opts.Suspects != nil && sc.opts.Idle == nil && sc.opts.Linger > 0 {
+			// In bulk (Idle) the linger's time goes to the next package.
+			sc.replayEarly(rep, first+len(plan))
+		}
 		sc.linger(s, base, first+len(plan))
 	}
 	s.Phase(sc.ctx, "between", first+len(plan))

@@ -37,7 +37,7 @@ const (
 	StepWindow    Step = "window"          // a replay's control waiting as long as the call took
 	StepQuiet     Step = "quiet"           // a quiet reading asked of the agent and answered
 	StepSurfaces  Step = "surfaces"        // prompts and resources listed and read
-	StepReplays   Step = "replays"         // every suspect call replayed, wall time (each replay's legs are sessions of their own)
+	StepReplays   Step = "replays"         // the wait for the suspect calls' replays after the sessions, wall time (those begun during a linger ran in it; each replay's legs are sessions of their own)
 	StepReplay    Step = "replay"          // one suspect call replayed, both legs, wall time
 	StepTeardown  Step = "teardown"        // stdin closed, the container stopped, its changes read, removed
 )
