@@ -198,13 +198,13 @@ func (sc *scanner) replayEarly(rep *report.Report, last int) {
 // replayJob is one suspect call's replay: what it runs, and what its
 // legs saw.
 type replayJob struct {
-	call   int // the call's index in the report
-	seq    int
-	tool   string
+	call int // the call's index in the report
+	seq  int
+	tool string
 	// most bounds a leg held past its horizon (0: legLinger).
 	most time.Duration
 	// done is closed when both legs have run.
-	done chan struct{}
+	done   chan struct{}
 	prefix []probes.Call
 	target probes.Call
 	// prefixSeqs are the prefix's calls in the scan, when timed: the
