@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 )
 
 // ModuleRoot returns the directory of go.mod.
@@ -28,10 +29,60 @@ func ModuleRoot(t testing.TB) string {
 }
 
 // built holds one build per package and flavour, for the test binary's
-// life.
+// life, in one directory of its own (dir, made on the first build).
 var built struct {
 	mu   sync.Mutex
 	bins map[string]*build
+	dir  string
+}
+
+// buildDirPrefix names the test binaries' build directories in the
+// temporary directory; ownerFile in each says whose it is.
+const (
+	buildDirPrefix = "mcpsandbox-testbin-"
+	ownerFile      = "owner"
+)
+
+// reapBuildDirs removes the build directories in tmp whose owner is
+// gone. Best effort: another test binary may be reaping them too, and one
+// with no owner file (being made) is left.
+func reapBuildDirs(tmp string) {
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), buildDirPrefix) {
+			continue
+		}
+		owner, err := os.ReadFile(filepath.Join(tmp, e.Name(), ownerFile))
+		if err == nil && !label.OwnerAlive(string(owner)) {
+			os.RemoveAll(filepath.Join(tmp, e.Name()))
+		}
+	}
+}
+
+// buildDir is this test binary's build directory. A test binary has no
+// hook at its exit (no package here has a TestMain of its own), so the
+// directories of test binaries that ended are removed here instead, as
+// the runner reaps the containers of dead runs: only those whose owner
+// file names a process that is gone (label.OwnerAlive answers true when
+// it cannot tell). Called with built.mu held.
+func buildDir() (string, error) {
+	if built.dir != "" {
+		return built.dir, nil
+	}
+	tmp := os.TempDir()
+	reapBuildDirs(tmp)
+	dir, err := os.MkdirTemp(tmp, buildDirPrefix)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(label.SelfOwner()), 0o644); err != nil {
+		return "", errors.Join(err, os.RemoveAll(dir))
+	}
+	built.dir = dir
+	return dir, nil
 }
 
 type build struct {
@@ -56,14 +107,21 @@ func Build(t testing.TB, pkg, name string, static bool) string {
 		b = &build{}
 		built.bins[key] = b
 	}
+	dir, derr := buildDir()
 	built.mu.Unlock()
 	b.once.Do(func() {
-		dir, err := os.MkdirTemp("", "mcpsandbox-"+name+"-")
+		if derr != nil {
+			b.err = fmt.Errorf("the test binaries' build directory: %w", derr)
+			return
+		}
+		// One directory per build: a static and a dynamic build of one
+		// package share its name.
+		sub, err := os.MkdirTemp(dir, name+"-")
 		if err != nil {
 			b.err = err
 			return
 		}
-		b.path = filepath.Join(dir, name)
+		b.path = filepath.Join(sub, name)
 		cmd := exec.Command("go", "build", "-o", b.path, pkg)
 		cmd.Dir = root
 		if static {
