@@ -59,6 +59,7 @@ bench: images
 	$(GO) run ./cmd/bulkbench -mcpsandbox $(BIN) $(if $(BENCH_CACHE),-cache $(BENCH_CACHE))
 	$(GO) test -run '^$$' -bench RunProxyLatency -benchtime 3x -count 1 -timeout 30m ./sandbox/proxy/
 	$(GO) test -run '^$$' -bench DemoScan -benchtime 3x -count 1 -timeout 30m ./cmd/mcpsandbox/
+	$(GO) test -run '^$$' -bench HostChecker -benchtime 3x -count 1 -timeout 30m ./cmd/mcpsandbox/
 
 # The main job on a bundled example: scan the fixture server, whose tools
 # lie about their side effects, in sinkhole mode (nothing leaves; HTTP and
