@@ -108,30 +108,11 @@ func TestLostSandboxIsNoResult(t *testing.T) {
 			stderr := newLineWatch("call 1: hang")
 			args := []string{"scan", "-v", "--format", "json", "--out", out, "--agent", sandboxtest.Agent(t), "--linger", sandboxtest.Linger.String(),
 				"--no-replay", "--run-id", runID, "--call-timeout", "10m", "--mount", fx.Source + ":" + fx.Target, "--probes", probeFile, "--", fx.Target, "hang"}
-			done := make(chan int, 1)
-			go func() {
-				var stdout bytes.Buffer
-				done <- exitCode(run(context.Background(), args, &stdout, stderr), stderr)
-			}()
-			select {
-			case <-stderr.seen:
-			case code := <-done:
-				t.Fatalf("the scan ended (exit %d) before its call: %s", code, stderr)
-			}
+			done := scanUntil(t, args, stderr)
 			if err := tc.do(context.Background(), runContainer(t, cli, runID)); err != nil {
 				t.Fatal(err)
 			}
-			if code := <-done; code != 2 {
-				t.Fatalf("exit %d, want 2; stderr:\n%s", code, stderr)
-			}
-			b, err := os.ReadFile(out)
-			if err != nil {
-				t.Fatalf("no report: %v", err)
-			}
-			var r report.Report
-			if err := json.Unmarshal(b, &r); err != nil {
-				t.Fatal(err)
-			}
+			r := lostReport(t, done, stderr, out)
 			if r.Complete || len(r.Tools) == 0 || len(r.Calls) != 1 {
 				t.Errorf("complete %v, %d tools, %d calls: want an incomplete report that keeps what was seen", r.Complete, len(r.Tools), len(r.Calls))
 			}
@@ -152,6 +133,33 @@ func TestLostSandboxIsNoResult(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lostReport waits for the scan whose sandbox was lost to end, wants
+// exit 2, and reads its report from out.
+func lostReport(t *testing.T, done <-chan int, stderr *lineWatch, out string) report.Report {
+	t.Helper()
+	if code := <-done; code != 2 {
+		t.Fatalf("exit %d, want 2; stderr:\n%s", code, stderr)
+	}
+	return readReport(t, out)
+}
+
+// scanUntil runs the scan of args in the background until its log has
+// stderr's line; the channel gives its exit code.
+func scanUntil(t *testing.T, args []string, stderr *lineWatch) <-chan int {
+	t.Helper()
+	done := make(chan int, 1)
+	go func() {
+		var stdout bytes.Buffer
+		done <- exitCode(run(context.Background(), args, &stdout, stderr), stderr)
+	}()
+	select {
+	case <-stderr.seen:
+	case code := <-done:
+		t.Fatalf("the scan ended (exit %d) before %q: %s", code, stderr.want, stderr)
+	}
+	return done
 }
 
 // removalDone waits while a container of run id is being removed (a
@@ -389,16 +397,7 @@ func TestLostInTheLingerWithReplaysBegun(t *testing.T) {
 	args := []string{"scan", "-v", "--format", "json", "--out", out, "--agent", sandboxtest.Agent(t), "--linger", "20s",
 		"--run-id", runID, "--mount", fx.Source + ":" + fx.Target, "--probes", "../../probes/examples/demo/probes.json", "--workspace", ws,
 		"--no-boundary", "--", fx.Target, "honest", "liar"}
-	done := make(chan int, 1)
-	go func() {
-		var stdout bytes.Buffer
-		done <- exitCode(run(context.Background(), args, &stdout, stderr), stderr)
-	}()
-	select {
-	case <-stderr.seen:
-	case code := <-done:
-		t.Fatalf("the scan ended (exit %d) before its first call: %s", code, stderr)
-	}
+	done := scanUntil(t, args, stderr)
 	main := runContainer(t, cli, runID) // the replays begin after the last call
 	for !strings.Contains(stderr.String(), "replays begun as the linger begins") {
 		select {
@@ -410,17 +409,7 @@ func TestLostInTheLingerWithReplaysBegun(t *testing.T) {
 	if err := cli.ContainerKill(context.Background(), main, "KILL"); err != nil {
 		t.Fatal(err)
 	}
-	if code := <-done; code != 2 {
-		t.Fatalf("exit %d, want 2; stderr:\n%s", code, stderr)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatalf("no report: %v", err)
-	}
-	var r report.Report
-	if err := json.Unmarshal(b, &r); err != nil {
-		t.Fatal(err)
-	}
+	r := lostReport(t, done, stderr, out)
 	if r.Complete || !slices.ContainsFunc(r.Problems, func(p report.Problem) bool { return p.Kind == report.ProblemSandboxLost }) {
 		t.Errorf("complete %v, problems %+v: want an incomplete report with the loss", r.Complete, r.Problems)
 	}
