@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -212,5 +213,31 @@ func TestLingerBoundIsSaid(t *testing.T) {
 				t.Errorf("a write was seen: %+v", r.Findings)
 			}
 		})
+	}
+}
+
+// TestALegHeldOpenHoldsItsControl: a server that tells a replay's leg
+// from the scan (leg_arm's write lands in the next call in the scan, 2.5
+// s after its answer in a leg) and holds the replay of the next call open
+// with a spin (leg_busy_note, in a leg only): the control watches as long
+// as the replay did, sees the write too, and it is pinned on no call: a
+// server-level readonly-writes naming leg_arm, the gate fails, nothing on
+// leg_busy_note. Found by a review of the legs' horizon, where the
+// control stopped at its own.
+func TestALegHeldOpenHoldsItsControl(t *testing.T) {
+	t.Parallel()
+	r := lateScan(t, []string{"leg_arm", "leg_busy_note", "slow_read"},
+		`[{"tool":"leg_arm","arguments":{"ms":2500,"name":"a.txt"}},{"tool":"leg_busy_note","arguments":{"ms":5000,"name":"b"}},{"tool":"slow_read","arguments":{}}]`)
+	for _, f := range r.Findings {
+		if f.Tool == "leg_busy_note" {
+			t.Errorf("a finding on leg_busy_note: %+v", f)
+		}
+	}
+	fs := findingsOf(r, "readonly-writes")
+	if len(fs) != 1 || fs[0].Evidence[0] != "created /workspace/a.txt" || !strings.Contains(fs[0].Message, `call 1 ("leg_arm")`) {
+		t.Fatalf("readonly-writes %+v; all %+v", fs, r.Findings)
+	}
+	if rp := r.Calls[1].Replay; rp == nil || rp.Status != "replayed" || slices.Contains(rp.Reproduced, "file created /workspace/a.txt") {
+		t.Errorf("replay of call 2 %+v: the write reproduced", rp)
 	}
 }

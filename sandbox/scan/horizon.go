@@ -17,7 +17,9 @@ import (
 // than the horizon; what lands later was not in the call's window and
 // changes nothing the replay decides. Past the horizon a leg still
 // watches while a task of its sandbox runs (a busy loop counting down,
-// slower under the replays' load), up to legLinger. Before, each leg
+// slower under the replays' load), up to --linger-max; and the control
+// watches at least as long as the replay did, and controlMargin more.
+// Before, each leg
 // lingered as the scan did, waiting for what its event loops had
 // pending: V8's memory reducer, 7 to 8 s on every node server.
 
@@ -77,8 +79,11 @@ type legTimes struct {
 // horizon is how long after start (the leg's window's start) a leg
 // replaying call seq after the calls prefix (seqs of the main session,
 // in order) watches, and false when the scan's times cannot say (a call
-// of another session, a window never closed).
-func (t *sessionTimes) horizon(seq int, prefix []int, leg legTimes, start time.Time) (time.Duration, bool) {
+// of another session, a window never closed). answered is when the
+// replayed call was answered in the leg (zero in the control): a call
+// slower in the leg than in the scan leaves what it set off after its
+// answer that much later.
+func (t *sessionTimes) horizon(seq int, prefix []int, leg legTimes, start, answered time.Time) (time.Duration, bool) {
 	if t == nil || len(prefix) != len(leg.calls) {
 		return 0, false
 	}
@@ -98,6 +103,9 @@ func (t *sessionTimes) horizon(seq int, prefix []int, leg legTimes, start time.T
 		}
 		add(p.sent, leg.calls[i].sent)
 		add(p.answered, leg.calls[i].answered)
+	}
+	if !answered.IsZero() && !o.answered.IsZero() {
+		add(o.answered, answered)
 	}
 	return o.end.Sub(o.sent) + skew + controlMargin, true
 }
@@ -128,7 +136,10 @@ func (sc *scanner) watchLeg(s *sandbox.Session, base *quietBase, start time.Time
 			return "its window (the agent did not answer)"
 		}
 		if !busy(r) {
-			return "at its horizon"
+			if poll == lingerPollMin {
+				return "at its horizon"
+			}
+			return "past its horizon, when nothing ran"
 		}
 		sleepLost(sc.ctx, s, min(poll, left))
 		poll = min(2*poll, lingerPollMax)

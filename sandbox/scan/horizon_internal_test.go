@@ -42,17 +42,27 @@ func TestHorizon(t *testing.T) {
 		{"a prefix the scan did not time", legTimes{opened: at(5000)}, at(5900), 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, ok := scan.horizon(2, []int{1}, tc.leg, tc.start)
+			h, ok := scan.horizon(2, []int{1}, tc.leg, tc.start, time.Time{})
 			if ok != tc.ok || h != tc.want {
 				t.Fatalf("horizon %s, %t; want %s, %t", h, ok, tc.want, tc.ok)
 			}
 		})
 	}
-	if _, ok := scan.horizon(3, nil, legTimes{}, at(0)); ok {
+	// The replayed call answered 50 ms after it was sent in the scan,
+	// 1,050 ms in the replay: what it set off after answering lands 1 s
+	// later there.
+	same := legTimes{opened: at(5000), calls: []callTimes{{sent: at(5100), answered: at(5110)}}}
+	if h, _ := scan.horizon(2, []int{1}, same, at(5900), at(6950)); h != ms(100+1000)+controlMargin {
+		t.Errorf("a call slower in the replay: horizon %s", h)
+	}
+	if h, _ := scan.horizon(2, []int{1}, same, at(5900), at(5910)); h != ms(100)+controlMargin {
+		t.Errorf("a call faster in the replay: horizon %s", h)
+	}
+	if _, ok := scan.horizon(3, nil, legTimes{}, at(0), time.Time{}); ok {
 		t.Error("a call the scan did not make has a horizon")
 	}
 	open := &sessionTimes{opened: at(0), calls: map[int]*callTimes{1: {sent: at(100), answered: at(110)}}}
-	if _, ok := open.horizon(1, nil, legTimes{opened: at(10)}, at(100)); ok {
+	if _, ok := open.horizon(1, nil, legTimes{opened: at(10)}, at(100), time.Time{}); ok {
 		t.Error("a call whose window never closed has a horizon")
 	}
 	var none *sessionTimes

@@ -1,7 +1,6 @@
 package scan
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -183,9 +182,6 @@ func (sc *scanner) replayEarly(rep *report.Report, last int) {
 			continue
 		}
 		j := sc.newJob(&cp, i, report.Candidates(&cp, i))
-		// What the linger will hold is not known yet: a leg held past
-		// its horizon by a running task watches to --linger-max.
-		j.most = sc.opts.LingerMax
 		if sc.early == nil {
 			sc.early = map[int]*replayJob{}
 		}
@@ -237,19 +233,29 @@ func (sc *scanner) replayBoth(j *replayJob, tool string) {
 }
 
 // legs is what a replay's two legs share: how long the replay's call
-// and its settle took, once done is closed.
+// and its settle took, once done is closed; how long the replay watched
+// from its window's start, once watchDone is.
 type legs struct {
-	done     chan struct{}
-	took     time.Duration
-	doneOnce sync.Once
+	done      chan struct{}
+	took      time.Duration
+	doneOnce  sync.Once
+	watchDone chan struct{}
+	watched   time.Duration
+	watchOnce sync.Once
 }
 
-func newLegs() *legs { return &legs{done: make(chan struct{})} }
+func newLegs() *legs { return &legs{done: make(chan struct{}), watchDone: make(chan struct{})} }
 
 // callDone says the replay's call and settle took d (the first word
 // counts: a leg that ends early says 0).
 func (l *legs) callDone(d time.Duration) {
 	l.doneOnce.Do(func() { l.took = d; close(l.done) })
+}
+
+// watchEnded says the replay watched d from its window's start (the
+// first word counts, as for callDone).
+func (l *legs) watchEnded(d time.Duration) {
+	l.watchOnce.Do(func() { l.watched = d; close(l.watchDone) })
 }
 
 // controlMargin is how much longer than the replayed call the control
@@ -379,7 +385,9 @@ func (sc *scanner) replayOnce(name string, j *replayJob, with bool, l *legs) (ke
 		target = nil
 	}
 	if target != nil {
-		defer l.callDone(0) // whatever ends this leg early, the control is not kept waiting
+		// whatever ends this leg early, the control is not kept waiting
+		defer l.callDone(0)
+		defer l.watchEnded(0)
 	}
 	s, err := sc.open(name)
 	defer func() {
@@ -430,8 +438,10 @@ func (sc *scanner) replayOnce(name string, j *replayJob, with bool, l *legs) (ke
 	}
 	start := time.Now()
 	var effs []report.Effects
+	var answered time.Time // the replayed call's answer, in the replay
 	if target != nil {
 		c := s.Call(sc.ctx, sandbox.CallRequest{Seq: len(prefix) + 1, Tool: target.Tool, Arguments: args(*target), Source: target.Source, Negative: target.Negative})
+		answered = time.Now()
 		if c.ErrorKind == "interrupted" {
 			return nil, fmt.Errorf("the replayed call: %s", c.Error)
 		}
@@ -452,14 +462,26 @@ func (sc *scanner) replayOnce(name string, j *replayJob, with bool, l *legs) (ke
 	}
 	if sc.opts.Linger > 0 {
 		end := s.Timings().Begin(timings.StepLinger, len(prefix)+1)
-		if h, ok := sc.times.horizon(j.seq, j.prefixSeqs, leg, start); ok && j.timed {
-			why := sc.watchLeg(s, base, start, h, cmp.Or(j.most, sc.legLinger()))
+		if h, ok := sc.times.horizon(j.seq, j.prefixSeqs, leg, start, answered); ok && j.timed {
+			why := sc.watchLeg(s, base, start, h, sc.opts.LingerMax)
 			sc.logf("%s: watched %s (horizon %s), %s", name, time.Since(start).Round(time.Millisecond), h.Round(time.Millisecond), why)
 		} else {
 			// Ended at once when quiet: either leg then saw all it will.
 			sc.watch(s, base, sc.opts.Linger, sc.legLinger())
 		}
+		if target == nil {
+			// The control watches as long as the replay did and
+			// controlMargin more, whatever held the replay (a task the
+			// call left running): what the calls before it did in that
+			// time is then seen in both.
+			if waitLost(sc.ctx, s, l.watchDone) {
+				sleepLost(sc.ctx, s, time.Until(start.Add(l.watched+controlMargin)))
+			}
+		}
 		end()
+	}
+	if target != nil {
+		l.watchEnded(time.Since(start))
 	}
 	effs = append(effs, s.Mark(sc.ctx, false, len(prefix)+1))
 	if err := s.LostErr(sc.ctx, 0); err != nil {

@@ -127,6 +127,7 @@ func main() {
 	addToolList(s, func(tool string) bool { return sets[tool] })
 	addPhaseTools(s, sets)
 	addLateTools(s, func(tool string) bool { return sets[lateHostile] || sets[tool] })
+	addLegTools(s, func(tool string) bool { return sets[tool] })
 	addWary(s, sets["wary"])
 	addCoverageTools(s, sets["coverage"])
 	if sets["disk"] {
