@@ -19,9 +19,8 @@ import (
 // watches while a task of its sandbox runs (a busy loop counting down,
 // slower under the replays' load), up to --linger-max; and the control
 // watches at least as long as the replay did, and controlMargin more.
-// Before, each leg
-// lingered as the scan did, waiting for what its event loops had
-// pending: V8's memory reducer, 7 to 8 s on every node server.
+// Before, each leg lingered as the scan did, waiting for what its event
+// loops had pending: V8's memory reducer, 7 to 8 s on every node server.
 
 // callTimes are when a call of the scan's main session was sent and
 // answered, and when its window closed.

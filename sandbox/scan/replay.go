@@ -140,7 +140,7 @@ func (sc *scanner) startJob(j *replayJob) {
 		defer close(j.done)
 		sc.replaySem <- struct{}{}
 		defer func() { <-sc.replaySem }()
-		sc.replayBoth(j, j.tool)
+		sc.replayBoth(j)
 	}()
 }
 
@@ -197,8 +197,6 @@ type replayJob struct {
 	call int // the call's index in the report
 	seq  int
 	tool string
-	// most bounds a leg held past its horizon (0: legLinger).
-	most time.Duration
 	// done is closed when both legs have run.
 	done   chan struct{}
 	prefix []probes.Call
@@ -216,12 +214,12 @@ type replayJob struct {
 // replayBoth runs j's two legs side by side: the replay (prefix, then
 // the call) and the control (prefix, then as long as the call took in
 // the replay, and controlMargin more).
-func (sc *scanner) replayBoth(j *replayJob, tool string) {
+func (sc *scanner) replayBoth(j *replayJob) {
 	if sc.ctx.Err() != nil {
 		j.notRun = true
 		return
 	}
-	sc.logf("replaying call %d (%s) after %d call(s) of its session", j.seq, tool, len(j.prefix))
+	sc.logf("replaying call %d (%s) after %d call(s) of its session", j.seq, j.tool, len(j.prefix))
 	name := fmt.Sprintf("replay %d", j.seq)
 	defer sc.opts.Timings.Track(name).Begin(timings.StepReplay, j.seq)()
 	l := newLegs()
