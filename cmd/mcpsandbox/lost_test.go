@@ -410,6 +410,18 @@ func TestLostInTheLingerWithReplaysBegun(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := lostReport(t, done, stderr, out)
+	// Every replay begun ended before the scan did: each leg's last line
+	// comes before the scan's own, which says the sandbox was lost.
+	log := stderr.String()
+	_, begun, _ := strings.Cut(log, "replays begun as the linger begins: calls [")
+	begun, _, _ = strings.Cut(begun, "]")
+	last := strings.LastIndex(strings.TrimSuffix(log, "\n"), "\n") + 1
+	if !strings.Contains(log[last:], "the sandbox was lost") {
+		t.Errorf("the last line does not say the sandbox was lost: %q", log[last:])
+	}
+	if n, want := strings.Count(log[:last], ": watched "), 2*len(strings.Fields(begun)); n != want {
+		t.Errorf("%d legs said how they ended before the scan did, want %d (replays of calls %s):\n%s", n, want, begun, log)
+	}
 	if r.Complete || !slices.ContainsFunc(r.Problems, func(p report.Problem) bool { return p.Kind == report.ProblemSandboxLost }) {
 		t.Errorf("complete %v, problems %+v: want an incomplete report with the loss", r.Complete, r.Problems)
 	}
