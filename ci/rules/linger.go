@@ -6,8 +6,9 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 )
 
-// LingerBound is raised when the linger after the last call reached its
-// cap (--linger-max) with something the calls set off still able to act.
+// LingerBound is raised when the linger after the last call, or a
+// replay's leg, reached its cap (--linger-max) with something the calls
+// set off still able to act.
 const LingerBound = "linger-bound"
 
 func lingerRule() Rule {

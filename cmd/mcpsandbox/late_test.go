@@ -241,3 +241,22 @@ func TestALegHeldOpenHoldsItsControl(t *testing.T) {
 		t.Errorf("replay of call 2 %+v: the write reproduced", rp)
 	}
 }
+
+// TestABusyReplayAtTheCapIsSaid: a replay held by a task that still runs
+// at --linger-max (leg_busy_note spins in a replay only, 10 s against a
+// 2 s cap) is a bound hit like the scan's own linger's: a linger-bound
+// problem on the replayed call, and the linger-bound rule fails the gate.
+func TestABusyReplayAtTheCapIsSaid(t *testing.T) {
+	t.Parallel()
+	r := lateScan(t, []string{"leg_arm", "leg_busy_note", "slow_read"},
+		`[{"tool":"leg_arm","arguments":{"ms":2500,"name":"a.txt"}},{"tool":"leg_busy_note","arguments":{"ms":10000,"name":"b"}},{"tool":"slow_read","arguments":{}}]`,
+		"--linger-max", "2s")
+	if !slices.ContainsFunc(r.Problems, func(p report.Problem) bool {
+		return p.Kind == report.ProblemLingerBound && p.Call == 2 && strings.Contains(p.Message, "replaying call 2")
+	}) {
+		t.Errorf("no linger-bound problem on call 2's replay: %+v", r.Problems)
+	}
+	if fs := findingsOf(r, "linger-bound"); len(fs) != 1 || fs[0].Severity != report.SeverityError {
+		t.Errorf("linger-bound %+v; all %+v", fs, r.Findings)
+	}
+}

@@ -110,35 +110,35 @@ func (t *sessionTimes) horizon(seq int, prefix []int, leg legTimes, start, answe
 }
 
 // watchLeg keeps a leg observing until start+h, then while a reading
-// finds a task acting (or cannot tell), to start+most at the latest.
-// Without readings it keeps --linger's window past the horizon, as a leg
-// did before.
-func (sc *scanner) watchLeg(s *sandbox.Session, base *quietBase, start time.Time, h, most time.Duration) string {
+// finds a task acting (or cannot tell), to start+most at the latest
+// (capped: a task still acted then). Without readings it keeps
+// --linger's window past the horizon, as a leg did before.
+func (sc *scanner) watchLeg(s *sandbox.Session, base *quietBase, start time.Time, h, most time.Duration) (why string, capped bool) {
 	most = max(most, h)
 	if base == nil || base.err != nil {
 		sleepLost(sc.ctx, s, time.Until(start.Add(max(h, sc.opts.Linger))))
-		return "its window (no quiet readings)"
+		return "its window (no quiet readings)", false
 	}
 	sleepLost(sc.ctx, s, time.Until(start.Add(h)))
 	poll := lingerPollMin
 	for {
 		if sc.ctx.Err() != nil || s.LostErr(sc.ctx, 0) != nil {
-			return "the sandbox or the run ended"
+			return "the sandbox or the run ended", false
 		}
 		left := time.Until(start.Add(most))
 		if left <= 0 {
-			return "at the cap"
+			return "at --linger-max, a task still running", true
 		}
 		r, err := s.Quiet(sc.ctx)
 		if err != nil {
 			sleepLost(sc.ctx, s, time.Until(start.Add(max(h, sc.opts.Linger))))
-			return "its window (the agent did not answer)"
+			return "its window (the agent did not answer)", false
 		}
 		if !busy(r) {
-			if poll == lingerPollMin {
-				return "at its horizon"
+			if poll == lingerPollMin && time.Since(start) < h+lingerPollMin {
+				return "at its horizon", false
 			}
-			return "past its horizon, when nothing ran"
+			return "past its horizon, when nothing ran", false
 		}
 		sleepLost(sc.ctx, s, min(poll, left))
 		poll = min(2*poll, lingerPollMax)

@@ -409,15 +409,16 @@ func (sc *scanner) linger(s *sandbox.Session, base *quietBase, seq int) {
 }
 
 // noteLinger keeps the longest linger of the scan's sessions: a replay's
-// legs watch as long (and no longer: what the session saw later was not
-// seen at all).
+// leg that cannot be measured against the scan (see horizon: an
+// --isolation call replay) watches as long (and no longer: what the
+// session saw later was not seen at all).
 func (sc *scanner) noteLinger(d time.Duration) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	sc.lingerTook = max(sc.lingerTook, d)
 }
 
-// legLinger is the most a replay's leg lingers: as long as the longest
+// legLinger is the most such a leg lingers: as long as the longest
 // session linger and controlMargin more (the skew between containers),
 // within --linger-max, and at least --linger.
 func (sc *scanner) legLinger() time.Duration {

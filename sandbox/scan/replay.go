@@ -14,6 +14,7 @@ import (
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/probes"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/agent"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/timings"
 )
 
@@ -79,6 +80,13 @@ func (sc *scanner) replay(rep *report.Report) error {
 	var lost []error
 	for _, j := range jobs {
 		c := &rep.Calls[j.call]
+		if j.wcap || j.ccap {
+			// A bound hit in a replay is said as the scan's own linger
+			// says it, and fails the gate the same way: what the task did
+			// after the cap was compared in neither leg.
+			rep.Problems = append(rep.Problems, report.Problem{Kind: report.ProblemLingerBound, Call: j.seq, Message: fmt.Sprintf(
+				"replaying call %d: a task of the replay still ran at --linger-max %s; what it did later is not compared", j.seq, sc.opts.LingerMax)})
+		}
 		switch {
 		case j.notRun:
 			rep.Problems = append(rep.Problems, report.Problem{Kind: "replay", Call: j.seq, Message: "not replayed: " + sc.why().Message})
@@ -209,6 +217,8 @@ type replayJob struct {
 	notRun        bool
 	with, without map[string]bool
 	werr, cerr    error
+	// wcap, ccap: a task still held the leg at --linger-max.
+	wcap, ccap bool
 }
 
 // replayBoth runs j's two legs side by side: the replay (prefix, then
@@ -225,8 +235,8 @@ func (sc *scanner) replayBoth(j *replayJob) {
 	l := newLegs()
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); j.with, j.werr = sc.replayOnce(name+" with", j, true, l) }()
-	go func() { defer wg.Done(); j.without, j.cerr = sc.replayOnce(name+" control", j, false, l) }()
+	go func() { defer wg.Done(); j.with, j.wcap, j.werr = sc.replayOnce(name+" with", j, true, l) }()
+	go func() { defer wg.Done(); j.without, j.ccap, j.cerr = sc.replayOnce(name+" control", j, false, l) }()
 	wg.Wait()
 }
 
@@ -376,16 +386,12 @@ func effectKeys(effs ...report.Effects) []string {
 // replayOnce runs j's prefix in a fresh session, then its target (the
 // control, !with: nothing, as long as the other leg's target took and
 // controlMargin more), then watches to the leg's horizon (see horizon),
-// and returns the keys of what happened after the prefix.
-func (sc *scanner) replayOnce(name string, j *replayJob, with bool, l *legs) (keys map[string]bool, err error) {
+// and returns the keys of what happened after the prefix, and whether
+// a task still held the leg at --linger-max.
+func (sc *scanner) replayOnce(name string, j *replayJob, with bool, l *legs) (keys map[string]bool, capped bool, err error) {
 	prefix, target := j.prefix, &j.target
 	if !with {
 		target = nil
-	}
-	if target != nil {
-		// whatever ends this leg early, the control is not kept waiting
-		defer l.callDone(0)
-		defer l.watchEnded(0)
 	}
 	s, err := sc.open(name)
 	defer func() {
@@ -393,12 +399,18 @@ func (sc *scanner) replayOnce(name string, j *replayJob, with bool, l *legs) (ke
 		// deadline.
 		err = errors.Join(err, s.Close(sc.ctx))
 	}()
+	if target != nil {
+		// whatever ends this leg early, the control is not kept waiting
+		// (these run before the teardown above)
+		defer l.callDone(0)
+		defer l.watchEnded(0)
+	}
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	leg := legTimes{opened: time.Now()}
 	if _, err := s.ListTools(sc.ctx); err != nil {
-		return nil, fmt.Errorf("listing tools: %w", err)
+		return nil, false, fmt.Errorf("listing tools: %w", err)
 	}
 	// The ids a call took from earlier results are taken again from this
 	// session's results: a server may hand out new ones each time.
@@ -419,10 +431,10 @@ func (sc *scanner) replayOnce(name string, j *replayJob, with bool, l *legs) (ke
 			st.Harvest(i+1, p.Tool, c.Result, s.Structured())
 		}
 		if err := s.LostErr(sc.ctx, i+1); err != nil {
-			return nil, err // Close says it again: the error is the loss
+			return nil, false, err // Close says it again: the error is the loss
 		}
 		if c.ErrorKind == "transport" || c.ErrorKind == "interrupted" {
-			return nil, fmt.Errorf("call %d of the replay's prefix (%s): %s", i+1, p.Tool, c.Error)
+			return nil, false, fmt.Errorf("call %d of the replay's prefix (%s): %s", i+1, p.Tool, c.Error)
 		}
 		s.Mark(sc.ctx, true, i+1)
 		if len(s.Background()) > 0 {
@@ -441,11 +453,11 @@ func (sc *scanner) replayOnce(name string, j *replayJob, with bool, l *legs) (ke
 		c := s.Call(sc.ctx, sandbox.CallRequest{Seq: len(prefix) + 1, Tool: target.Tool, Arguments: args(*target), Source: target.Source, Negative: target.Negative})
 		answered = time.Now()
 		if c.ErrorKind == "interrupted" {
-			return nil, fmt.Errorf("the replayed call: %s", c.Error)
+			return nil, false, fmt.Errorf("the replayed call: %s", c.Error)
 		}
 		effs = append(effs, s.Mark(sc.ctx, true, len(prefix)+1))
 		if err := s.LostErr(sc.ctx, len(prefix)+1); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if len(s.Background()) > 0 {
 			s.Settle(sc.ctx, sc.opts.Settle)
@@ -460,31 +472,38 @@ func (sc *scanner) replayOnce(name string, j *replayJob, with bool, l *legs) (ke
 	}
 	if sc.opts.Linger > 0 {
 		end := s.Timings().Begin(timings.StepLinger, len(prefix)+1)
-		if h, ok := sc.times.horizon(j.seq, j.prefixSeqs, leg, start, answered); ok && j.timed {
-			why := sc.watchLeg(s, base, start, h, sc.opts.LingerMax)
-			sc.logf("%s: watched %s (horizon %s), %s", name, time.Since(start).Round(time.Millisecond), h.Round(time.Millisecond), why)
+		h, timed := sc.times.horizon(j.seq, j.prefixSeqs, leg, start, answered)
+		var why string
+		if timed && j.timed {
+			why, capped = sc.watchLeg(s, base, start, h, sc.opts.LingerMax)
 		} else {
 			// Ended at once when quiet: either leg then saw all it will.
-			sc.watch(s, base, sc.opts.Linger, sc.legLinger())
+			lw := sc.watch(s, base, sc.opts.Linger, sc.legLinger())
+			why, h = "its linger", 0
+			capped = slices.ContainsFunc(lw.held, func(w agent.Wakeup) bool { return !eventLoop(w) })
 		}
 		if target == nil {
-			// The control watches as long as the replay did and
-			// controlMargin more, whatever held the replay (a task the
-			// call left running): what the calls before it did in that
-			// time is then seen in both.
-			if waitLost(sc.ctx, s, l.watchDone) {
+			// The control watches as long as the replay did (its last
+			// snapshot included) and controlMargin more, whatever held
+			// the replay (a task the call left running): what the calls
+			// before it did in that time is then seen in both.
+			if waitLost(sc.ctx, s, l.watchDone) && time.Since(start) < l.watched+controlMargin {
 				sleepLost(sc.ctx, s, time.Until(start.Add(l.watched+controlMargin)))
+				why = "as long as the replay"
 			}
 		}
+		sc.logf("%s: watched %s (horizon %s), %s", name, time.Since(start).Round(time.Millisecond), h.Round(time.Millisecond), why)
 		end()
 	}
+	effs = append(effs, s.Mark(sc.ctx, false, len(prefix)+1))
 	if target != nil {
+		// after its last snapshot, which reads what was written while it
+		// walked: the control watches that long too
 		l.watchEnded(time.Since(start))
 	}
-	effs = append(effs, s.Mark(sc.ctx, false, len(prefix)+1))
 	if err := s.LostErr(sc.ctx, 0); err != nil {
 		// What the window saw was cut short: it is no replay.
-		return nil, err
+		return nil, false, err
 	}
 	// Compared with the report's keys, which are sanitized and show the
 	// bait as placeholders.
@@ -496,7 +515,7 @@ func (sc *scanner) replayOnce(name string, j *replayJob, with bool, l *legs) (ke
 	for _, k := range effectKeys(effs...) {
 		keys[report.RedactString(k, ps)] = true
 	}
-	return keys, sc.ctx.Err()
+	return keys, capped, sc.ctx.Err()
 }
 
 // waitLost waits until done is closed (true), or ctx ends or s's

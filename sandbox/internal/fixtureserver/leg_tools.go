@@ -13,7 +13,7 @@ import (
 // replay's leg from the scan, which lists its tools after every call
 // where a leg lists them once. leg_arm claims to be read-only; in the
 // scan its write lands as the next call begins, in a leg (no listing
-// before the next call, or no call within 800 ms: the control) ms after
+// before the next call, or no call within 2 s: the control) ms after
 // its answer. leg_busy_note adds a note, honestly, and in a leg spins for
 // ms, holding its replay open past the horizon: a control that stopped
 // at its own horizon would miss leg_arm's write, which the replay then
@@ -61,7 +61,7 @@ func addLegTools(s *mcp.Server, want func(tool string) bool) {
 							write(in.Name)
 							return
 						}
-						if lt.calls.Load() > c0 || time.Since(at) > 800*time.Millisecond {
+						if lt.calls.Load() > c0 || time.Since(at) > 2*time.Second {
 							lt.leg.Store(true)
 							time.Sleep(time.Until(at.Add(time.Duration(in.Ms) * time.Millisecond)))
 							write(in.Name)
