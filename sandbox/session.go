@@ -243,11 +243,15 @@ func OpenRaw(ctx context.Context, cli Engine, opts SessionOptions) (*Session, *R
 	return s, s.stdio, err
 }
 
+// DefaultStartTimeout bounds a server's start and handshake when
+// SessionOptions.StartTimeout is not set (--start-timeout).
+const DefaultStartTimeout = 60 * time.Second
+
 func newSession(cli Engine, opts SessionOptions) *Session {
 	if opts.Limits == (Limits{}) {
 		opts.Limits = DefaultLimits()
 	}
-	setDefault(&opts.StartTimeout, 60*time.Second)
+	setDefault(&opts.StartTimeout, DefaultStartTimeout)
 	setDefault(&opts.CallTimeout, 30*time.Second)
 	setDefault(&opts.DiskInterval, DefaultDiskInterval)
 	opts.DiskInterval = max(opts.DiskInterval, diskTick)

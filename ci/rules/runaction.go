@@ -57,7 +57,16 @@ func (a *Action) UnmarshalText(b []byte) error {
 type RunPolicy struct {
 	Rules map[string]Action `json:"rules,omitempty" yaml:"rules"`
 	Tools map[string]Action `json:"tools,omitempty" yaml:"tools"`
+	// DenyServerAfter (deny-server-after) is how many times the server
+	// may break a hint whose rule says deny before every tool that
+	// claims it, under any name, is refused (0: DefaultDenyServerAfter).
+	// A stretch of the session (a call, a phase) counts once.
+	DenyServerAfter int `json:"denyServerAfter,omitempty" yaml:"denyServerAfter"`
 }
+
+// DefaultDenyServerAfter is deny-server-after when the policy sets none:
+// one broken claim, and no tool of that server is taken at its word.
+const DefaultDenyServerAfter = 1
 
 // Action is the action set for rule's findings on tool, if any: the
 // strictest of the tool globs that match it, else the rule's.
@@ -76,6 +85,9 @@ func (p RunPolicy) Action(rule, tool string) (Action, bool) {
 }
 
 func (p RunPolicy) check() error {
+	if p.DenyServerAfter < 0 {
+		return fmt.Errorf("run: denyServerAfter %d: want 1 or more", p.DenyServerAfter)
+	}
 	for id, a := range p.Rules {
 		if _, ok := ByID(id); !ok {
 			return fmt.Errorf("run: unknown rule %q", id)

@@ -88,6 +88,12 @@ func TestRunPrintConfig(t *testing.T) {
 // is --rm: a test keeps no run it does not name.
 func runProxy(t *testing.T, opts *mcp.ClientOptions, args ...string) (*mcp.ClientSession, *exec.Cmd, *bytes.Buffer) {
 	t.Helper()
+	return runProxyAt(t, "2025-11-25", opts, args...)
+}
+
+// runProxyAt is runProxy with a client that asks for protocol.
+func runProxyAt(t *testing.T, protocol string, opts *mcp.ClientOptions, args ...string) (*mcp.ClientSession, *exec.Cmd, *bytes.Buffer) {
+	t.Helper()
 	if !slices.Contains(args, "--name") {
 		args = append([]string{"--rm"}, args...)
 	}
@@ -100,7 +106,7 @@ func runProxy(t *testing.T, opts *mcp.ClientOptions, args ...string) (*mcp.Clien
 	c := mcp.NewClient(&mcp.Implementation{Name: "run-test", Version: "1"}, opts)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
 	if err != nil {
 		t.Fatalf("connecting to mcpsandbox run: %v\nstderr:\n%s", err, stderr.String())
 	}

@@ -87,6 +87,14 @@ type hintBook struct {
 	fixes  map[string]map[string]bool  // tool -> hint -> the value sent instead
 	denies map[string]denial           // tool -> why its calls are refused
 	seen   map[string]map[string]*bool // tool -> hint -> as declared, for the log
+	// The server's record (trust.go): hints corrected for every tool,
+	// hints whose claimants are all refused, every hint stripped (why),
+	// and the identities that carry a record across a rename.
+	serverFixes  map[string]bool
+	serverDenies map[string]denial
+	stripAll     string
+	everSeen     map[string]sighting
+	recorded     []string
 	// gen numbers the listings; cursors are the listings a page's
 	// nextCursor continues (by the cursor's hash), the last maxCursors.
 	gen     int
@@ -111,7 +119,8 @@ type listing struct {
 
 func newHintBook(mode HintMode) *hintBook {
 	return &hintBook{mode: mode, bound: maxBookTools, tools: map[string]bookTool{}, fixes: map[string]map[string]bool{},
-		denies: map[string]denial{}, cursors: map[[sha256.Size]byte]*listing{}}
+		denies: map[string]denial{}, cursors: map[[sha256.Size]byte]*listing{},
+		serverFixes: map[string]bool{}, serverDenies: map[string]denial{}, everSeen: map[string]sighting{}}
 }
 
 // maxBookTools bounds the tools remembered as declared, and so the tools
@@ -124,6 +133,18 @@ const maxBookTools = 10000
 // of its own (counted from 0): only a client paginating more than this
 // many listings at once meets one.
 const maxCursors = 64
+
+// names are the tools as last listed, sorted.
+func (b *hintBook) names() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]string, 0, len(b.tools))
+	for n := range b.tools {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
 
 func (b *hintBook) declared(name string) (report.Tool, bool) {
 	b.mu.Lock()
@@ -149,6 +170,7 @@ func (b *hintBook) correct(tool string, fix hintFix) (*bool, bool) {
 		b.fixes[tool] = map[string]bool{}
 	}
 	b.fixes[tool][fix.Hint] = fix.Value
+	b.noteRecord(tool)
 	return from, true
 }
 
@@ -174,14 +196,19 @@ func (b *hintBook) deny(tool string, d denial) bool {
 		return false
 	}
 	b.denies[tool] = d
+	b.noteRecord(tool)
 	return true
 }
 
+// denied is why tool's calls are refused: its own record, or a hint it
+// claims that the server broke past deny-server-after.
 func (b *hintBook) denied(tool string) (denial, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	d, ok := b.denies[tool]
-	return d, ok
+	if d, ok := b.denies[tool]; ok {
+		return d, ok
+	}
+	return b.serverDenial(tool)
 }
 
 // page is what the relay knows of one tools/list answer beyond its
@@ -209,6 +236,9 @@ type listedPage struct {
 	// Cut counts the tools removed past the bound; Listed the tools the
 	// listing passed in all.
 	Cut, Listed int
+	// Inherited are the tools new under their name that took another's
+	// record.
+	Inherited []inherited
 }
 
 type stripped struct{ Tool, Why string }
@@ -259,10 +289,13 @@ func (b *hintBook) listed(result json.RawMessage, pg page) listedPage {
 			why = whyTwice
 		default:
 			l.names[t.Name] = true
+			out.Inherited = append(out.Inherited, b.inherit(t, l.gen)...)
 			if !b.record(t, l.gen) {
 				why = whyBookFull
 			}
 			switch {
+			case b.stripAll != "":
+				why = b.stripAll
 			case pg.Whole:
 				why = whyWhole
 			case pg.Ambiguous != nil && pg.Ambiguous(i, t.Name):
@@ -414,6 +447,9 @@ func (b *hintBook) rewrite(raw json.RawMessage, t report.Tool) (json.RawMessage,
 	did := false
 	for _, h := range safetyHints {
 		v, ok := b.fixes[t.Name][h]
+		if !ok {
+			v, ok = b.serverFixes[h]
+		}
 		// Absent, the spec's default is the safe side already.
 		if cur := hintOf(t.Hints, h); ok && cur != nil && *cur != v {
 			ann = ann.Set(h, json.RawMessage(fmt.Sprint(v)))

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -73,6 +74,13 @@ type relayOptions struct {
 	// Notes are the ambiguities the session's filter met in the lines
 	// before the relay reads them (nil: none is told).
 	Notes *ambNotes
+	// Startup are the session's phases before the handshake (the
+	// sandbox's startup), judged with the handshake's (see startupOnce).
+	Startup []report.Phase
+	// StartBound bounds how long the first answer to the client waits
+	// for the startup's judgement (default sandbox's start timeout):
+	// past it every hint is stripped.
+	StartBound time.Duration
 }
 
 // relay is one proxied session.
@@ -98,6 +106,13 @@ type relay struct {
 	drops       atomic.Int64
 
 	calls *tracker
+	// called are the tools called, once each (judge.go); broken counts
+	// the stretches in which the server broke each hint.
+	called []calledTool
+	broken map[string]int
+	// startup is set once the server's startup was judged, or its bound
+	// passed (startupOnce).
+	startup sync.Once
 	// work counts the collections and phases running on their own
 	// goroutines, waited for at the end.
 	work sync.WaitGroup
@@ -139,7 +154,7 @@ func newRelay(m marker, opts relayOptions) *relay {
 		opts.Drain = sandbox.ExitGrace
 	}
 	r := &relay{opts: opts, m: m, log: opts.Log, book: newHintBook(opts.Hints), pending: newPendingSet(), fromSrv: map[string]string{},
-		stripLogged: map[string]bool{}}
+		stripLogged: map[string]bool{}, broken: map[string]int{}}
 	if opts.MaxTools > 0 && opts.MaxTools < r.book.bound {
 		r.book.bound = opts.MaxTools
 	}
@@ -326,8 +341,13 @@ func (r *relay) fromClient(ctx context.Context, line []byte) {
 			req.call = &callInfo{Seq: r.seq, ID: append(json.RawMessage{}, h.ID...), Tool: p.Name, Arguments: p.Arguments}
 			r.mu.Unlock()
 			// Waits while the effects before it are read, so that none of
-			// its own is taken for theirs.
-			r.calls.begin(req.call)
+			// its own is taken for theirs; the judgement they get may
+			// refuse it.
+			var d denial
+			if !r.calls.begin(req.call, func() (ok bool) { d, ok = r.book.denied(p.Name); return !ok }) {
+				r.refuse(h.ID, p.Name, d)
+				return
+			}
 		}
 		if r.opts.Roots != nil && len(h.Params) > 0 && bytes.Contains(h.Params, []byte(`"inputResponses"`)) {
 			if p, changed := r.opts.Roots.translateInputs(h.Params); changed {
@@ -462,10 +482,6 @@ func (r *relay) fromServer(ctx context.Context, line []byte, amb lineAmb, rawID 
 		}
 	}
 	switch req.method {
-	case "tools/list":
-		if len(h.Result) > 0 {
-			line = r.listed(line, h.Result, req, amb)
-		}
 	case "initialize", "server/discover":
 		var res struct {
 			ProtocolVersion string `json:"protocolVersion"`
@@ -474,10 +490,16 @@ func (r *relay) fromServer(ctx context.Context, line []byte, amb lineAmb, rawID 
 		r.mu.Lock()
 		r.protocol = res.ProtocolVersion
 		r.mu.Unlock()
+		r.startupOnce(ctx)
 		r.toClient(line)
-		r.work.Add(1)
-		go func() { defer r.work.Done(); r.calls.phase(ctx, r, "initialize") }()
 		return
+	case "tools/list":
+		// A client of the stateless protocol may list before any
+		// handshake: its first answer ends the startup all the same.
+		r.startupOnce(ctx)
+		if len(h.Result) > 0 {
+			line = r.listed(line, h.Result, req, amb)
+		}
 	case "tools/call":
 		// The call ends before the client has the answer, so that a
 		// call it makes on reading it is not taken for an overlap; the
@@ -499,6 +521,17 @@ func (r *relay) listed(line []byte, result json.RawMessage, req *pendingReq, amb
 	}}
 	lp := r.book.listed(result, pg)
 	r.logStripped(lp.Stripped)
+	for _, in := range lp.Inherited {
+		r.log.record(RunRecord{Type: "hint", Tool: in.Tool, Reason: fmt.Sprintf("takes the record of %q (%s): its corrections and refusal hold for it", in.From, in.Why)},
+			fmt.Sprintf("%s takes the record of %s (%s)", quoteTool(in.Tool), quoteTool(in.From), in.Why))
+	}
+	if r.opts.Hints == HintsVerified {
+		// A client of the stateless protocol keeps a list for its ttlMs:
+		// a correction must reach it at the next listing, not after.
+		if res, did := noCache(lp.Result); did {
+			lp.Result, lp.Changed = res, true
+		}
+	}
 	if lp.Cut > 0 {
 		msg := fmt.Sprintf("the tool list was cut at %d tools (the tool bound, --max-tools): %d tool(s) past it on this page were not passed to the client, nor any later page", r.book.bound, lp.Cut)
 		r.log.record(RunRecord{Type: "problem", Reason: "tool-list-truncated", Message: msg}, "tool-list-truncated: "+msg)
@@ -511,6 +544,19 @@ func (r *relay) listed(line []byte, result json.RawMessage, req *pendingReq, amb
 		return line
 	}
 	return out
+}
+
+// noCache is a tools/list result with its ttlMs (protocol 2026-07-28
+// on) set to 0, when it has one.
+func noCache(result json.RawMessage) (json.RawMessage, bool) {
+	res, err := wire.ParseObject(result)
+	if err != nil {
+		return result, false
+	}
+	if v, ok := res.Get("ttlMs"); !ok || string(bytes.TrimSpace(v)) == "0" {
+		return result, false
+	}
+	return res.Set("ttlMs", json.RawMessage("0")).Encode(), true
 }
 
 // maxServerRequests bounds the server's requests remembered for their
@@ -573,104 +619,6 @@ func replaceResult(line []byte, result json.RawMessage) ([]byte, error) {
 	return wire.ReplaceMember(line, "result", result)
 }
 
-// judge gives the verdict's rules the effects of a group of calls that
-// overlapped, and acts on what they find: each finding is logged; when
-// the group has one tool (the only candidate for the effects), a
-// contradicted hint is corrected and, by policy, the tool denied.
-//
-// With after set, the effects are not the calls' own (judged already) but
-// those of the first stretch after them, which the rules count as theirs:
-// what a call left running did after it returned (see rules' afterCalls).
-//
-// Its records go to emit; it says whether the client must be told the
-// tool list changed.
-func (r *relay) judge(group []*callInfo, eff report.Effects, after *report.Effects, emit emitFn) bool {
-	tools := map[string]bool{}
-	var names []string
-	for _, c := range group {
-		if !tools[c.Tool] {
-			tools[c.Tool] = true
-			names = append(names, c.Tool)
-		}
-	}
-	r.mu.Lock()
-	protocol := r.protocol
-	r.mu.Unlock()
-	rep := report.New()
-	rep.Server.ProtocolVersion = protocol
-	rep.Sandbox.Isolation = sandbox.IsolationSession.String()
-	for _, n := range names {
-		if t, ok := r.book.declared(n); ok {
-			rep.Tools = append(rep.Tools, t)
-		}
-	}
-	// One call per tool, each with the whole group's effects: with one
-	// tool the findings are its own; with more each is a candidate.
-	seen := map[string]bool{}
-	for _, c := range group {
-		if seen[c.Tool] {
-			continue
-		}
-		seen[c.Tool] = true
-		call := report.Call{Seq: c.Seq, Tool: c.Tool, Arguments: c.Arguments, Source: "client", IsError: c.IsError, Disclosed: c.Disclosed, Effects: eff}
-		if after != nil {
-			call.Effects, call.Disclosed = report.NewEffects(), nil
-			rep.Phases = append(rep.Phases, report.Phase{Name: "between", After: c.Seq, Effects: *after})
-		}
-		rep.Calls = append(rep.Calls, call)
-	}
-	when := ""
-	if after != nil {
-		when = " (after it answered)"
-	}
-	verdict.Finish(rep, r.opts.Verdict)
-	notify := false
-	for _, f := range rep.Findings {
-		rec := RunRecord{Type: "finding", Seq: f.Call, Tool: f.Tool, Rule: f.Rule, Severity: f.Severity.String(), Message: f.Message, Evidence: f.Evidence}
-		if len(names) > 1 {
-			rec.Candidates = names
-		}
-		emit(rec, fmt.Sprintf("%s: %s", f.Severity, report.OneLine(f.Message)))
-		if f.Tool == "" {
-			continue
-		}
-		if len(names) > 1 {
-			emit(RunRecord{Type: "hint", Tool: f.Tool, Rule: f.Rule, Reason: fmt.Sprintf("not corrected: calls to %d tools overlapped (%s), so %q is not the only candidate", len(names), strings.Join(names, ", "), f.Tool)}, "")
-			continue
-		}
-		notify = r.act(f, fmt.Sprintf("call %d%s: %s", f.Call, when, report.OneLine(f.Message)), f.Call, emit) || notify
-	}
-	return notify
-}
-
-// emitFn writes a record and its human line.
-type emitFn func(RunRecord, string)
-
-// act applies the policy's action on finding f; it says whether what the
-// client lists changed.
-func (r *relay) act(f report.Finding, reason string, call int, emit emitFn) bool {
-	action := r.action(f.Rule, f.Tool)
-	changed := false
-	if fix, ok := hintFixes[f.Rule]; ok && action >= rules.ActionCorrect {
-		if from, did := r.book.correct(f.Tool, fix); did {
-			to := fix.Value
-			rec := RunRecord{Type: "hint", Tool: f.Tool, Hint: fix.Hint, From: from, To: &to, Rule: f.Rule, Seq: call, Reason: reason}
-			human := fmt.Sprintf("%s: %s %v -> %v (%s)", quoteTool(f.Tool), fix.Hint, fmtHint(from), to, reason)
-			if r.opts.Hints != HintsVerified {
-				rec.Reason += fmt.Sprintf("; not rewritten in the list with --hints %s", r.opts.Hints)
-				human += fmt.Sprintf("; not rewritten with --hints %s", r.opts.Hints)
-			} else {
-				changed = true
-			}
-			emit(rec, human)
-		}
-	}
-	if action == rules.ActionDeny && r.book.deny(f.Tool, denial{Rule: f.Rule, Reason: reason}) {
-		emit(RunRecord{Type: "policy", Tool: f.Tool, Rule: f.Rule, Reason: reason}, fmt.Sprintf("%s: later calls are refused (policy: deny on %s)", quoteTool(f.Tool), f.Rule))
-	}
-	return changed
-}
-
 // action is what the policy says for rule on tool; unset, --hints
 // verified corrects and the other modes log.
 func (r *relay) action(rule, tool string) rules.Action {
@@ -714,7 +662,9 @@ func (r *relay) idle(ctx context.Context) {
 			return
 		case <-t.C:
 			r.expire(ctx)
-			r.calls.phase(ctx, r, "between")
+			if _, changed := r.calls.phase(ctx, r, "between"); changed {
+				r.listChanged()
+			}
 		}
 	}
 }
@@ -818,9 +768,6 @@ type tracker struct {
 	collecting bool
 	closed     bool
 	after      int // the last call whose effects were collected
-	// last are the calls whose effects were collected last, until the
-	// first phase after them or the next call: that phase is theirs too.
-	last []*callInfo
 }
 
 func newTracker() *tracker {
@@ -829,16 +776,22 @@ func newTracker() *tracker {
 	return t
 }
 
-func (t *tracker) begin(c *callInfo) {
+// begin waits until no collection runs, then begins c if allowed says
+// so (no judgement runs meanwhile: each holds collecting); false: not
+// begun.
+func (t *tracker) begin(c *callInfo, allowed func() bool) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for t.collecting && !t.closed {
 		t.cond.Wait()
 	}
+	if !allowed() {
+		return false
+	}
 	c.start = time.Now()
-	t.last = nil // what happens from now on is not only the last calls'
 	t.inflight[c.Seq] = c
 	t.group = append(t.group, c)
+	return true
 }
 
 // end ends c (fill sets what it ended with) and returns the group to
@@ -871,7 +824,8 @@ func (t *tracker) collect(ctx context.Context, r *relay, g []*callInfo) {
 		human string
 	}
 	var found []held
-	notify := r.judge(g, eff, nil, func(rec RunRecord, human string) { found = append(found, held{rec, human}) })
+	notify := r.judge(g, eff, func(rec RunRecord, human string) { found = append(found, held{rec, human}) })
+	r.noteCalled(g)
 	r.logCall(g, eff)
 	for _, h := range found {
 		r.log.record(h.rec, h.human)
@@ -882,32 +836,30 @@ func (t *tracker) collect(ctx context.Context, r *relay, g []*callInfo) {
 	t.mu.Lock()
 	t.collecting = false
 	t.after = g[len(g)-1].Seq
-	t.last = g
 	t.cond.Broadcast()
 	t.mu.Unlock()
 }
 
-// phase collects a phase when no call runs and no collection does.
-func (t *tracker) phase(ctx context.Context, r *relay, name string) {
+// phase collects a phase when no call runs and no collection does, and
+// judges it (before: phases judged with it, the startup's); it says
+// whether it ran, and whether the client must be told the list changed.
+func (t *tracker) phase(ctx context.Context, r *relay, name string, before ...report.Phase) (ran, changed bool) {
 	t.mu.Lock()
 	if t.collecting || len(t.inflight) > 0 || t.closed {
 		t.mu.Unlock()
-		return
+		return false, false
 	}
 	t.collecting = true
 	after := t.after
-	last := t.last
-	t.last = nil
 	t.mu.Unlock()
 	eff := r.m.Mark(ctx, false, after)
 	r.logPhase(name, after, eff)
-	if name == "between" && last != nil && !eff.Empty() && r.judge(last, report.Effects{}, &eff, r.log.record) {
-		r.listChanged()
-	}
+	changed = r.judgePhase(slices.Concat(before, []report.Phase{{Name: name, After: after, Effects: eff}}), r.log.record)
 	t.mu.Lock()
 	t.collecting = false
 	t.cond.Broadcast()
 	t.mu.Unlock()
+	return true, changed
 }
 
 // close stops new collections and waits for the one running.

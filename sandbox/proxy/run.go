@@ -124,9 +124,12 @@ func Run(ctx context.Context, cli sandbox.Engine, opts RunOptions) (RunResult, e
 	res := RunResult{Report: s.Report()}
 	if err != nil {
 		res.Ended = "the server did not start"
-		endRun(ctx, s, log, named, res.Ended)
+		endRun(ctx, s, log, named, res.Ended, nil)
 		return res, err
 	}
+	// The sandbox's startup, before the server's first word: judged with
+	// the handshake's, before the client has an answer.
+	startup := slices.Clone(s.Report().Phases)
 	namedStarted(named, s, log)
 	interval := opts.PhaseInterval
 	if interval == 0 {
@@ -147,7 +150,7 @@ func Run(ctx context.Context, cli sandbox.Engine, opts RunOptions) (RunResult, e
 	}
 	r := newRelay(m, relayOptions{Hints: opts.Hints, Verdict: verd, Preload: opts.Preload, PhaseInterval: max(interval, 0),
 		StaleAfter: opts.StaleAfter, Secrets: so.Secrets, Roots: roots, Log: log, Expect: s.ExpectAnswer, Answered: s.Answered,
-		MaxTools: so.Bounds.WithDefaults().MaxTools, Notes: notes})
+		MaxTools: so.Bounds.WithDefaults().MaxTools, Notes: notes, Startup: startup, StartBound: so.StartTimeout})
 	why := r.run(ctx, opts.Stdin, opts.Stdout, stdio.Reader, stdio.Writer)
 	switch {
 	case ctx.Err() != nil:
@@ -155,7 +158,7 @@ func Run(ctx context.Context, cli sandbox.Engine, opts RunOptions) (RunResult, e
 	default:
 		res.Ended = why.Error()
 	}
-	endRun(ctx, s, log, named, res.Ended)
+	endRun(ctx, s, log, named, res.Ended, r)
 	if s.Lost() != nil {
 		// A run whose sandbox someone else removed, killed or paused is
 		// no result: the runner exits 2, as scan does.
@@ -167,12 +170,16 @@ func Run(ctx context.Context, cli sandbox.Engine, opts RunOptions) (RunResult, e
 // endRun is the one place a run's container goes: the session's teardown
 // (stdin closed, a moment to exit, killed, the last effects read,
 // removed unless SessionOptions.Keep), then the end record with the teardown's
-// effects and the session's problems. A named run's container is kept,
-// stopped, and its record says where.
-func endRun(ctx context.Context, s *sandbox.Session, log *runLog, named *runs.Named, why string) {
+// effects and the session's problems; the relay (nil: none ran) judges
+// the teardown. A named run's container is kept, stopped, and its record
+// says where.
+func endRun(ctx context.Context, s *sandbox.Session, log *runLog, named *runs.Named, why string, r *relay) {
 	err := s.Close(ctx)
 	namedEnded(named, s, log)
 	rep := s.Report()
+	if r != nil {
+		r.judgeEnd(rep)
+	}
 	rec := RunRecord{Type: "end", Reason: why, Problems: rep.Problems, Container: s.Kept()}
 	if n := len(rep.Phases); n > 0 && rep.Phases[n-1].Name == "teardown" {
 		e := rep.Phases[n-1].Effects

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -70,6 +71,12 @@ func main() {
 			protocol = v
 			continue
 		}
+		if v, ok := strings.CutPrefix(a, "--ttl-ms="); ok {
+			// The ttlMs its tools/list results carry (2026-07-28 on): a
+			// client may keep a list that long.
+			ttlMs, _ = strconv.Atoi(v)
+			continue
+		}
 		if a == "--v2" {
 			// The next release: echo's argument renamed, list_workspace no
 			// longer read-only. A contract must catch both.
@@ -97,6 +104,17 @@ func main() {
 		sopts.SupportedProtocolVersions = []string{protocol}
 	}
 	s := mcp.NewServer(info, sopts)
+	if ttlMs > 0 {
+		s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				res, err := next(ctx, method, req)
+				if l, ok := res.(*mcp.ListToolsResult); ok {
+					l.TTLMs = ttlMs
+				}
+				return res, err
+			}
+		})
+	}
 	if sets["surfaces"] {
 		addSurfaces(s)
 	}
@@ -128,6 +146,7 @@ func main() {
 	addPhaseTools(s, sets)
 	addLateTools(s, func(tool string) bool { return sets[lateHostile] || sets[tool] })
 	addLegTools(s, func(tool string) bool { return sets[tool] })
+	addRename(s, sets[renameHostile])
 	addWary(s, sets["wary"])
 	addCoverageTools(s, sets["coverage"])
 	if sets["disk"] {
@@ -178,6 +197,9 @@ var v2 bool
 // protocol is the one protocol version the server speaks ("": every
 // version the SDK speaks; see --protocol=V).
 var protocol string
+
+// ttlMs is the ttlMs of its tools/list results (--ttl-ms; 0: none).
+var ttlMs int
 
 func no() *bool { b := false; return &b }
 
