@@ -94,7 +94,8 @@ type hintBook struct {
 	serverDenies map[string]denial
 	stripAll     string
 	everSeen     map[string]sighting
-	recorded     []string
+	recBy        map[string][]string // identity key -> tools with a record
+	pages        int                 // pages listed: the order of sightings
 	// gen numbers the listings; cursors are the listings a page's
 	// nextCursor continues (by the cursor's hash), the last maxCursors.
 	gen     int
@@ -120,7 +121,7 @@ type listing struct {
 func newHintBook(mode HintMode) *hintBook {
 	return &hintBook{mode: mode, bound: maxBookTools, tools: map[string]bookTool{}, fixes: map[string]map[string]bool{},
 		denies: map[string]denial{}, cursors: map[[sha256.Size]byte]*listing{},
-		serverFixes: map[string]bool{}, serverDenies: map[string]denial{}, everSeen: map[string]sighting{}}
+		serverFixes: map[string]bool{}, serverDenies: map[string]denial{}, everSeen: map[string]sighting{}, recBy: map[string][]string{}}
 }
 
 // maxBookTools bounds the tools remembered as declared, and so the tools
@@ -205,6 +206,7 @@ func (b *hintBook) deny(tool string, d denial) bool {
 func (b *hintBook) denied(tool string) (denial, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.catchUp(tool)
 	if d, ok := b.denies[tool]; ok {
 		return d, ok
 	}
@@ -271,6 +273,7 @@ func (b *hintBook) listed(result json.RawMessage, pg page) listedPage {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.pages++
 	l := b.listing(pg.Cursor)
 	kept := tools[:0:0]
 	for i, raw := range tools {
@@ -289,7 +292,8 @@ func (b *hintBook) listed(result json.RawMessage, pg page) listedPage {
 			why = whyTwice
 		default:
 			l.names[t.Name] = true
-			out.Inherited = append(out.Inherited, b.inherit(t, l.gen)...)
+			b.sight(t, b.pages)
+			out.Inherited = append(out.Inherited, b.catchUp(t.Name)...)
 			if !b.record(t, l.gen) {
 				why = whyBookFull
 			}

@@ -32,6 +32,7 @@ type calledTool struct {
 	Tool      string
 	Seq       int
 	Arguments []byte
+	Declared  *report.Tool // as listed when it was called
 }
 
 // noteCalled adds the group's tools to those called (the last call of
@@ -41,7 +42,7 @@ func (r *relay) noteCalled(group []*callInfo) {
 	defer r.mu.Unlock()
 	for _, c := range group {
 		i := slices.IndexFunc(r.called, func(t calledTool) bool { return t.Tool == c.Tool })
-		ct := calledTool{Tool: c.Tool, Seq: c.Seq, Arguments: c.Arguments}
+		ct := calledTool{Tool: c.Tool, Seq: c.Seq, Arguments: c.Arguments, Declared: c.Declared}
 		switch {
 		case i >= 0:
 			r.called[i] = ct
@@ -64,20 +65,27 @@ func (r *relay) calledBefore(skip map[string]bool) []calledTool {
 	return out
 }
 
-// miniReport is a report for the rules: the named tools as declared.
-func (r *relay) miniReport(names []string) *report.Report {
+// miniReport is a report for the rules, of tools as declared.
+func (r *relay) miniReport(tools []report.Tool) *report.Report {
 	r.mu.Lock()
 	protocol := r.protocol
 	r.mu.Unlock()
 	rep := report.New()
 	rep.Server.ProtocolVersion = protocol
 	rep.Sandbox.Isolation = sandbox.IsolationSession.String()
+	rep.Tools = tools
+	return rep
+}
+
+// declaredNow are the named tools as the book has them now.
+func (r *relay) declaredNow(names []string) []report.Tool {
+	var out []report.Tool
 	for _, n := range names {
 		if t, ok := r.book.declared(n); ok {
-			rep.Tools = append(rep.Tools, t)
+			out = append(out, t)
 		}
 	}
-	return rep
+	return out
 }
 
 // candidates judges the tools in ts as if each had caused eff (as a
@@ -88,11 +96,13 @@ func (r *relay) candidates(ts []calledTool, eff report.Effects, after bool) []re
 	if len(ts) == 0 {
 		return nil
 	}
-	var names []string
+	var declared []report.Tool
 	for _, t := range ts {
-		names = append(names, t.Tool)
+		if t.Declared != nil {
+			declared = append(declared, *t.Declared)
+		}
 	}
-	rep := r.miniReport(names)
+	rep := r.miniReport(declared)
 	for _, t := range ts {
 		c := report.Call{Seq: t.Seq, Tool: t.Tool, Arguments: t.Arguments, Source: "client", Effects: eff}
 		if after {
@@ -124,13 +134,19 @@ func (r *relay) candidates(ts []calledTool, eff report.Effects, after bool) []re
 func (r *relay) judge(group []*callInfo, eff report.Effects, emit emitFn) bool {
 	tools := map[string]bool{}
 	var names []string
+	var declared []report.Tool
 	for _, c := range group {
 		if !tools[c.Tool] {
 			tools[c.Tool] = true
 			names = append(names, c.Tool)
+			if c.Declared != nil {
+				declared = append(declared, *c.Declared)
+			}
 		}
 	}
-	rep := r.miniReport(names)
+	// Judged against the claims the client had when it called, not what
+	// the server lists while the effects are read.
+	rep := r.miniReport(declared)
 	// One call per tool, each with the whole group's effects: with one
 	// tool the findings are its own; with more each is a candidate.
 	seen := map[string]bool{}
@@ -241,8 +257,8 @@ func (r *relay) judgePhase(phases []report.Phase, emit emitFn) bool {
 	if empty {
 		return false
 	}
-	rep := r.miniReport(r.book.names())
-	rep.Phases = phases
+	rep := r.miniReport(r.declaredNow(r.book.names()))
+	rep.Phases = r.withoutScratch(phases)
 	verdict.Finish(rep, r.opts.Verdict)
 	w := r.window()
 	notify := false
@@ -404,7 +420,9 @@ func (r *relay) startupOnce(ctx context.Context) {
 
 // judgeEnd judges the teardown (what the server did once its stdin
 // ended, up to its removal), for the log: no client is left to tell.
-func (r *relay) judgeEnd(rep *report.Report) {
+func (r *relay) judgeEnd(ctx context.Context, rep *report.Report) {
+	// A server nobody spoke to is judged at startup too.
+	r.startupOnce(ctx)
 	for _, p := range rep.Phases {
 		if p.Name == "teardown" {
 			r.calls.mu.Lock()
@@ -428,3 +446,44 @@ func where(phases []report.Phase) string {
 	}
 	return "at " + last.Name
 }
+
+// noteScratch remembers the workspace files the server made in eff that
+// no call's arguments name (its own scratch), at most maxScratch.
+func (r *relay) noteScratch(eff report.Effects, group []*callInfo) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, f := range eff.Files {
+		if f.Scope != "workspace" || f.Change != report.ChangeCreated || len(r.scratch) >= maxScratch {
+			continue
+		}
+		named := slices.ContainsFunc(group, func(c *callInfo) bool {
+			return strings.Contains(string(c.Arguments), strings.TrimPrefix(f.Path, "/workspace/"))
+		})
+		if !named {
+			r.scratch[f.Path] = true
+		}
+	}
+}
+
+// withoutScratch are phases with the deletions of the server's own
+// scratch left out (they destroy nothing of the user's), as scan's rules
+// leave them out with the whole session before them.
+func (r *relay) withoutScratch(phases []report.Phase) []report.Phase {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.scratch) == 0 {
+		return phases
+	}
+	out := slices.Clone(phases)
+	for i, p := range out {
+		files := slices.DeleteFunc(slices.Clone(p.Effects.Files), func(f report.FileChange) bool {
+			return f.Scope == "workspace" && f.Change == report.ChangeDeleted && r.scratch[f.Path]
+		})
+		out[i].Effects.Files = files
+	}
+	return out
+}
+
+// maxScratch bounds the scratch files remembered: past it a deletion is
+// judged as any other (the safe side).
+const maxScratch = 4096

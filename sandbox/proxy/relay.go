@@ -110,6 +110,9 @@ type relay struct {
 	// the stretches in which the server broke each hint.
 	called []calledTool
 	broken map[string]int
+	// scratch are the workspace files the server made of its own
+	// (judge.go: noteScratch).
+	scratch map[string]bool
 	// startup is set once the server's startup was judged, or its bound
 	// passed (startupOnce).
 	startup sync.Once
@@ -141,6 +144,10 @@ type callInfo struct {
 	Error      string
 	Cancelled  bool
 	Disclosed  []string
+	// Declared is the tool as listed when the call began (nil: never
+	// listed): the claim it is judged against, whatever the server
+	// lists while its effects are read.
+	Declared *report.Tool
 }
 
 func newRelay(m marker, opts relayOptions) *relay {
@@ -154,7 +161,7 @@ func newRelay(m marker, opts relayOptions) *relay {
 		opts.Drain = sandbox.ExitGrace
 	}
 	r := &relay{opts: opts, m: m, log: opts.Log, book: newHintBook(opts.Hints), pending: newPendingSet(), fromSrv: map[string]string{},
-		stripLogged: map[string]bool{}, broken: map[string]int{}}
+		stripLogged: map[string]bool{}, broken: map[string]int{}, scratch: map[string]bool{}}
 	if opts.MaxTools > 0 && opts.MaxTools < r.book.bound {
 		r.book.bound = opts.MaxTools
 	}
@@ -348,6 +355,9 @@ func (r *relay) fromClient(ctx context.Context, line []byte) {
 				r.refuse(h.ID, p.Name, d)
 				return
 			}
+			if t, ok := r.book.declared(p.Name); ok {
+				req.call.Declared = &t
+			}
 		}
 		if r.opts.Roots != nil && len(h.Params) > 0 && bytes.Contains(h.Params, []byte(`"inputResponses"`)) {
 			if p, changed := r.opts.Roots.translateInputs(h.Params); changed {
@@ -501,6 +511,10 @@ func (r *relay) fromServer(ctx context.Context, line []byte, amb lineAmb, rawID 
 			line = r.listed(line, h.Result, req, amb)
 		}
 	case "tools/call":
+		// A stateless client may call before any handshake or listing:
+		// the startup is judged all the same (its handshake's effects
+		// are then the call's).
+		r.startupOnce(ctx)
 		// The call ends before the client has the answer, so that a
 		// call it makes on reading it is not taken for an overlap; the
 		// answer goes before the effects are read.
@@ -826,6 +840,7 @@ func (t *tracker) collect(ctx context.Context, r *relay, g []*callInfo) {
 	var found []held
 	notify := r.judge(g, eff, func(rec RunRecord, human string) { found = append(found, held{rec, human}) })
 	r.noteCalled(g)
+	r.noteScratch(eff, g)
 	r.logCall(g, eff)
 	for _, h := range found {
 		r.log.record(h.rec, h.human)

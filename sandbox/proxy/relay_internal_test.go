@@ -893,7 +893,7 @@ func TestRelayJudgesTheTeardown(t *testing.T) {
 	eff.Network = []report.NetEvent{{Kind: "dns", Host: "c2VjcmV0.example.com", Secrets: []string{"<AWS_SECRET_ACCESS_KEY>"}}}
 	rep := report.New()
 	rep.Phases = []report.Phase{{Name: "teardown", Effects: eff}}
-	h.rl.judgeEnd(rep)
+	h.rl.judgeEnd(context.Background(), rep)
 	seen := map[string]bool{}
 	for len(h.records) > 0 {
 		if r := <-h.records; r.Type == "finding" {
@@ -939,5 +939,44 @@ func TestNoCache(t *testing.T) {
 	}
 	if _, did := noCache(json.RawMessage(`{"tools":[]}`)); did {
 		t.Error("ttlMs added where there was none")
+	}
+}
+
+// TestRelayScratchDeletedBetweenCalls: the server deleting, between
+// calls, a workspace file it made itself (named by no call) is no
+// phase-workspace-changes; deleting the user's file is.
+func TestRelayScratchDeletedBetweenCalls(t *testing.T) {
+	h := newRelayHarness(t, relayConfig{})
+	h.rl.noteScratch(wrote("/workspace/.cache/tmp-1"), []*callInfo{{Tool: "tidy", Arguments: []byte(`{}`)}})
+	found := func(eff report.Effects) bool {
+		var got bool
+		h.rl.judgePhase([]report.Phase{{Name: "between", After: 1, Effects: eff}}, func(r RunRecord, _ string) {
+			got = got || (r.Type == "finding" && r.Rule == rules.PhaseWorkspaceChanges)
+		})
+		return got
+	}
+	if found(deleted("/workspace/.cache/tmp-1")) {
+		t.Error("the server's own scratch, deleted: a finding")
+	}
+	if !found(deleted("/workspace/README.md")) {
+		t.Error("the user's file, deleted between calls: no finding")
+	}
+}
+
+// TestRelayCandidatesCountAtTheDefault: with a deny rule and the default
+// deny-server-after, a finding shared among candidates refuses every
+// tool that claims the hint (docs/run.md, deny-server-after).
+func TestRelayCandidatesCountAtTheDefault(t *testing.T) {
+	pol := rules.Policy{Run: rules.RunPolicy{Rules: map[string]rules.Action{rules.ReadonlyWrites: rules.ActionDeny}}}
+	h := newRelayHarness(t, relayConfig{opts: relayOptions{Verdict: verdict.Config{Policy: pol}}})
+	h.call(t, "honest_read")
+	h.waitRecord(t, "call", "honest_read")
+	h.m.did(wrote("/workspace/late.txt"))
+	h.rl.calls.phase(context.Background(), h.rl, "between")
+	if p := h.waitRecord(t, "policy", ""); p.Hint != "readOnlyHint" {
+		t.Errorf("policy record %+v", p)
+	}
+	if _, err := h.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "honest_read", Arguments: map[string]any{}}); err == nil {
+		t.Error("honest_read called after the server broke readOnlyHint under the default deny-server-after")
 	}
 }

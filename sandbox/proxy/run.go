@@ -178,7 +178,7 @@ func endRun(ctx context.Context, s *sandbox.Session, log *runLog, named *runs.Na
 	namedEnded(named, s, log)
 	rep := s.Report()
 	if r != nil {
-		r.judgeEnd(rep)
+		r.judgeEnd(ctx, rep)
 	}
 	rec := RunRecord{Type: "end", Reason: why, Problems: rep.Problems, Container: s.Kept()}
 	if n := len(rep.Phases); n > 0 && rep.Phases[n-1].Name == "teardown" {

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -106,160 +105,225 @@ func (b *hintBook) serverDenial(tool string) (denial, bool) {
 }
 
 // identity is what makes a tool the same tool under another name: its
-// input schema with every description removed (a reworded property is
-// no new tool), and its description.
+// input schema with its annotations removed (a reworded property, a
+// title, an example is no new tool), and its description.
 type identity struct {
-	schema      [sha256.Size]byte
+	schema [sha256.Size]byte
+	// trivial: the schema names no property (no arguments, or none
+	// declared): common to unrelated tools, it identifies nothing.
+	trivial     bool
 	description string
 }
 
 func identityOf(t report.Tool) identity {
-	return identity{schema: schemaKey(t.InputSchema), description: t.Description}
+	key, trivial := schemaKey(t.InputSchema)
+	return identity{schema: key, trivial: trivial, description: t.Description}
 }
 
-// same says whether a and b name one tool: the same canonical schema,
-// or the same description (not empty).
-func (a identity) same(b identity) bool {
-	return a.schema == b.schema || (a.description != "" && a.description == b.description)
+// match says how a and b name one tool: both (the same schema and the
+// same description), schema, description, or "" for neither. A trivial
+// schema and an empty description match nothing.
+func (a identity) match(b identity) string {
+	schema := !a.trivial && a.schema == b.schema
+	desc := a.description != "" && a.description == b.description
+	switch {
+	case schema && desc:
+		return "the same input schema and description"
+	case schema:
+		return "the same input schema, annotations aside"
+	case desc:
+		return "the same description"
+	}
+	return ""
 }
 
-// schemaKey hashes an input schema read as JSON (numbers as written),
-// its "description" members removed at every depth, re-encoded with its
-// keys sorted. A schema that does not decode is hashed as sent.
-func schemaKey(raw json.RawMessage) [sha256.Size]byte {
-	d := json.NewDecoder(bytes.NewReader(raw))
-	d.UseNumber()
+// keys are the index keys a record is found under.
+func (a identity) keys() []string {
+	var out []string
+	if !a.trivial {
+		out = append(out, "s:"+string(a.schema[:]))
+	}
+	if a.description != "" {
+		out = append(out, "d:"+a.description)
+	}
+	return out
+}
+
+// annotationKeywords are the JSON Schema keywords that describe and
+// constrain nothing: removed before a schema is compared.
+var annotationKeywords = map[string]bool{"description": true, "title": true, "examples": true, "default": true,
+	"$schema": true, "$comment": true, "$id": true, "deprecated": true, "readOnly": true, "writeOnly": true}
+
+// schemaKey hashes an input schema read as JSON (numbers by value), its
+// annotations removed at every depth along with the keywords that say
+// nothing (additionalProperties true, an empty required), required
+// sorted, re-encoded with its keys sorted; trivial says it has no
+// property. A schema that does not decode is hashed as sent.
+func schemaKey(raw json.RawMessage) (key [sha256.Size]byte, trivial bool) {
 	var v any
-	if d.Decode(&v) != nil {
-		return sha256.Sum256(raw)
+	if json.Unmarshal(raw, &v) != nil {
+		return sha256.Sum256(raw), true
 	}
-	b, err := json.Marshal(undescribed(v))
+	v = bare(v)
+	m, _ := v.(map[string]any)
+	props, _ := m["properties"].(map[string]any)
+	b, err := json.Marshal(v)
 	if err != nil {
-		return sha256.Sum256(raw)
+		return sha256.Sum256(raw), true
 	}
-	return sha256.Sum256(b)
+	return sha256.Sum256(b), len(props) == 0
 }
 
-func undescribed(v any) any {
+func bare(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			if k != "description" {
-				out[k] = undescribed(e)
+			if annotationKeywords[k] {
+				continue
 			}
+			switch e := e.(type) {
+			case bool:
+				if k == "additionalProperties" && e {
+					continue
+				}
+			case []any:
+				if k == "required" {
+					if len(e) == 0 {
+						continue
+					}
+					req := slices.Clone(e)
+					slices.SortFunc(req, func(a, b any) int { return cmpString(fmt.Sprint(a), fmt.Sprint(b)) })
+					out[k] = req
+					continue
+				}
+			}
+			out[k] = bare(e)
 		}
 		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = undescribed(e)
+			out[i] = bare(e)
 		}
 		return out
 	}
 	return v
 }
 
+func cmpString(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
 // inherited is a tool that took the record of one it is the same as.
 type inherited struct{ Tool, From, Why string }
 
-// sighting is a tool's identity and the listing it was first seen in.
+// sighting is a tool's identity and when it was first seen as such (the
+// book's page count then).
 type sighting struct {
-	id  identity
-	gen int
+	id    identity
+	order int
 }
 
-// successor says whether t (as sighted) takes the record of from: the
-// same tool, first seen in a later listing (two tools listed together
-// from the start are two tools, whatever their schemas).
-func successor(t, from sighting) (string, bool) {
-	if t.gen <= from.gen || !t.id.same(from.id) {
-		return "", false
+// sight notes that t was listed on page order (mu held): a name seen
+// again with another identity is a new sighting.
+func (b *hintBook) sight(t report.Tool, order int) {
+	id := identityOf(t)
+	if s, ok := b.everSeen[t.Name]; ok && s.id == id {
+		return
 	}
-	if t.id.schema == from.id.schema {
-		return "the same input schema, descriptions aside", true
+	if _, ok := b.everSeen[t.Name]; !ok && len(b.everSeen) >= maxEverSeen {
+		return
 	}
-	return "the same description", true
+	b.everSeen[t.Name] = sighting{id: id, order: order}
 }
 
-// inherit notes t's first sighting, in listing gen, and gives it the
-// record (corrections, refusal) of every tool with a record it succeeds
-// (mu held): a server that renames a tool after each call, or lists a
-// twin of a known liar later, starts it with the liar's record, not a
-// clean one.
-func (b *hintBook) inherit(t report.Tool, gen int) []inherited {
-	if _, seen := b.everSeen[t.Name]; seen || len(b.everSeen) >= maxEverSeen {
+// catchUp gives tool the record (corrections; a refusal, when the tool
+// it succeeds is no longer listed or matches it in both schema and
+// description) of every tool with a record that it succeeds: the same
+// tool (see match), seen first on an earlier page (mu held). Two tools
+// listed on one page are two tools. It returns what it took, for the
+// log. It runs at each listing and before each call, so that a rename
+// listed before its liar's call was judged takes the record all the
+// same.
+func (b *hintBook) catchUp(tool string) []inherited {
+	me, ok := b.everSeen[tool]
+	if !ok {
 		return nil
 	}
-	me := sighting{id: identityOf(t), gen: gen}
-	b.everSeen[t.Name] = me
 	var out []inherited
-	for _, from := range slices.Clone(b.recorded) {
-		if why, ok := successor(me, b.everSeen[from]); ok && from != t.Name {
-			b.take(t.Name, from, why)
-			out = append(out, inherited{Tool: t.Name, From: from, Why: why})
+	for _, k := range me.id.keys() {
+		for _, from := range b.recBy[k] {
+			fs, ok := b.everSeen[from]
+			if from == tool || !ok || fs.order >= me.order {
+				continue
+			}
+			why := me.id.match(fs.id)
+			if why == "" {
+				continue
+			}
+			gone := b.tools[from].gen != b.gen
+			if b.take(tool, from, why, gone || fs.id == me.id || why == "the same input schema and description") {
+				out = append(out, inherited{Tool: tool, From: from, Why: why})
+			}
 		}
 	}
 	return out
 }
 
-// take gives tool the record of from (mu held).
-func (b *hintBook) take(tool, from, why string) {
+// take gives tool from's corrections, and its refusal if withDenial
+// (mu held); it says whether that changed tool's record.
+func (b *hintBook) take(tool, from, why string, withDenial bool) bool {
+	changed := false
 	for h, v := range b.fixes[from] {
+		if w, ok := b.fixes[tool][h]; ok && w == v {
+			continue
+		}
 		if b.fixes[tool] == nil {
 			b.fixes[tool] = map[string]bool{}
 		}
-		b.fixes[tool][h] = v
+		b.fixes[tool][h], changed = v, true
 	}
-	if d, ok := b.denies[from]; ok {
+	if d, ok := b.denies[from]; ok && withDenial {
 		if _, had := b.denies[tool]; !had {
 			b.denies[tool] = denial{Rule: d.Rule, Reason: fmt.Sprintf("as %q, whose record it took (%s): %s", from, why, d.Reason)}
+			changed = true
 		}
 	}
-	b.noteRecord(tool)
+	if changed {
+		b.noteRecord(tool)
+	}
+	return changed
 }
 
-// noteRecord remembers that tool has a record to pass on, and passes
-// it to the tools seen already that succeed it (mu held): a rename
-// listed before the liar's call was judged takes its record all the
-// same.
+// noteRecord indexes tool, which has a record, under its identity's keys
+// (mu held), at most maxPerIdentity tools a key: a record is passed on
+// from the first that have it.
 func (b *hintBook) noteRecord(tool string) {
-	if !slices.Contains(b.recorded, tool) {
-		if len(b.recorded) >= maxRecorded {
-			return
-		}
-		b.recorded = append(b.recorded, tool)
-	}
-	from, ok := b.everSeen[tool]
+	s, ok := b.everSeen[tool]
 	if !ok {
 		return
 	}
-	for name, s := range b.everSeen {
-		if why, ok := successor(s, from); ok && name != tool && !b.sameRecord(name, tool) {
-			b.take(name, tool, why)
+	for _, k := range s.id.keys() {
+		if l := b.recBy[k]; !slices.Contains(l, tool) && len(l) < maxPerIdentity && len(b.recBy) < maxEverSeen {
+			b.recBy[k] = append(l, tool)
 		}
 	}
 }
 
-// sameRecord says whether tool holds every part of from's record
-// already (mu held): taking it again changes nothing.
-func (b *hintBook) sameRecord(tool, from string) bool {
-	for h, v := range b.fixes[from] {
-		if w, ok := b.fixes[tool][h]; !ok || w != v {
-			return false
-		}
-	}
-	_, fromDenied := b.denies[from]
-	_, denied := b.denies[tool]
-	return !fromDenied || denied
-}
+// maxPerIdentity bounds the tools with a record kept under one identity
+// key: what a new name takes is found among these, so a listing costs
+// at most this much per tool.
+const maxPerIdentity = 16
 
-// maxRecorded bounds the tools whose records are kept for those that
-// take them (every tool with a correction or a denial): a server that
-// renames without end is stopped by denyServer, not by this list.
-const maxRecorded = 1024
-
-// maxEverSeen bounds the names whose identities are remembered: past
-// it, a new name is taken as seen (it inherits nothing), and the
-// server-level corrections and denials still hold for it.
+// maxEverSeen bounds the names whose identities are remembered (and the
+// identity keys indexed): past it, a new name is not sighted (it
+// inherits nothing), and the server-level corrections and refusals
+// still hold for it.
 const maxEverSeen = 2 * maxBookTools
