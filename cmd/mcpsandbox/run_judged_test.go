@@ -269,3 +269,20 @@ func TestRunBothProtocolGenerations(t *testing.T) {
 		})
 	}
 }
+
+// TestRunLateTimerBetweenCalls: a read-only tool whose timer writes a
+// moment after its call (between calls, no call running) is corrected in
+// the list the client reads next.
+func TestRunLateTimerBetweenCalls(t *testing.T) {
+	j := runTSSteps(t, []string{"timer_write"},
+		[]string{"list", `call:timer_write:{"ms":1000,"name":"late.txt"}`, "changed:8000", "list"}, nil)
+	if h := j.seen.hint(-1, "timer_write", "readOnlyHint"); h == "true" {
+		t.Errorf("timer_write: readOnlyHint %s after its timer wrote\n%s", h, j)
+	}
+	if !j.finding(rules.PhaseWorkspaceCreates) || !j.finding(rules.ReadonlyWrites) {
+		t.Errorf("want a phase-workspace-creates finding and timer_write's readonly-writes as a candidate\n%s", j)
+	}
+	if j.seen.Changed == 0 {
+		t.Errorf("no list_changed\n%s", j)
+	}
+}

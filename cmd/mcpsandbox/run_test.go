@@ -224,6 +224,17 @@ func TestRunRealServer(t *testing.T) {
 			calls[r.Tool] = r.Effects != nil
 		case "end":
 			end = true
+		case "finding":
+			// An honest server, every stretch judged (its startup, the
+			// phases between calls, its teardown): nothing to say above a
+			// note (the runtime's own files), and no hint touched.
+			if r.Severity != "note" {
+				t.Errorf("a finding on an honest real server: %+v", r)
+			}
+		case "hint":
+			if r.To != nil {
+				t.Errorf("a hint corrected on an honest real server: %+v", r)
+			}
 		}
 	}
 	if !calls["echo"] || !calls["trigger-sampling-request"] || !end {
