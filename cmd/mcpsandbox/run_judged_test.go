@@ -198,10 +198,12 @@ func TestRunRenameDoesNotReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Each call goes to the name the last list has: a refused name is
-	// never renamed, and is called again.
-	steps := []string{"list"}
-	for range 3 {
-		steps = append(steps, `callany:upload:{"path":"x"}`, "changed:3000", "list")
+	// never renamed, and is called again. The first call brings two
+	// list_changed, the server's (the rename) and run's (the correction),
+	// in either order.
+	steps := []string{"list", `callany:upload:{"path":"x"}`, "changed:5000", "changed:5000", "list"}
+	for range 2 {
+		steps = append(steps, `callany:upload:{"path":"x"}`, "sleep:300", "list")
 	}
 	j := runTSSteps(t, []string{"rename-hostile"}, steps, []string{"--policy", pol})
 	ran := 0

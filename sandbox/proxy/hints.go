@@ -94,8 +94,13 @@ type hintBook struct {
 	serverDenies map[string]denial
 	stripAll     string
 	everSeen     map[string]sighting
-	recBy        map[string][]string // identity key -> tools with a record
+	recBy        map[string][]string // identity key -> tools with a record of their own
+	indexed      map[string]bool     // the tools in recBy
+	ownRecord    map[string]bool     // the tools in recBy whose record is run's of them
 	pages        int                 // pages listed: the order of sightings
+	// distrust: hint -> the page after which the server broke it; a
+	// tool first sighted later is not trusted with it.
+	distrust map[string]int
 	// gen numbers the listings; cursors are the listings a page's
 	// nextCursor continues (by the cursor's hash), the last maxCursors.
 	gen     int
@@ -121,7 +126,7 @@ type listing struct {
 func newHintBook(mode HintMode) *hintBook {
 	return &hintBook{mode: mode, bound: maxBookTools, tools: map[string]bookTool{}, fixes: map[string]map[string]bool{},
 		denies: map[string]denial{}, cursors: map[[sha256.Size]byte]*listing{},
-		serverFixes: map[string]bool{}, serverDenies: map[string]denial{}, everSeen: map[string]sighting{}, recBy: map[string][]string{}}
+		serverFixes: map[string]bool{}, serverDenies: map[string]denial{}, everSeen: map[string]sighting{}, recBy: map[string][]string{}, indexed: map[string]bool{}, ownRecord: map[string]bool{}, distrust: map[string]int{}}
 }
 
 // maxBookTools bounds the tools remembered as declared, and so the tools
@@ -171,7 +176,8 @@ func (b *hintBook) correct(tool string, fix hintFix) (*bool, bool) {
 		b.fixes[tool] = map[string]bool{}
 	}
 	b.fixes[tool][fix.Hint] = fix.Value
-	b.noteRecord(tool)
+	b.noteRecord(tool, true)
+	b.distrustNew(fix.Hint)
 	return from, true
 }
 
@@ -189,6 +195,25 @@ func hintOf(h report.Hints, name string) *bool {
 	return nil
 }
 
+// observe records that tool was seen doing what hint's unsafe side
+// denies (the effects of a call pinned on it, judged against every
+// claim it could make): a later listing that claims it is corrected. It
+// says whether the tool's current listing claims it (the client was told
+// otherwise and must list again).
+func (b *hintBook) observe(tool string, fix hintFix) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if v, ok := b.fixes[tool][fix.Hint]; ok && v == fix.Value {
+		return false
+	}
+	if b.fixes[tool] == nil {
+		b.fixes[tool] = map[string]bool{}
+	}
+	b.fixes[tool][fix.Hint] = fix.Value
+	t, ok := b.tools[tool]
+	return ok && claims(t.tool.Hints, fix.Hint)
+}
+
 // deny records that tool's calls are refused; false when they were.
 func (b *hintBook) deny(tool string, d denial) bool {
 	b.mu.Lock()
@@ -197,7 +222,7 @@ func (b *hintBook) deny(tool string, d denial) bool {
 		return false
 	}
 	b.denies[tool] = d
-	b.noteRecord(tool)
+	b.noteRecord(tool, true)
 	return true
 }
 
@@ -206,7 +231,7 @@ func (b *hintBook) deny(tool string, d denial) bool {
 func (b *hintBook) denied(tool string) (denial, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.catchUp(tool)
+	b.catchUp(tool, nil)
 	if d, ok := b.denies[tool]; ok {
 		return d, ok
 	}
@@ -275,6 +300,15 @@ func (b *hintBook) listed(result json.RawMessage, pg page) listedPage {
 	defer b.mu.Unlock()
 	b.pages++
 	l := b.listing(pg.Cursor)
+	present := map[string]bool{}
+	for _, raw := range tools {
+		var n struct {
+			Name string `json:"name"`
+		}
+		if wire.Unmarshal(raw, &n) == nil {
+			present[n.Name] = true
+		}
+	}
 	kept := tools[:0:0]
 	for i, raw := range tools {
 		if l.count >= b.bound {
@@ -293,7 +327,16 @@ func (b *hintBook) listed(result json.RawMessage, pg page) listedPage {
 		default:
 			l.names[t.Name] = true
 			b.sight(t, b.pages)
-			out.Inherited = append(out.Inherited, b.catchUp(t.Name)...)
+			out.Inherited = append(out.Inherited, b.catchUp(t.Name, present)...)
+			for _, h := range b.distrusted(t.Name) {
+				if v, ok := b.fixes[t.Name][h]; !ok || v != hintFixes[hintRule(h)].Value {
+					if b.fixes[t.Name] == nil {
+						b.fixes[t.Name] = map[string]bool{}
+					}
+					b.fixes[t.Name][h] = hintFixes[hintRule(h)].Value
+					out.Inherited = append(out.Inherited, inherited{Tool: t.Name, Why: "first listed after the server broke " + h})
+				}
+			}
 			if !b.record(t, l.gen) {
 				why = whyBookFull
 			}

@@ -192,8 +192,40 @@ func (r *relay) judge(group []*callInfo, eff report.Effects, emit emitFn) bool {
 		reason := fmt.Sprintf("a candidate for what was seen during call %d (%s), called before it", group[0].Seq, strings.Join(names, ", "))
 		notify = r.correctCandidate(f.Tool, f.Rule, group[0].Seq, reason, cands, emit) || notify
 	}
+	if len(names) == 1 && len(declared) == 1 && len(earlier) == 0 && !eff.Empty() {
+		notify = r.observe(group[0], declared[0], eff, emit) || notify
+	}
 	return r.settle(w, emit) || notify
 }
+
+// observe judges a call pinned on its tool again, against every claim
+// the tool could make (read-only, non-destructive, closed world), and
+// records what its effects deny: a tool that wrote while it declared
+// it writes, and later lists itself read-only, is listed corrected. It
+// says whether the tool's current listing claims what it was seen
+// breaking.
+func (r *relay) observe(c *callInfo, t report.Tool, eff report.Effects, emit emitFn) bool {
+	t.Hints = report.Hints{ReadOnly: ptr(true), Destructive: ptr(false), Idempotent: t.Hints.Idempotent, OpenWorld: ptr(false)}
+	rep := r.miniReport([]report.Tool{t})
+	rep.Calls = []report.Call{{Seq: c.Seq, Tool: c.Tool, Arguments: c.Arguments, Source: "client", IsError: c.IsError, Effects: eff}}
+	verdict.Finish(rep, r.opts.Verdict)
+	notify := false
+	for _, f := range rep.Findings {
+		fix, ok := hintFixes[f.Rule]
+		if !ok || f.Tool != c.Tool || r.action(f.Rule, f.Tool) < rules.ActionCorrect || !r.book.observe(c.Tool, fix) {
+			continue
+		}
+		// The client was told the tool claims what its call broke: it
+		// listed again while the call was judged.
+		to := fix.Value
+		emit(RunRecord{Type: "hint", Tool: c.Tool, Hint: fix.Hint, To: &to, Rule: f.Rule, Seq: c.Seq, Reason: fmt.Sprintf("call %d did what its listing now denies", c.Seq)},
+			fmt.Sprintf("%s: %s -> %v (call %d did what its listing now denies)", quoteTool(c.Tool), fix.Hint, to, c.Seq))
+		notify = r.opts.Hints == HintsVerified || notify
+	}
+	return notify
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // candidateTools are the tools found breaking rule's claim, the
 // group's first, once each.

@@ -104,6 +104,8 @@ type relay struct {
 	stripLogged map[string]bool
 	stripFull   bool
 	drops       atomic.Int64
+	// inheritLogged counts the tools logged as taking a record.
+	inheritLogged atomic.Int64
 
 	calls *tracker
 	// called are the tools called, once each (judge.go); broken counts
@@ -536,6 +538,17 @@ func (r *relay) listed(line []byte, result json.RawMessage, req *pendingReq, amb
 	lp := r.book.listed(result, pg)
 	r.logStripped(lp.Stripped)
 	for _, in := range lp.Inherited {
+		if r.inheritLogged.Add(1) > maxStripsLogged {
+			if r.inheritLogged.Load() == maxStripsLogged+1 {
+				r.log.record(RunRecord{Type: "hint", Reason: "further tools taking a record are not logged one by one"}, "")
+			}
+			continue
+		}
+		if in.From == "" {
+			r.log.record(RunRecord{Type: "hint", Tool: in.Tool, Reason: in.Why + ": listed on the safe side"},
+				fmt.Sprintf("%s: %s, listed on the safe side", quoteTool(in.Tool), in.Why))
+			continue
+		}
 		r.log.record(RunRecord{Type: "hint", Tool: in.Tool, Reason: fmt.Sprintf("takes the record of %q (%s): its corrections and refusal hold for it", in.From, in.Why)},
 			fmt.Sprintf("%s takes the record of %s (%s)", quoteTool(in.Tool), quoteTool(in.From), in.Why))
 	}

@@ -106,33 +106,42 @@ func (b *hintBook) serverDenial(tool string) (denial, bool) {
 
 // identity is what makes a tool the same tool under another name: its
 // input schema with its annotations removed (a reworded property, a
-// title, an example is no new tool), and its description.
+// title, an example is no new tool), and its description (hashed: a
+// server's long descriptions cost the book 32 bytes each).
 type identity struct {
 	schema [sha256.Size]byte
 	// trivial: the schema names no property (no arguments, or none
 	// declared): common to unrelated tools, it identifies nothing.
 	trivial     bool
-	description string
+	description [sha256.Size]byte
+	described   bool
 }
 
 func identityOf(t report.Tool) identity {
 	key, trivial := schemaKey(t.InputSchema)
-	return identity{schema: key, trivial: trivial, description: t.Description}
+	return identity{schema: key, trivial: trivial, description: sha256.Sum256([]byte(t.Description)), described: t.Description != ""}
 }
 
-// match says how a and b name one tool: both (the same schema and the
-// same description), schema, description, or "" for neither. A trivial
-// schema and an empty description match nothing.
+// The ways two identities match (see match).
+const (
+	matchBoth   = "the same input schema and description"
+	matchSchema = "the same input schema, annotations aside"
+	matchDesc   = "the same description"
+)
+
+// match says how a and b name one tool: matchBoth, matchSchema,
+// matchDesc, or "" for neither. A trivial schema and an empty
+// description match nothing.
 func (a identity) match(b identity) string {
 	schema := !a.trivial && a.schema == b.schema
-	desc := a.description != "" && a.description == b.description
+	desc := a.described && a.description == b.description
 	switch {
 	case schema && desc:
-		return "the same input schema and description"
+		return matchBoth
 	case schema:
-		return "the same input schema, annotations aside"
+		return matchSchema
 	case desc:
-		return "the same description"
+		return matchDesc
 	}
 	return ""
 }
@@ -143,8 +152,8 @@ func (a identity) keys() []string {
 	if !a.trivial {
 		out = append(out, "s:"+string(a.schema[:]))
 	}
-	if a.description != "" {
-		out = append(out, "d:"+a.description)
+	if a.described {
+		out = append(out, "d:"+string(a.description[:]))
 	}
 	return out
 }
@@ -232,27 +241,42 @@ type sighting struct {
 }
 
 // sight notes that t was listed on page order (mu held): a name seen
-// again with another identity is a new sighting.
+// again with another identity is a new sighting. Full, the book forgets
+// a sighting without a record to make room: a server that lists names
+// without end cannot stop the next one from being sighted (forgotten
+// and listed again, a name is new: see distrustNew).
 func (b *hintBook) sight(t report.Tool, order int) {
 	id := identityOf(t)
 	if s, ok := b.everSeen[t.Name]; ok && s.id == id {
 		return
 	}
 	if _, ok := b.everSeen[t.Name]; !ok && len(b.everSeen) >= maxEverSeen {
-		return
+		for n := range b.everSeen {
+			if !b.indexed[n] {
+				delete(b.everSeen, n)
+				break
+			}
+		}
+		if len(b.everSeen) >= maxEverSeen {
+			return
+		}
 	}
 	b.everSeen[t.Name] = sighting{id: id, order: order}
 }
 
-// catchUp gives tool the record (corrections; a refusal, when the tool
-// it succeeds is no longer listed or matches it in both schema and
-// description) of every tool with a record that it succeeds: the same
-// tool (see match), seen first on an earlier page (mu held). Two tools
-// listed on one page are two tools. It returns what it took, for the
-// log. It runs at each listing and before each call, so that a rename
-// listed before its liar's call was judged takes the record all the
-// same.
-func (b *hintBook) catchUp(tool string) []inherited {
+// catchUp gives tool the record of every tool with a record of its own
+// that it is the same as (mu held): one it matches in schema and
+// description (a twin), listed later, or no longer listed whenever it
+// was; one it matches in schema or description alone only when that
+// one is no longer listed (a rename). Present are the names of the page
+// being listed (nil: none is). It returns what it took, for the log. It
+// runs at each listing and before each call, so that a rename listed
+// before its liar's call was judged takes the record all the same.
+//
+// Identity stops lazy renames only: one with a constraint changed and a
+// new description matches nothing. distrustNew covers that for hints;
+// deny-server-after for refusals.
+func (b *hintBook) catchUp(tool string, present map[string]bool) []inherited {
 	me, ok := b.everSeen[tool]
 	if !ok {
 		return nil
@@ -261,15 +285,16 @@ func (b *hintBook) catchUp(tool string) []inherited {
 	for _, k := range me.id.keys() {
 		for _, from := range b.recBy[k] {
 			fs, ok := b.everSeen[from]
-			if from == tool || !ok || fs.order >= me.order {
+			if from == tool || !ok {
 				continue
 			}
 			why := me.id.match(fs.id)
-			if why == "" {
+			gone := !present[from] && b.tools[from].gen != b.gen
+			later := fs.order < me.order
+			if why == "" || !(gone || (why == matchBoth && later)) {
 				continue
 			}
-			gone := b.tools[from].gen != b.gen
-			if b.take(tool, from, why, gone || fs.id == me.id || why == "the same input schema and description") {
+			if b.take(tool, from, why) {
 				out = append(out, inherited{Tool: tool, From: from, Why: why})
 			}
 		}
@@ -277,9 +302,9 @@ func (b *hintBook) catchUp(tool string) []inherited {
 	return out
 }
 
-// take gives tool from's corrections, and its refusal if withDenial
-// (mu held); it says whether that changed tool's record.
-func (b *hintBook) take(tool, from, why string, withDenial bool) bool {
+// take gives tool from's corrections and refusal (mu held); it says
+// whether that changed tool's record.
+func (b *hintBook) take(tool, from, why string) bool {
 	changed := false
 	for h, v := range b.fixes[from] {
 		if w, ok := b.fixes[tool][h]; ok && w == v {
@@ -290,31 +315,67 @@ func (b *hintBook) take(tool, from, why string, withDenial bool) bool {
 		}
 		b.fixes[tool][h], changed = v, true
 	}
-	if d, ok := b.denies[from]; ok && withDenial {
+	if d, ok := b.denies[from]; ok {
 		if _, had := b.denies[tool]; !had {
 			b.denies[tool] = denial{Rule: d.Rule, Reason: fmt.Sprintf("as %q, whose record it took (%s): %s", from, why, d.Reason)}
 			changed = true
 		}
 	}
 	if changed {
-		b.noteRecord(tool)
+		b.noteRecord(tool, false)
 	}
 	return changed
 }
 
-// noteRecord indexes tool, which has a record, under its identity's keys
-// (mu held), at most maxPerIdentity tools a key: a record is passed on
-// from the first that have it.
-func (b *hintBook) noteRecord(tool string) {
+// noteRecord indexes tool, which has a record (own: run's correction
+// or refusal of it; else taken from another), under its identity's keys
+// (mu held), at most maxPerIdentity tools a key: a tool whose record is
+// its own displaces one whose record was taken, so that heirs a server
+// multiplies cannot push the liar out, while a chain of renames still
+// passes the record on.
+func (b *hintBook) noteRecord(tool string, own bool) {
 	s, ok := b.everSeen[tool]
-	if !ok {
+	if !ok || (b.indexed[tool] && !own) || b.ownRecord[tool] {
 		return
 	}
+	if own {
+		b.ownRecord[tool] = true
+	}
+	b.indexed[tool] = true
 	for _, k := range s.id.keys() {
-		if l := b.recBy[k]; !slices.Contains(l, tool) && len(l) < maxPerIdentity && len(b.recBy) < maxEverSeen {
+		l := b.recBy[k]
+		switch {
+		case slices.Contains(l, tool):
+		case len(l) < maxPerIdentity && len(b.recBy) < maxEverSeen:
 			b.recBy[k] = append(l, tool)
+		case own:
+			if i := slices.IndexFunc(l, func(n string) bool { return !b.ownRecord[n] }); i >= 0 {
+				l[i] = tool
+			}
 		}
 	}
+}
+
+// distrustNew notes that the server broke hint (mu held): a tool first
+// sighted from the next page on is listed with hint on the safe side, a
+// name being cheap to change (see catchUp).
+func (b *hintBook) distrustNew(hint string) {
+	if _, ok := b.distrust[hint]; !ok {
+		b.distrust[hint] = b.pages
+	}
+}
+
+// distrusted are the hints t (just sighted) is not trusted with: first
+// sighted after the server broke them (mu held).
+func (b *hintBook) distrusted(tool string) []string {
+	s, ok := b.everSeen[tool]
+	var out []string
+	for _, h := range safetyHints {
+		if after, broke := b.distrust[h]; broke && (!ok || s.order > after) {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // maxPerIdentity bounds the tools with a record kept under one identity

@@ -266,3 +266,148 @@ func TestAFlipWhileJudgedIsJudgedAsCalled(t *testing.T) {
 		t.Errorf("after writing under readOnlyHint true, L is listed again as: %s", got)
 	}
 }
+
+func toolH(name, desc, schema, ann string) string {
+	return fmt.Sprintf(`{"name":%q,"description":%q,"inputSchema":%s,"annotations":%s}`, name, desc, schema, ann)
+}
+
+// TestHeirsCannotPushTheLiarOutOfTheIndex: 15 heirs of a decoy with a
+// record fill its identity's place in the index; the real liar, of the
+// same schema, is indexed all the same, and its rename takes its record.
+func TestHeirsCannotPushTheLiarOutOfTheIndex(t *testing.T) {
+	b := newHintBook(HintsVerified)
+	ann := `{"readOnlyHint":true,"openWorldHint":false}`
+	b.listed(lst(toolH("sac", "Sacrifice.", liarSchema, ann)), page{})
+	b.correct("sac", hintFix{Hint: "openWorldHint", Value: true}) // e.g. a candidate correction
+	var clones []string
+	for i := 0; i < 15; i++ {
+		clones = append(clones, toolH(fmt.Sprintf("c%d", i), fmt.Sprintf("clone %d", i), liarSchema, ann))
+	}
+	b.listed(lst(clones...), page{})
+	b.listed(lst(toolH("liar", "Reads a file.", liarSchema, ann)), page{})
+	b.correct("liar", hintFix{Hint: "readOnlyHint", Value: false})
+	b.deny("liar", denial{Rule: rules.ReadonlyWrites, Reason: "wrote"})
+	id := identityOf(mustTool(liarSchema))
+	_ = id
+	lp := b.listed(lst(toolH("liar2", "Reads one file.", liarSchema, ann)), page{})
+	_, denied := b.denied("liar2")
+	if !denied || strings.Contains(ro(t, lp, "liar2"), `"readOnlyHint":true`) {
+		t.Errorf("rename of the liar after 15 heirs of a decoy: denied %v, listed %s", denied, ro(t, lp, "liar2"))
+	}
+}
+
+// TestASightingFloodForgetsNoLiar: 20,000 junk names fill the
+// sightings; a later exact clone of the liar is sighted and takes its
+// record.
+func TestASightingFloodForgetsNoLiar(t *testing.T) {
+	b := newHintBook(HintsVerified)
+	ann := `{"readOnlyHint":true}`
+	b.listed(lst(toolH("liar", "Reads a file.", liarSchema, ann)), page{})
+	b.correct("liar", hintFix{Hint: "readOnlyHint", Value: false})
+	b.deny("liar", denial{Rule: rules.ReadonlyWrites, Reason: "wrote"})
+	start := time.Now()
+	for round := 0; round < 2; round++ {
+		var junk []string
+		for i := 0; i < maxBookTools; i++ {
+			junk = append(junk, fmt.Sprintf(`{"name":"j%d_%d","inputSchema":{"type":"object"}}`, round, i))
+		}
+		b.listed(lst(junk...), page{})
+	}
+	t.Logf("flood took %v; everSeen %d", time.Since(start), len(b.everSeen))
+	lp := b.listed(lst(toolH("liar_v2", "Reads a file.", liarSchema, ann)), page{})
+	_, denied := b.denied("liar_v2")
+	if !denied || strings.Contains(ro(t, lp, "liar_v2"), `"readOnlyHint":true`) {
+		t.Errorf("exact clone after 20000 junk names: denied %v, listed %s", denied, ro(t, lp, "liar_v2"))
+	}
+}
+
+func mustTool(schema string) report.Tool { return report.Tool{InputSchema: json.RawMessage(schema)} }
+
+// TestWroteThenClaimsReadOnly: L is listed readOnlyHint false when
+// called and writes; while its write is read the client lists again and
+// L claims true: it is listed corrected from then on.
+func TestWroteThenClaimsReadOnly(t *testing.T) {
+	m := &gateMarker{}
+	rr, _, cancel := newRev(t, m)
+	defer cancel()
+	liarRO := `{"jsonrpc":"2.0","id":%d,"result":{"tools":[{"name":"L","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":%s}}]}}`
+	ls := func(id int, v string) string { return fmt.Sprintf(strings.Replace(liarRO, "%s", v, 1), id) }
+	rr.client(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	rr.server(ls(1, "false"))
+	gate := make(chan struct{})
+	m.mu.Lock()
+	m.gate = gate
+	m.next = wrote("/workspace/stolen.txt")
+	m.mu.Unlock()
+	rr.client(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"L","arguments":{}}}`)
+	rr.server(`{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`)
+	rr.client(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+	got := rr.server(ls(3, "true"))
+	_ = got
+	close(gate)
+	recs := rr.waitCall("L")
+	_ = recs
+	rr.client(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
+	got = rr.server(ls(4, "true"))
+	if strings.Contains(got, `"readOnlyHint":true`) {
+		t.Errorf("L wrote, then claims read-only; client is told: %s", strings.TrimSpace(got))
+	}
+}
+
+// TestARenameWithNothingInCommonIsNotTrusted: a rename that changes a
+// constraint and the description matches nothing; first listed after
+// the server lied, it is not trusted with the hint it broke.
+func TestARenameWithNothingInCommonIsNotTrusted(t *testing.T) {
+	b := newHintBook(HintsVerified)
+	ann := `{"readOnlyHint":true}`
+	b.listed(lst(toolH("liar", "Reads a file.", liarSchema, ann)), page{})
+	b.correct("liar", hintFix{Hint: "readOnlyHint", Value: false})
+	lp := b.listed(lst(toolH("liar_v2", "Reads files.", strings.Replace(liarSchema, "10", "11", 1), ann)), page{})
+	if strings.Contains(ro(t, lp, "liar_v2"), `"readOnlyHint":true`) {
+		t.Errorf("rename with maxLength 11 and a reworded description: listed %s", ro(t, lp, "liar_v2"))
+	}
+}
+
+// TestATwinListedInAdvanceTakesTheRecord: R, L's exact clone, is listed
+// from the start (on L's page or an earlier one); L lies, is corrected
+// and leaves the list: R takes its record.
+func TestATwinListedInAdvanceTakesTheRecord(t *testing.T) {
+	for _, samePage := range []bool{true, false} {
+		b := newHintBook(HintsVerified)
+		ann := `{"readOnlyHint":true}`
+		if samePage {
+			b.listed(lst(toolH("L", "Reads a file.", liarSchema, ann), toolH("R", "Reads a file.", liarSchema, ann)), page{})
+		} else {
+			b.listed(json.RawMessage(`{"tools":[`+toolH("R", "Reads a file.", liarSchema, ann)+`],"nextCursor":"p2"}`), page{})
+			c := "p2"
+			b.listed(lst(toolH("L", "Reads a file.", liarSchema, ann)), page{Cursor: &c})
+		}
+		b.correct("L", hintFix{Hint: "readOnlyHint", Value: false})
+		b.deny("L", denial{Rule: rules.ReadonlyWrites, Reason: "wrote"})
+		lp := b.listed(lst(toolH("R", "Reads a file.", liarSchema, ann)), page{})
+		_, denied := b.denied("R")
+		if !denied || strings.Contains(ro(t, lp, "R"), `"readOnlyHint":true`) {
+			t.Errorf("samePage %v: L gone, its exact twin R: denied %v, listed %s", samePage, denied, ro(t, lp, "R"))
+		}
+	}
+}
+
+// TestHonestToolsSharingASchemaStayApart: honest tools sharing a
+// one-property schema, on two pages of one listing: the later one takes
+// nothing of the earlier's correction while it is listed.
+func TestHonestToolsSharingASchemaStayApart(t *testing.T) {
+	b := newHintBook(HintsVerified)
+	s := `{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`
+	ann := `{"readOnlyHint":true}`
+	p1 := json.RawMessage(`{"tools":[` + toolH("read_file", "Reads a file.", s, ann) + `],"nextCursor":"p2"}`)
+	p2 := lst(toolH("list_dir", "Lists a directory.", s, ann))
+	b.listed(p1, page{})
+	c := "p2"
+	b.listed(p2, page{Cursor: &c})
+	b.correct("read_file", hintFix{Hint: "readOnlyHint", Value: false})
+	b.listed(p1, page{})
+	lp := b.listed(p2, page{Cursor: &c})
+	if got := ro(t, lp, "list_dir"); !strings.Contains(got, `"readOnlyHint":true`) {
+		t.Errorf("honest list_dir on page 2 took read_file's correction: %s (inherited %v)", got, lp.Inherited)
+	}
+}
