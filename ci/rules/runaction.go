@@ -62,6 +62,23 @@ type RunPolicy struct {
 	// claims it, under any name, is refused (0: DefaultDenyServerAfter).
 	// A stretch of the session (a call, a phase) counts once.
 	DenyServerAfter int `json:"denyServerAfter,omitempty" yaml:"denyServerAfter"`
+	// Requests maps a method the server may send the client on its own
+	// (globs: "sampling/createMessage", "elicitation/*",
+	// "notifications/message") to log (the default) or deny: refused,
+	// the client is not asked (the server gets an error) or not told.
+	Requests map[string]Action `json:"requests,omitempty" yaml:"requests"`
+}
+
+// RequestAction is the action for a message of method the server sends
+// the client: the strictest glob's (log when none matches).
+func (p RunPolicy) RequestAction(method string) Action {
+	best := ActionLog
+	for g, a := range p.Requests {
+		if glob(g, method) && a > best {
+			best = a
+		}
+	}
+	return best
 }
 
 // DefaultDenyServerAfter is deny-server-after when the policy sets none:
@@ -85,6 +102,11 @@ func (p RunPolicy) Action(rule, tool string) (Action, bool) {
 }
 
 func (p RunPolicy) check() error {
+	for g, a := range p.Requests {
+		if a != ActionLog && a != ActionDeny {
+			return fmt.Errorf("run: requests %q: %s (want log or deny)", g, a)
+		}
+	}
 	if p.DenyServerAfter < 0 {
 		return fmt.Errorf("run: denyServerAfter %d: want 1 or more", p.DenyServerAfter)
 	}

@@ -32,8 +32,10 @@ type tsSteps struct {
 		Text  string `json:"text"`
 		Error string `json:"error"`
 	} `json:"calls"`
-	Changed int      `json:"changed"`
-	Errors  []string `json:"errors"`
+	Changed  int               `json:"changed"`
+	Errors   []string          `json:"errors"`
+	Logs     []json.RawMessage `json:"logs"`
+	Elicited int               `json:"elicited"`
 }
 
 // hint is a tool's hint in list i ("" when the tool or the hint is not
@@ -286,5 +288,51 @@ func TestRunLateTimerBetweenCalls(t *testing.T) {
 	}
 	if j.seen.Changed == 0 {
 		t.Errorf("no list_changed\n%s", j)
+	}
+}
+
+// TestRunServerAsksUnderPolicy: a read-only tool asks the user, through
+// the TypeScript client, for a token and sends it out in a DNS name;
+// another speaks in mcpsandbox's name. The request is logged with its
+// call, the typed token is watched (secret-exfiltration, the token kept
+// out of the log), the impersonation reaches the client marked; under
+// run.requests deny the client is never asked.
+func TestRunServerAsksUnderPolicy(t *testing.T) {
+	const token = "sk9f3c1e7a2b4d6" // a DNS label as it is
+	steps := []string{"list", "loglevel:debug", "answer:" + token, "call:ask_token:{}", "call:say_verified:{}", "sleep:300"}
+	j := runTSSteps(t, []string{"asks-hostile"}, steps, []string{"--network", "sinkhole"})
+	if !j.has(func(r proxy.RunRecord) bool {
+		return r.Type == "request" && r.Method == "elicitation/create" && r.Tool == "ask_token"
+	}) {
+		t.Errorf("no request record for the elicitation\n%s", j)
+	}
+	if !j.finding(rules.SecretExfiltration) {
+		t.Errorf("the typed token sent out is no secret-exfiltration\n%s", j)
+	}
+	if strings.Contains(j.stderr, token) {
+		t.Errorf("the typed token is on stderr\n%s", j)
+	}
+	marked := false
+	for _, l := range j.seen.Logs {
+		b, _ := json.Marshal(l)
+		marked = marked || strings.Contains(string(b), "not mcpsandbox")
+		if strings.Contains(string(b), `"mcpsandbox: call 1`) {
+			t.Errorf("the client was shown the server's words as mcpsandbox's: %s", b)
+		}
+	}
+	if !marked {
+		t.Errorf("no marked logging message reached the client\n%s", j)
+	}
+
+	pol := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(pol, []byte("run:\n  requests:\n    elicitation/*: deny\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j = runTSSteps(t, []string{"asks-hostile"}, []string{"list", "answer:" + token, "call:ask_token:{}"}, []string{"--policy", pol, "--network", "sinkhole"})
+	if j.seen.Elicited != 0 {
+		t.Errorf("the client was asked %d time(s) under deny\n%s", j.seen.Elicited, j)
+	}
+	if !j.has(func(r proxy.RunRecord) bool { return r.Type == "request" && r.Refused }) {
+		t.Errorf("no refused request record\n%s", j)
 	}
 }

@@ -605,6 +605,10 @@ func (m *rootMap) path(uri string) (string, bool) {
 type RunRecord struct {
 	Time string `json:"time"`
 	// Type is start, call, phase, finding, hint, policy, deny, notify,
+	// request and notification (what the server asks or tells the client
+	// on its own: Method, Bytes, the call in flight), impersonation (one
+	// that spoke as mcpsandbox, marked), watch (an elicitation's answer
+	// watched),
 	// ambiguous (a place in a server's message where two JSON readers
 	// part: Kind, Method, Tool, Path, Key, Detail), drop (a message of the
 	// server's not passed on: an answer to no request of the client's, a
@@ -643,6 +647,16 @@ type RunRecord struct {
 	Key     string `json:"key,omitempty"`
 	Detail  string `json:"detail,omitempty"`
 	Refused bool   `json:"refused,omitempty"`
+	// Bytes is the size of a message the server sent the client on its
+	// own (type request or notification).
+	Bytes int `json:"bytes,omitempty"`
+}
+
+func (l *runLog) placeholders() []report.Placeholder {
+	if l.redact == nil {
+		return nil
+	}
+	return l.redact()
 }
 
 // runLog writes the records, and a short human line for each (stderr,
@@ -653,8 +667,9 @@ type runLog struct {
 	human io.Writer // nil: quiet
 	// Hook, if set, sees each record once written (tests wait on it).
 	hook func(RunRecord)
-	// redact keeps the watched secrets' values out of what is written.
-	redact []report.Placeholder
+	// redact keeps the watched values out of what is written (nil:
+	// none is watched).
+	redact func() []report.Placeholder
 }
 
 func (l *runLog) record(r RunRecord, human string) {
@@ -666,11 +681,11 @@ func (l *runLog) record(r RunRecord, human string) {
 	defer l.mu.Unlock()
 	if l.jsonl != nil {
 		if b, err := json.Marshal(r); err == nil {
-			l.jsonl.Write(append([]byte(report.RedactJSON(string(b), l.redact)), '\n'))
+			l.jsonl.Write(append([]byte(report.RedactJSON(string(b), l.placeholders())), '\n'))
 		}
 	}
 	if l.human != nil && human != "" {
-		fmt.Fprintf(l.human, "mcpsandbox: %s\n", report.Printable(report.RedactString(human, l.redact)))
+		fmt.Fprintf(l.human, "mcpsandbox: %s\n", report.Printable(report.RedactString(human, l.placeholders())))
 	}
 	if l.hook != nil {
 		l.hook(r)

@@ -57,6 +57,9 @@ type relayOptions struct {
 	// Secrets names the watched secrets in data (nil: none): a result that
 	// holds one is a disclosure (secret-disclosed).
 	Secrets func(data string) []string
+	// Watch, if set, is where the values the user types into the
+	// server's elicitations are watched (Secrets then finds them too).
+	Watch *watchSet
 	// Drain bounds how long, once the client has closed its stdin, the
 	// server's last messages are passed on (default sandbox.ExitGrace).
 	Drain time.Duration
@@ -106,6 +109,13 @@ type relay struct {
 	drops       atomic.Int64
 	// inheritLogged counts the tools logged as taking a record.
 	inheritLogged atomic.Int64
+	// asked counts the server's messages to the client by method (see
+	// serverAsks), elicits the values watched from elicitations.
+	asked   map[string]int
+	elicits int
+	// inputs are the methods of the input requests a call's result asked
+	// for (protocol 2026-07-28 on), by id, for the client's answers.
+	inputs map[string]string
 
 	calls *tracker
 	// called are the tools called, once each (judge.go); broken counts
@@ -163,7 +173,7 @@ func newRelay(m marker, opts relayOptions) *relay {
 		opts.Drain = sandbox.ExitGrace
 	}
 	r := &relay{opts: opts, m: m, log: opts.Log, book: newHintBook(opts.Hints), pending: newPendingSet(), fromSrv: map[string]string{},
-		stripLogged: map[string]bool{}, broken: map[string]int{}, scratch: map[string]bool{}}
+		stripLogged: map[string]bool{}, broken: map[string]int{}, scratch: map[string]bool{}, asked: map[string]int{}, inputs: map[string]string{}}
 	if opts.MaxTools > 0 && opts.MaxTools < r.book.bound {
 		r.book.bound = opts.MaxTools
 	}
@@ -361,6 +371,9 @@ func (r *relay) fromClient(ctx context.Context, line []byte) {
 				req.call.Declared = &t
 			}
 		}
+		if len(h.Params) > 0 && bytes.Contains(h.Params, []byte(`"inputResponses"`)) {
+			r.inputResponses(h.Params)
+		}
 		if r.opts.Roots != nil && len(h.Params) > 0 && bytes.Contains(h.Params, []byte(`"inputResponses"`)) {
 			if p, changed := r.opts.Roots.translateInputs(h.Params); changed {
 				if out, err := wire.ReplaceMember(line, "params", p); err == nil {
@@ -401,6 +414,9 @@ func (r *relay) fromClient(ctx context.Context, line []byte) {
 		method := r.fromSrv[key]
 		delete(r.fromSrv, key)
 		r.mu.Unlock()
+		if method == "elicitation/create" && len(h.Result) > 0 {
+			r.elicited(h.Result)
+		}
 		if method == "roots/list" && r.opts.Roots != nil && len(h.Result) > 0 {
 			if res, changed := r.opts.Roots.translate(h.Result); changed {
 				if out, err := replaceResult(line, res); err == nil {
@@ -451,6 +467,9 @@ func (r *relay) fromServer(ctx context.Context, line []byte, amb lineAmb, rawID 
 		r.drop(h.ID, "a message whose method is empty")
 		return
 	case method != "" && h.hasID():
+		if r.serverAsks(line, h, method) {
+			return
+		}
 		r.mu.Lock()
 		if len(r.fromSrv) < maxServerRequests {
 			r.fromSrv[pendingKey(h.ID)] = method
@@ -459,7 +478,9 @@ func (r *relay) fromServer(ctx context.Context, line []byte, amb lineAmb, rawID 
 		r.toClient(line)
 		return
 	case method != "":
-		r.toClient(line)
+		if out, pass := r.serverTells(line, h, method); pass {
+			r.toClient(out)
+		}
 		return
 	case !h.hasID():
 		if len(h.Result) == 0 && len(h.Error) == 0 {
@@ -517,6 +538,9 @@ func (r *relay) fromServer(ctx context.Context, line []byte, amb lineAmb, rawID 
 		// the startup is judged all the same (its handshake's effects
 		// are then the call's).
 		r.startupOnce(ctx)
+		if len(h.Result) > 0 && bytes.Contains(h.Result, []byte(`"inputRequests"`)) {
+			line = r.inputRequests(line, h, req.call)
+		}
 		// The call ends before the client has the answer, so that a
 		// call it makes on reading it is not taken for an overlap; the
 		// answer goes before the effects are read.

@@ -97,11 +97,11 @@ type RunResult struct {
 // then the container is stopped and removed (teardown: see endRun) and
 // the log has the last record.
 func Run(ctx context.Context, cli sandbox.Engine, opts RunOptions) (RunResult, error) {
-	so, roots, err := opts.sessionOptions()
+	so, roots, watch, err := opts.sessionOptions()
 	if err != nil {
 		return RunResult{}, err
 	}
-	log := &runLog{jsonl: opts.Log, human: opts.Notice, hook: opts.OnRecord, redact: so.Placeholders}
+	log := &runLog{jsonl: opts.Log, human: opts.Notice, hook: opts.OnRecord, redact: watch.placeholders}
 	named, err := opts.startNamed(so)
 	if err != nil {
 		return RunResult{}, err
@@ -149,7 +149,7 @@ func Run(ctx context.Context, cli sandbox.Engine, opts RunOptions) (RunResult, e
 		verd.Policy.AllowedHosts = append(verd.Policy.AllowedHosts, h.Host)
 	}
 	r := newRelay(m, relayOptions{Hints: opts.Hints, Verdict: verd, Preload: opts.Preload, PhaseInterval: max(interval, 0),
-		StaleAfter: opts.StaleAfter, Secrets: so.Secrets, Roots: roots, Log: log, Expect: s.ExpectAnswer, Answered: s.Answered,
+		StaleAfter: opts.StaleAfter, Secrets: so.Secrets, Watch: watch, Roots: roots, Log: log, Expect: s.ExpectAnswer, Answered: s.Answered,
 		MaxTools: so.Bounds.WithDefaults().MaxTools, Notes: notes, Startup: startup, StartBound: so.StartTimeout})
 	why := r.run(ctx, opts.Stdin, opts.Stdout, stdio.Reader, stdio.Writer)
 	switch {
@@ -241,28 +241,26 @@ func namedEnded(n *runs.Named, s *sandbox.Session, log *runLog) {
 	log.record(RunRecord{Type: "kept", Message: n.Name(), Container: k.Container}, msg)
 }
 
-// sessionOptions are the session's options for a run, and the roots to
-// translate (nil: none).
-func (o RunOptions) sessionOptions() (sandbox.SessionOptions, *rootMap, error) {
+// sessionOptions are the session's options for a run, the roots to
+// translate (nil: none) and the values watched as honeytokens.
+func (o RunOptions) sessionOptions() (sandbox.SessionOptions, *rootMap, *watchSet, error) {
 	so := o.Session
 	if so.RunID == "" {
 		so.RunID = label.NewRunID()
 	}
 	if o.Stdin == nil || o.Stdout == nil {
-		return so, nil, errors.New("run: no client stream")
+		return so, nil, nil, errors.New("run: no client stream")
 	}
-	secrets, placeholders, err := watched(so.Env, o.Secrets)
+	w, err := watched(so.Env, o.Secrets)
 	if err != nil {
-		return so, nil, err
+		return so, nil, nil, err
 	}
-	if secrets != nil {
-		so.Secrets, so.Placeholders = secrets, placeholders
-	}
+	so.Secrets, so.Placeholders = w.find, w.placeholders()
 	var roots *rootMap
 	if so.Workspace != "" {
 		abs, err := filepath.Abs(so.Workspace)
 		if err != nil {
-			return so, nil, fmt.Errorf("run: the workspace: %w", err)
+			return so, nil, nil, fmt.Errorf("run: the workspace: %w", err)
 		}
 		if real, err := filepath.EvalSymlinks(abs); err == nil {
 			abs = real
@@ -272,47 +270,32 @@ func (o RunOptions) sessionOptions() (sandbox.SessionOptions, *rootMap, error) {
 			// copy-on-write, its changes effects in the workspace's scope
 			// (samePathMarker).
 			if so.Package != "" {
-				return so, nil, &sandbox.InfraError{Cause: "--same-path and --package together", Fix: "mount the server's code with --mount"}
+				return so, nil, nil, &sandbox.InfraError{Cause: "--same-path and --package together", Fix: "mount the server's code with --mount"}
 			}
 			so.Package, so.PackageTarget, so.Workspace = abs, abs, ""
 		} else {
 			roots = &rootMap{Host: abs, Target: overlay.Workspace}
 		}
 	}
-	return so, roots, nil
+	return so, roots, w, nil
 }
 
-// watched is the honeytoken check of the secrets named: the names whose
-// values data holds; and the placeholders that keep the values out of
-// the log. nil when none is named.
-func watched(env, names []string) (func(string) []string, []report.Placeholder, error) {
-	if len(names) == 0 {
-		return nil, nil, nil
-	}
-	var ps []report.Placeholder
-	values := map[string]string{}
+// watched is the watch set of the secrets named, with their values
+// (empty when none is named: elicitations' answers join it later).
+func watched(env, names []string) (*watchSet, error) {
+	w := newWatchSet()
 	for _, n := range names {
 		i := slices.IndexFunc(env, func(e string) bool { return strings.HasPrefix(e, n+"=") })
 		if i < 0 {
-			return nil, nil, &sandbox.InfraError{Cause: fmt.Sprintf("--secret %s: the server is given no %s", n, n), Fix: "pass it with --env " + n + " (the host's value) or --env " + n + "=VALUE"}
+			return nil, &sandbox.InfraError{Cause: fmt.Sprintf("--secret %s: the server is given no %s", n, n), Fix: "pass it with --env " + n + " (the host's value) or --env " + n + "=VALUE"}
 		}
 		v := env[i][len(n)+1:]
 		if len(v) < minSecret {
-			return nil, nil, &sandbox.InfraError{Cause: fmt.Sprintf("--secret %s: a value of %d bytes is too short to watch (it would be found everywhere)", n, len(v)), Fix: fmt.Sprintf("watch values of %d bytes or more", minSecret)}
+			return nil, &sandbox.InfraError{Cause: fmt.Sprintf("--secret %s: a value of %d bytes is too short to watch (it would be found everywhere)", n, len(v)), Fix: fmt.Sprintf("watch values of %d bytes or more", minSecret)}
 		}
-		values[n] = v
-		ps = append(ps, report.Placeholder{Value: v, Role: "<" + n + ">"})
+		w.add(n, v)
 	}
-	return func(data string) []string {
-		var out []string
-		for n, v := range values {
-			if strings.Contains(data, v) {
-				out = append(out, n)
-			}
-		}
-		slices.Sort(out)
-		return out
-	}, ps, nil
+	return w, nil
 }
 
 // minSecret is the shortest value --secret watches.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/ci/rules"
+	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
 )
 
 func lst(tools ...string) json.RawMessage {
@@ -179,12 +180,17 @@ type revRelay struct {
 }
 
 func newRev(t *testing.T, m marker) (*revRelay, *relay, func()) {
+	return newRevOpts(t, m, relayOptions{})
+}
+
+func newRevOpts(t *testing.T, m marker, opts relayOptions) (*revRelay, *relay, func()) {
 	c2rR, c2rW := io.Pipe()
 	r2cR, r2cW := io.Pipe()
 	r2sR, r2sW := io.Pipe()
 	s2rR, s2rW := io.Pipe()
 	recs := make(chan RunRecord, 1024)
-	rl := newRelay(m, relayOptions{Log: &runLog{hook: func(r RunRecord) { recs <- r }}})
+	opts.Log = &runLog{hook: func(r RunRecord) { recs <- r }}
+	rl := newRelay(m, opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	go rl.run(ctx, c2rR, r2cW, s2rR, r2sW)
 	return &revRelay{t: t, c2s: c2rW, s2r: s2rW, srv: bufio.NewReader(r2sR), cli: bufio.NewReader(r2cR), recs: recs}, rl, cancel
@@ -409,5 +415,51 @@ func TestHonestToolsSharingASchemaStayApart(t *testing.T) {
 	lp := b.listed(p2, page{Cursor: &c})
 	if got := ro(t, lp, "list_dir"); !strings.Contains(got, `"readOnlyHint":true`) {
 		t.Errorf("honest list_dir on page 2 took read_file's correction: %s (inherited %v)", got, lp.Inherited)
+	}
+}
+
+// TestRelayInputRequests: from 2026-07-28 on the server asks the client
+// in a call's result (inputRequests), and the client answers in the
+// retried call (inputResponses): each request is logged with its call,
+// an elicitation's answer is watched, and a kind the policy refuses ends
+// the call with an error.
+func TestRelayInputRequests(t *testing.T) {
+	const token = "hunter2-typed-in-2026"
+	asks := `{"jsonrpc":"2.0","id":%d,"result":{"resultType":"input_required","inputRequests":{"e1":{"method":"elicitation/create","params":{"message":"token?"}}},"requestState":"s"}}`
+	for _, deny := range []bool{false, true} {
+		w := newWatchSet()
+		var pol rules.Policy
+		if deny {
+			pol.Run.Requests = map[string]rules.Action{"elicitation/create": rules.ActionDeny}
+		}
+		rr, _, cancel := newRevOpts(t, &gateMarker{}, relayOptions{Watch: w, Verdict: verdict.Config{Policy: pol}})
+		rr.client(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"T","arguments":{}}}`)
+		got := rr.server(fmt.Sprintf(asks, 1))
+		if deny {
+			if !strings.Contains(got, `"error"`) || !strings.Contains(got, "elicitation/create") {
+				t.Errorf("refused: the client got %s", got)
+			}
+			cancel()
+			continue
+		}
+		if !strings.Contains(got, "inputRequests") {
+			t.Errorf("the client got %s", got)
+		}
+		rr.client(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"T","arguments":{},"inputResponses":{"e1":{"action":"accept","content":{"token":"` + token + `"}}},"requestState":"s"}}`)
+		rr.server(`{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`)
+		var req, watch bool
+		for end := time.After(5 * time.Second); !(req && watch); {
+			select {
+			case r := <-rr.recs:
+				req = req || (r.Type == "request" && r.Method == "elicitation/create" && r.Seq == 1)
+				watch = watch || r.Type == "watch"
+			case <-end:
+				t.Fatalf("request record %v, watch record %v", req, watch)
+			}
+		}
+		if got := w.find(token); len(got) != 1 {
+			t.Errorf("the answer is not watched: %v", got)
+		}
+		cancel()
 	}
 }

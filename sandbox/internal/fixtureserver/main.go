@@ -147,6 +147,7 @@ func main() {
 	addLateTools(s, func(tool string) bool { return sets[lateHostile] || sets[tool] })
 	addLegTools(s, func(tool string) bool { return sets[tool] })
 	addRename(s, sets[renameHostile])
+	addAsksHostile(s, sets[asksHostile])
 	addWary(s, sets["wary"])
 	addCoverageTools(s, sets["coverage"])
 	if sets["disk"] {

@@ -9,11 +9,15 @@
 //	callany:PREFIX:JSON  the same, called or not
 //	changed:MS           wait for the next list_changed, at most MS
 //	sleep:MS             wait MS
+//	answer:VALUE         answer the next elicitations with {"token": VALUE}
+//	loglevel:LEVEL       ask for the server's logging messages
 //
+// It records the server's logging messages (logs) and the elicitations
+// it was asked (elicited).
 //	TSCLIENT {"lists":[[{"name":...,"annotations":...}]],"calls":[{"name":...,"text":...,"error":...}],"changed":N,"errors":[...]}
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
-import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ToolListChangedNotificationSchema, ElicitRequestSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 class StdioPipe {
   constructor() {
@@ -45,15 +49,21 @@ class StdioPipe {
   }
 }
 
-const out = { lists: [], calls: [], changed: 0, errors: [] };
+const out = { lists: [], calls: [], changed: 0, errors: [], logs: [], elicited: 0 };
 const done = () => {
   process.stderr.write('TSCLIENT ' + JSON.stringify(out) + '\n');
   process.exit(0);
 };
 setTimeout(() => { out.errors.push('timed out'); done(); }, 90000).unref();
 
-const client = new Client({ name: 'tsclient', version: '1.0.0' }, { capabilities: {} });
+const client = new Client({ name: 'tsclient', version: '1.0.0' }, { capabilities: { elicitation: {} } });
 client.onerror = (err) => out.errors.push(String(err));
+let answer = null;
+client.setRequestHandler(ElicitRequestSchema, async () => {
+  out.elicited++;
+  return answer === null ? { action: 'decline' } : { action: 'accept', content: { token: answer } };
+});
+client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => out.logs.push(n.params));
 let waiting = [];
 client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
   out.changed++;
@@ -104,6 +114,12 @@ try {
         break;
       case 'sleep':
         await sleep(Number(a));
+        break;
+      case 'answer':
+        answer = a;
+        break;
+      case 'loglevel':
+        await client.setLoggingLevel(a);
         break;
     }
   }
