@@ -75,6 +75,8 @@ func runFlags(fs *pflag.FlagSet, stderr io.Writer) (*proxy.RunOptions, func() er
 	verbose := fs.BoolP("verbose", "v", false, "also print the sandbox's progress to stderr")
 	fs.DurationVar(&opts.StaleAfter, "stale-after", proxy.DefaultStaleAfter, "a call the server has not answered for this long is ended for its effects (its answer, later, still goes to the client); negative: never")
 	fs.DurationVar(&opts.PhaseInterval, "phase-interval", proxy.DefaultPhaseInterval, "between calls, how often what the server does on its own is collected as a phase; negative: only at the end")
+	fs.IntVar(&opts.ClientQueue, "client-queue", proxy.DefaultClientQueue, "messages that may wait for the client to read them; a server that sends more ends the session (a flood problem)")
+	fs.Int64Var(&opts.ClientQueueBytes, "client-queue-bytes", proxy.DefaultClientQueueBytes, "bytes that may wait for the client to read them (as --client-queue)")
 	fs.StringVar(&opts.Name, "name", "", "name of the run (default: the time and the command): its container is kept, stopped, until 'mcpsandbox clean NAME'; 'changes NAME' lists what it changed in the --workspace, 'apply NAME' writes it to the host")
 	rm := fs.Bool("rm", false, "remove the container when the run ends: no named run is kept (its workspace changes are lost)")
 	return opts, func() error {

@@ -58,8 +58,14 @@ func (r *relay) noteAsk(kind, method string, id json.RawMessage, size int, refus
 	if refused {
 		human += ", refused by policy"
 	}
+	switch {
+	case n == maxAsksShown:
+		human += fmt.Sprintf(" (further %s are in the log only)", report.OneLine(method))
+	case n > maxAsksShown:
+		human = ""
+	}
 	if n == maxAsksLogged {
-		human += fmt.Sprintf(" (further %s are counted, not logged)", report.OneLine(method))
+		human = fmt.Sprintf("further %s are counted, not logged", report.OneLine(method))
 	}
 	r.log.record(RunRecord{Type: kind, Seq: seq, Tool: tool, Method: method, ID: id, Bytes: size, Refused: refused}, human)
 }
@@ -239,8 +245,10 @@ func (r *relay) inputResponses(params json.RawMessage) {
 }
 
 // maxAsksLogged bounds the records of one method the server sends the
-// client; maxAskMethods the methods counted.
+// client; maxAskMethods the methods logged.
 const (
 	maxAsksLogged = 256
 	maxAskMethods = 64
+	// maxAsksShown of each method are on stderr too.
+	maxAsksShown = 8
 )

@@ -77,6 +77,11 @@ type relayOptions struct {
 	// Notes are the ambiguities the session's filter met in the lines
 	// before the relay reads them (nil: none is told).
 	Notes *ambNotes
+	// ClientQueue and ClientQueueBytes bound the messages waiting for
+	// the client to read them (defaults DefaultClientQueue,
+	// DefaultClientQueueBytes): past either the session ends (flood).
+	ClientQueue      int
+	ClientQueueBytes int64
 	// Startup are the session's phases before the handshake (the
 	// sandbox's startup), judged with the handshake's (see startupOnce).
 	Startup []report.Phase
@@ -94,7 +99,10 @@ type relay struct {
 	log  *runLog
 
 	clientMu  sync.Mutex
-	clientOut io.Writer
+	clientQ   *clientQueue
+	floodOnce sync.Once
+	// end ends the session (set by run).
+	end       func(error)
 	serverMu  sync.Mutex
 	serverOut io.Writer
 
@@ -191,10 +199,11 @@ var (
 // ends, then waits for the effects being collected; the calls still
 // unanswered are logged as such. It returns why it ended.
 func (r *relay) run(ctx context.Context, clientIn io.Reader, clientOut io.Writer, serverIn io.Reader, serverOut io.Writer) error {
-	r.clientOut, r.serverOut = clientOut, serverOut
-	r.preload()
+	r.clientQ, r.serverOut = newClientQueue(clientOut, r.opts.ClientQueue, r.opts.ClientQueueBytes), serverOut
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	r.end = cancel
+	r.preload()
 	clientDone, serverDone := make(chan error, 1), make(chan error, 1)
 	go func() { clientDone <- r.readClient(ctx, clientIn) }()
 	go func() { serverDone <- r.readServer(ctx, serverIn) }()
@@ -234,6 +243,9 @@ func (r *relay) run(ctx context.Context, clientIn io.Reader, clientOut io.Writer
 			fmt.Sprintf("call %d %s: no answer before the session ended; its effects are the teardown's", c.Seq, quoteTool(c.Tool)))
 	}
 	r.dropsSummary()
+	if !r.clientQ.finish(r.opts.Drain) {
+		r.log.record(RunRecord{Type: "problem", Reason: "client-unread", Message: "the client did not read the last messages within the drain: dropped"}, "client-unread: the client did not read the last messages within the drain")
+	}
 	return why
 }
 
@@ -315,10 +327,18 @@ func (h head) method() string {
 	return *h.Method
 }
 
+// toClient queues line for the client; a server that fills the queue
+// ends the session (a flood problem).
 func (r *relay) toClient(line []byte) {
 	r.clientMu.Lock()
 	defer r.clientMu.Unlock()
-	r.clientOut.Write(line)
+	if err := r.clientQ.put(line); err != nil {
+		r.floodOnce.Do(func() {
+			msg := fmt.Sprintf("%s: %d messages or %d bytes wait for the client to read them; the session is ended", err, cap(r.clientQ.ch), r.clientQ.maxBytes)
+			r.log.record(RunRecord{Type: "problem", Reason: "flood", Message: msg}, "flood: "+msg)
+			r.end(err)
+		})
+	}
 }
 
 func (r *relay) toServer(line []byte) {

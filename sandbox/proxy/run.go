@@ -73,6 +73,12 @@ type RunOptions struct {
 	Name string
 	// Store is where a named run is recorded (zero: runs.DefaultStore).
 	Store runs.Store
+	// ClientQueue and ClientQueueBytes bound the messages waiting for the
+	// client to read them (defaults DefaultClientQueue and
+	// DefaultClientQueueBytes): a server that fills the queue ends the
+	// session with a flood problem, and run never blocks on the client.
+	ClientQueue      int
+	ClientQueueBytes int64
 }
 
 // DefaultPhaseInterval is how often run collects, between calls, what the
@@ -150,7 +156,8 @@ func Run(ctx context.Context, cli sandbox.Engine, opts RunOptions) (RunResult, e
 	}
 	r := newRelay(m, relayOptions{Hints: opts.Hints, Verdict: verd, Preload: opts.Preload, PhaseInterval: max(interval, 0),
 		StaleAfter: opts.StaleAfter, Secrets: so.Secrets, Watch: watch, Roots: roots, Log: log, Expect: s.ExpectAnswer, Answered: s.Answered,
-		MaxTools: so.Bounds.WithDefaults().MaxTools, Notes: notes, Startup: startup, StartBound: so.StartTimeout})
+		MaxTools: so.Bounds.WithDefaults().MaxTools, Notes: notes, Startup: startup, StartBound: so.StartTimeout,
+		ClientQueue: opts.ClientQueue, ClientQueueBytes: opts.ClientQueueBytes})
 	why := r.run(ctx, opts.Stdin, opts.Stdout, stdio.Reader, stdio.Writer)
 	switch {
 	case ctx.Err() != nil:

@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -462,4 +463,44 @@ func TestRelayInputRequests(t *testing.T) {
 		}
 		cancel()
 	}
+}
+
+// TestRelayCutsOffAFlood: a server that sends a client that does not
+// read (it is busy writing to us) more than the client queue holds ends
+// the session with a flood problem; the relay never blocks on it.
+func TestRelayCutsOffAFlood(t *testing.T) {
+	c2rR, c2rW := io.Pipe()
+	_, r2cW := io.Pipe() // nobody reads what the relay writes to the client
+	r2sR, r2sW := io.Pipe()
+	s2rR, s2rW := io.Pipe()
+	recs := make(chan RunRecord, 1024)
+	rl := newRelay(&gateMarker{}, relayOptions{ClientQueue: 50, Drain: 100 * time.Millisecond, Log: &runLog{hook: func(r RunRecord) { recs <- r }}})
+	done := make(chan error, 1)
+	go func() { done <- rl.run(context.Background(), c2rR, r2cW, s2rR, r2sW) }()
+	go io.Copy(io.Discard, r2sR)
+	go func() {
+		for i := 0; i < 10000; i++ {
+			if _, err := fmt.Fprintf(s2rW, `{"jsonrpc":"2.0","id":"p%d","method":"ping"}`+"\n", i); err != nil {
+				return
+			}
+		}
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, errFlood) {
+			t.Errorf("the relay ended with %v, want the flood", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the relay blocked on a client that does not read")
+	}
+	var flood bool
+	for len(recs) > 0 {
+		r := <-recs
+		flood = flood || (r.Type == "problem" && r.Reason == "flood")
+	}
+	if !flood {
+		t.Error("no flood problem")
+	}
+	c2rW.Close()
+	s2rW.Close()
 }

@@ -148,6 +148,7 @@ func main() {
 	addLegTools(s, func(tool string) bool { return sets[tool] })
 	addRename(s, sets[renameHostile])
 	addAsksHostile(s, sets[asksHostile])
+	addPingFlood(s, sets["ping-flood"])
 	addWary(s, sets["wary"])
 	addCoverageTools(s, sets["coverage"])
 	if sets["disk"] {
