@@ -11,8 +11,12 @@ import (
 // land (the mount's upper dir): "" when the workspace is not a host
 // directory mounted copy-on-write. It lives as long as the container.
 func (s *Session) WorkspaceUpper() string {
+	target := overlay.Workspace
+	if s.opts.PackageIsWorkspace {
+		target = s.opts.packageTarget()
+	}
 	for _, m := range s.mounts {
-		if m.target == overlay.Workspace {
+		if m.target == target {
 			return m.upperDir()
 		}
 	}

@@ -42,6 +42,10 @@ type SessionOptions struct {
 	// workspace: writable, copy-on-write, never modified, its changes
 	// file effects.
 	Package, PackageTarget string
+	// PackageIsWorkspace says the package is the workspace seen at its
+	// host path (run --same-path): a named run records it as the
+	// workspace, and its changes are the workspace's to list and apply.
+	PackageIsWorkspace bool
 	// CopyWorkspace copies the workspace and the package into image layers
 	// even where they could be mounted copy-on-write.
 	CopyWorkspace bool

@@ -372,19 +372,40 @@ func TestRunEndsCleanly(t *testing.T) {
 func TestRunSamePath(t *testing.T) {
 	cli := sandboxtest.Docker(t)
 	fixture := sandboxtest.Fixture(t)
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	ws := t.TempDir()
 	if err := os.WriteFile(filepath.Join(ws, "hello.txt"), []byte("hello from the host"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cs, _, stderr := runProxy(t, nil, "--workspace", ws, "--same-path", "--image", sandboxtest.NodeImage(t, cli),
+	cs, _, stderr := runProxy(t, nil, "--name", "same", "--workspace", ws, "--same-path", "--image", sandboxtest.NodeImage(t, cli),
 		"--mount", fixture.Source+":"+fixture.Target, "--", sandboxtest.FixtureMount, "ws")
-	defer cs.Close()
+	t.Cleanup(func() { cliIn(t, "clean", "same") })
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "read_any", Arguments: map[string]any{"path": filepath.Join(ws, "hello.txt")}})
 	if err != nil || res.IsError {
 		t.Fatalf("read_any: %v %+v\n%s", err, res, stderr)
 	}
 	if got := res.Content[0].(*mcp.TextContent).Text; got != "hello from the host" {
 		t.Errorf("read %q", got)
+	}
+	// A write at the host path the client sent: kept in the named run,
+	// listed by changes and written by apply.
+	res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "write_file", Arguments: map[string]any{"path": filepath.Join(ws, "out.txt"), "text": "from the run\n"}})
+	if err != nil || res.IsError {
+		t.Fatalf("write_file: %v %+v\n%s", err, res, stderr)
+	}
+	cs.Close()
+	if strings.Contains(stderr.String(), "cannot be applied") {
+		t.Errorf("a same-path run said its changes cannot be applied:\n%s", stderr)
+	}
+	out, errs, code := cliIn(t, "changes", "same")
+	if code != 0 || !strings.Contains(out, "created  out.txt") {
+		t.Fatalf("changes: exit %d\n%s%s\nrun's stderr:\n%s", code, out, errs, stderr)
+	}
+	if out, errs, code = cliIn(t, "apply", "same"); code != 0 {
+		t.Fatalf("apply: exit %d %s %s", code, out, errs)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "out.txt")); err != nil || string(b) != "from the run\n" {
+		t.Errorf("applied file: %q %v", b, err)
 	}
 }
 

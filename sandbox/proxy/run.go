@@ -279,7 +279,7 @@ func (o RunOptions) sessionOptions() (sandbox.SessionOptions, *rootMap, *watchSe
 			if so.Package != "" {
 				return so, nil, nil, &sandbox.InfraError{Cause: "--same-path and --package together", Fix: "mount the server's code with --mount"}
 			}
-			so.Package, so.PackageTarget, so.Workspace = abs, abs, ""
+			so.Package, so.PackageTarget, so.Workspace, so.PackageIsWorkspace = abs, abs, "", true
 		} else {
 			roots = &rootMap{Host: abs, Target: overlay.Workspace}
 		}

@@ -34,7 +34,11 @@ func Begin(store Store, name string, so sandbox.SessionOptions) (*Named, error) 
 		n.meta.StateName = so.State.StateName()
 	}
 	var base *overlay.Baseline
-	if ws := so.Workspace; ws != "" {
+	ws := so.Workspace
+	if ws == "" && so.PackageIsWorkspace {
+		ws = so.Package // seen at its own path: the workspace all the same
+	}
+	if ws != "" {
 		abs, err := filepath.Abs(ws)
 		if err != nil {
 			return nil, fmt.Errorf("run %s: the workspace: %w", name, err)
@@ -74,7 +78,7 @@ func (n *Named) Kept(k sandbox.KeptSession) (string, error) {
 	name := n.meta.Name
 	msg := fmt.Sprintf("kept run %s ('mcpsandbox changes %s', 'apply %s', 'clean %s')", name, name, name, name)
 	if n.meta.Workspace != "" && n.meta.Upper == "" {
-		msg += "; its workspace was copied or seen at its own path, not mounted at /workspace: its changes cannot be applied"
+		msg += "; its workspace was copied into the image, not mounted: its changes cannot be applied"
 	}
 	if err := n.store.Update(n.meta); err != nil {
 		return "", fmt.Errorf("run %s: %w", name, err)

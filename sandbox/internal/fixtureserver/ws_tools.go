@@ -27,6 +27,18 @@ func addWorkspaceTools(s *mcp.Server) {
 			}
 			return text("%s", b), nil, nil
 		})
+	type writeArgs struct {
+		Path string `json:"path"`
+		Text string `json:"text"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "write_file", Description: "Writes text to a file.",
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: no(), OpenWorldHint: no()}},
+		func(ctx context.Context, req *mcp.CallToolRequest, in writeArgs) (*mcp.CallToolResult, any, error) {
+			if err := os.WriteFile(in.Path, []byte(in.Text), 0o644); err != nil {
+				return nil, nil, err
+			}
+			return text("wrote %s", in.Path), nil, nil
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "wait_file", Description: "Waits until a file exists, then returns its content.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: no()}},
 		func(ctx context.Context, req *mcp.CallToolRequest, in waitArgs) (*mcp.CallToolResult, any, error) {
