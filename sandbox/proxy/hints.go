@@ -96,6 +96,7 @@ type hintBook struct {
 	everSeen     map[string]sighting
 	recBy        map[string][]string // identity key -> tools with a record of their own
 	indexed      map[string]bool     // the tools in recBy
+	sightOrder   []string            // the names sighted, oldest first, for eviction
 	ownRecord    map[string]bool     // the tools in recBy whose record is run's of them
 	pages        int                 // pages listed: the order of sightings
 	// distrust: hint -> the page after which the server broke it; a
@@ -210,6 +211,7 @@ func (b *hintBook) observe(tool string, fix hintFix) bool {
 		b.fixes[tool] = map[string]bool{}
 	}
 	b.fixes[tool][fix.Hint] = fix.Value
+	b.noteRecord(tool, true) // what it did is its own
 	t, ok := b.tools[tool]
 	return ok && claims(t.tool.Hints, fix.Hint)
 }
@@ -231,6 +233,11 @@ func (b *hintBook) deny(tool string, d denial) bool {
 func (b *hintBook) denied(tool string) (denial, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if _, ok := b.everSeen[tool]; !ok {
+		if t, listed := b.tools[tool]; listed {
+			b.sight(t.tool, b.pages) // forgotten in a flood: sighted again
+		}
+	}
 	b.catchUp(tool, nil)
 	if d, ok := b.denies[tool]; ok {
 		return d, ok
@@ -278,6 +285,7 @@ const (
 	whyNoBoolean   = "a safety hint of its is no boolean (true to a reader that coerces)"
 	whyUndecodable = "its definition does not decode, so its hints were not read"
 	whyBookFull    = "the hint book is full, so its hints are not held for correction"
+	whyNotSighted  = "the book of tool identities is full of tools with a record, so it could not be told from them"
 )
 
 // listed records the tools of a tools/list result (canonical: read by
@@ -326,14 +334,12 @@ func (b *hintBook) listed(result json.RawMessage, pg page) listedPage {
 			why = whyTwice
 		default:
 			l.names[t.Name] = true
-			b.sight(t, b.pages)
+			fresh, sighted := b.sight(t, b.pages)
 			out.Inherited = append(out.Inherited, b.catchUp(t.Name, present)...)
-			for _, h := range b.distrusted(t.Name) {
-				if v, ok := b.fixes[t.Name][h]; !ok || v != hintFixes[hintRule(h)].Value {
-					if b.fixes[t.Name] == nil {
-						b.fixes[t.Name] = map[string]bool{}
-					}
-					b.fixes[t.Name][h] = hintFixes[hintRule(h)].Value
+			if fresh {
+				// Distrusted hints are not stored: rewrite reads them from
+				// the sighting, so that a flood of new names costs nothing.
+				for _, h := range b.distrusted(t.Name) {
 					out.Inherited = append(out.Inherited, inherited{Tool: t.Name, Why: "first listed after the server broke " + h})
 				}
 			}
@@ -341,6 +347,8 @@ func (b *hintBook) listed(result json.RawMessage, pg page) listedPage {
 				why = whyBookFull
 			}
 			switch {
+			case !sighted:
+				why = whyNotSighted
 			case b.stripAll != "":
 				why = b.stripAll
 			case pg.Whole:
@@ -492,10 +500,14 @@ func (b *hintBook) rewrite(raw json.RawMessage, t report.Tool) (json.RawMessage,
 		return raw, false
 	}
 	did := false
+	distrusted := b.distrusted(t.Name)
 	for _, h := range safetyHints {
 		v, ok := b.fixes[t.Name][h]
 		if !ok {
 			v, ok = b.serverFixes[h]
+		}
+		if !ok && slices.Contains(distrusted, h) {
+			v, ok = hintFixes[hintRule(h)].Value, true
 		}
 		// Absent, the spec's default is the safe side already.
 		if cur := hintOf(t.Hints, h); ok && cur != nil && *cur != v {

@@ -50,6 +50,19 @@ func (r *relay) noteCalled(group []*callInfo) {
 			r.called = append(r.called, ct)
 		}
 	}
+	r.last = r.last[:0]
+	for _, c := range group {
+		if !slices.ContainsFunc(r.last, func(t calledTool) bool { return t.Tool == c.Tool }) {
+			r.last = append(r.last, calledTool{Tool: c.Tool, Seq: c.Seq, Arguments: c.Arguments, Declared: c.Declared})
+		}
+	}
+}
+
+// lastCalled are the tools of the last calls judged, once each.
+func (r *relay) lastCalled() []calledTool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.last)
 }
 
 // calledBefore are the tools called before, but for those named in skip.
@@ -96,13 +109,7 @@ func (r *relay) candidates(ts []calledTool, eff report.Effects, after bool) []re
 	if len(ts) == 0 {
 		return nil
 	}
-	var declared []report.Tool
-	for _, t := range ts {
-		if t.Declared != nil {
-			declared = append(declared, *t.Declared)
-		}
-	}
-	rep := r.miniReport(declared)
+	rep := r.miniReport(declaredOf(ts))
 	for _, t := range ts {
 		c := report.Call{Seq: t.Seq, Tool: t.Tool, Arguments: t.Arguments, Source: "client", Effects: eff}
 		if after {
@@ -172,6 +179,13 @@ func (r *relay) judge(group []*callInfo, eff report.Effects, emit emitFn) bool {
 			rec.Candidates = cands
 			human += fmt.Sprintf(" (candidates: %s)", strings.Join(cands, ", "))
 		}
+		if by := explainedBy(f.Rule, names, declared, rep.Findings); f.Tool != "" && by != "" {
+			// Calls that overlapped, one of which declared what was seen:
+			// nobody is blamed for it.
+			rec.Reason = fmt.Sprintf("not corrected: %q, whose call overlapped, declares what was seen", by)
+			emit(rec, human+fmt.Sprintf(" (not corrected: %s, whose call overlapped, declares it)", quoteTool(by)))
+			continue
+		}
 		emit(rec, human)
 		if f.Tool == "" {
 			continue
@@ -185,47 +199,76 @@ func (r *relay) judge(group []*callInfo, eff report.Effects, emit emitFn) bool {
 		notify = r.correctCandidate(f.Tool, f.Rule, f.Call, reason, cands, emit) || notify
 	}
 	for _, f := range earlier {
-		if !slices.ContainsFunc(rep.Findings, func(g report.Finding) bool { return g.Rule == f.Rule && g.Tool != "" }) {
-			continue // the call's own tool kept this claim: nothing of the call's to share
+		if !slices.ContainsFunc(rep.Findings, func(g report.Finding) bool { return g.Rule == f.Rule && g.Tool != "" }) ||
+			explainedBy(f.Rule, names, declared, rep.Findings) != "" {
+			continue // a tool of the call kept this claim: nothing of the call's to share
 		}
 		cands := candidateTools(f.Rule, rep.Findings, earlier)
 		reason := fmt.Sprintf("a candidate for what was seen during call %d (%s), called before it", group[0].Seq, strings.Join(names, ", "))
 		notify = r.correctCandidate(f.Tool, f.Rule, group[0].Seq, reason, cands, emit) || notify
 	}
-	if len(names) == 1 && len(declared) == 1 && len(earlier) == 0 && !eff.Empty() {
-		notify = r.observe(group[0], declared[0], eff, emit) || notify
+	if len(names) == 1 && len(earlier) == 0 && !eff.Empty() {
+		t := report.Tool{Name: names[0]} // called without being listed: no claim, but what it did is kept
+		if len(declared) == 1 {
+			t = declared[0]
+		}
+		notify = r.observe(group[0], t, eff, emit) || notify
 	}
 	return r.settle(w, emit) || notify
 }
 
 // observe judges a call pinned on its tool again, against every claim
-// the tool could make (read-only, non-destructive, closed world), and
-// records what its effects deny: a tool that wrote while it declared
-// it writes, and later lists itself read-only, is listed corrected. It
-// says whether the tool's current listing claims what it was seen
-// breaking.
+// the tool could make (read-only and closed world; then a writer that
+// destroys nothing), and records what its effects deny: a tool that
+// wrote while it declared it writes, and later lists itself read-only,
+// is listed corrected; so is one whose first correction left a claim the
+// rules then did not judge (read-only corrected, destructiveHint false
+// kept though it deleted). It says whether the tool's current listing
+// claims what it was seen breaking.
 func (r *relay) observe(c *callInfo, t report.Tool, eff report.Effects, emit emitFn) bool {
-	t.Hints = report.Hints{ReadOnly: ptr(true), Destructive: ptr(false), Idempotent: t.Hints.Idempotent, OpenWorld: ptr(false)}
-	rep := r.miniReport([]report.Tool{t})
-	rep.Calls = []report.Call{{Seq: c.Seq, Tool: c.Tool, Arguments: c.Arguments, Source: "client", IsError: c.IsError, Effects: eff}}
-	verdict.Finish(rep, r.opts.Verdict)
 	notify := false
-	for _, f := range rep.Findings {
-		fix, ok := hintFixes[f.Rule]
-		if !ok || f.Tool != c.Tool || r.action(f.Rule, f.Tool) < rules.ActionCorrect || !r.book.observe(c.Tool, fix) {
-			continue
+	for _, h := range []report.Hints{
+		{ReadOnly: ptr(true), OpenWorld: ptr(false)},
+		{ReadOnly: ptr(false), Destructive: ptr(false), OpenWorld: ptr(false)},
+	} {
+		t.Hints = h
+		rep := r.miniReport([]report.Tool{t})
+		rep.Calls = []report.Call{{Seq: c.Seq, Tool: c.Tool, Arguments: c.Arguments, Source: "client", IsError: c.IsError, Effects: eff}}
+		verdict.Finish(rep, r.opts.Verdict)
+		for _, f := range rep.Findings {
+			fix, ok := hintFixes[f.Rule]
+			if !ok || f.Tool != c.Tool || r.action(f.Rule, f.Tool) < rules.ActionCorrect || !r.book.observe(c.Tool, fix) {
+				continue
+			}
+			// The client is told the tool claims what its call broke.
+			to := fix.Value
+			emit(RunRecord{Type: "hint", Tool: c.Tool, Hint: fix.Hint, To: &to, Rule: f.Rule, Seq: c.Seq, Reason: fmt.Sprintf("call %d did what its listing claims it does not", c.Seq)},
+				fmt.Sprintf("%s: %s -> %v (call %d did what its listing claims it does not)", quoteTool(c.Tool), fix.Hint, to, c.Seq))
+			notify = r.opts.Hints == HintsVerified || notify
 		}
-		// The client was told the tool claims what its call broke: it
-		// listed again while the call was judged.
-		to := fix.Value
-		emit(RunRecord{Type: "hint", Tool: c.Tool, Hint: fix.Hint, To: &to, Rule: f.Rule, Seq: c.Seq, Reason: fmt.Sprintf("call %d did what its listing now denies", c.Seq)},
-			fmt.Sprintf("%s: %s -> %v (call %d did what its listing now denies)", quoteTool(c.Tool), fix.Hint, to, c.Seq))
-		notify = r.opts.Hints == HintsVerified || notify
 	}
 	return notify
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// explainedBy is a tool of an overlap (names, as declared) whose claims
+// allow what rule found (it has no finding of rule's: it declared the
+// effect), or "".
+func explainedBy(rule string, names []string, declared []report.Tool, fs []report.Finding) string {
+	if len(names) < 2 {
+		return ""
+	}
+	if _, ok := hintFixes[rule]; !ok {
+		return ""
+	}
+	for _, t := range declared {
+		if !slices.ContainsFunc(fs, func(f report.Finding) bool { return f.Rule == rule && f.Tool == t.Name }) {
+			return t.Name
+		}
+	}
+	return ""
+}
 
 // candidateTools are the tools found breaking rule's claim, the
 // group's first, once each.
@@ -272,15 +315,16 @@ func (r *relay) correctCandidate(tool, rule string, call int, reason string, can
 	return true
 }
 
-// judgePhase judges what the server did outside any call, as scan's
-// phase rules do: phases are one stretch (the startup's two, the
-// sandbox's and the handshake's, judged together), after the last call
-// before it (0: none). A server-level finding corrects, for every tool
-// listed now or later, each hint such effects could contradict
-// (phaseFixes). Between calls and at teardown, the tools called before
-// are the effects' candidates too: each whose claim they break (as what
-// it left running) is corrected, none refused. It says whether the
-// client must be told the tool list changed.
+// judgePhase judges what the server did outside any call, as scan
+// judges it: phases are one stretch (the startup's two, the sandbox's and
+// the handshake's, judged together), after the last call before it (0:
+// none). A stretch after a call is that call's, as in a scan (what it
+// left running): see judgeAfter. The others (the startup, before the
+// first call, the teardown) are the server's: a finding there corrects,
+// for every tool listed now or later, each hint such effects could
+// contradict (phaseFixes); at the teardown the tools called before are
+// candidates too. It says whether the client must be told the tool list
+// changed.
 func (r *relay) judgePhase(phases []report.Phase, emit emitFn) bool {
 	empty := true
 	for _, p := range phases {
@@ -289,8 +333,13 @@ func (r *relay) judgePhase(phases []report.Phase, emit emitFn) bool {
 	if empty {
 		return false
 	}
+	phases = r.withoutScratch(phases)
+	last := phases[len(phases)-1]
+	if last.Name == "between" && last.After > 0 {
+		return r.judgeAfter(last, emit)
+	}
 	rep := r.miniReport(r.declaredNow(r.book.names()))
-	rep.Phases = r.withoutScratch(phases)
+	rep.Phases = phases
 	verdict.Finish(rep, r.opts.Verdict)
 	w := r.window()
 	notify := false
@@ -299,35 +348,99 @@ func (r *relay) judgePhase(phases []report.Phase, emit emitFn) bool {
 			fmt.Sprintf("%s: %s", f.Severity, report.OneLine(f.Message)))
 		for _, fix := range phaseFixes[f.Rule] {
 			w.brokeHint(fix.Hint)
-			if r.action(f.Rule, "") < rules.ActionCorrect || !r.book.correctServer(fix) {
-				continue
-			}
-			to := fix.Value
 			reason := fmt.Sprintf("%s: the server acted outside any tool call (%s)", f.Rule, where(phases))
-			rec := RunRecord{Type: "hint", Hint: fix.Hint, To: &to, Rule: f.Rule, Reason: reason + "; every tool's " + fix.Hint + " is set so"}
-			human := fmt.Sprintf("every tool: %s -> %v (%s)", fix.Hint, to, reason)
-			if r.opts.Hints != HintsVerified {
-				rec.Reason += fmt.Sprintf("; not rewritten in the list with --hints %s", r.opts.Hints)
-				human += fmt.Sprintf("; not rewritten with --hints %s", r.opts.Hints)
-			} else {
-				notify = true
-			}
-			emit(rec, human)
+			notify = r.serverFix(f.Rule, fix, reason, emit) || notify
 		}
 	}
-	last := phases[len(phases)-1]
-	if last.Name == "between" || last.Name == "teardown" {
+	if last.Name == "teardown" {
 		cf := r.candidates(r.calledBefore(nil), last.Effects, true)
 		for _, f := range cf {
 			cands := candidateTools(f.Rule, cf)
 			w.broke(f.Rule)
 			rec := RunRecord{Type: "finding", Seq: f.Call, Tool: f.Tool, Rule: f.Rule, Severity: f.Severity.String(), Message: f.Message, Evidence: f.Evidence, Candidates: cands}
 			emit(rec, fmt.Sprintf("%s: %s (candidates: %s)", f.Severity, report.OneLine(f.Message), strings.Join(cands, ", ")))
-			reason := fmt.Sprintf("%s after call %d: %s", last.Name, last.After, report.OneLine(f.Message))
+			reason := fmt.Sprintf("teardown after call %d: %s", last.After, report.OneLine(f.Message))
 			notify = r.correctCandidate(f.Tool, f.Rule, f.Call, reason, cands, emit) || notify
 		}
 	}
 	return r.settle(w, emit) || notify
+}
+
+// judgeAfter judges a stretch between calls as the last calls' (what
+// they left running did it), as scan's rules count it: when their claims
+// cover it (a writer's late flush), nobody is blamed. When it breaks a
+// claim of theirs, somebody lied: the last calls' tools and the tools
+// called before whose claims it breaks are candidates, each corrected,
+// none refused on it alone, and the server, which acted between calls,
+// no longer has that hint trusted for any tool.
+func (r *relay) judgeAfter(p report.Phase, emit emitFn) bool {
+	lastTools := r.lastCalled()
+	rep := r.miniReport(declaredOf(lastTools))
+	for _, t := range lastTools {
+		rep.Calls = append(rep.Calls, report.Call{Seq: t.Seq, Tool: t.Tool, Arguments: t.Arguments, Source: "client", Effects: report.NewEffects()})
+	}
+	rep.Phases = []report.Phase{p}
+	verdict.Finish(rep, r.opts.Verdict)
+	lied := slices.ContainsFunc(rep.Findings, func(f report.Finding) bool { _, ok := hintFixes[f.Rule]; return ok && f.Tool != "" })
+	var earlier []report.Finding
+	if lied {
+		skip := map[string]bool{}
+		for _, t := range lastTools {
+			skip[t.Tool] = true
+		}
+		earlier = r.candidates(r.calledBefore(skip), p.Effects, true)
+	}
+	w := r.window()
+	notify := false
+	for _, f := range slices.Concat(rep.Findings, earlier) {
+		cands := candidateTools(f.Rule, rep.Findings, earlier)
+		rec := RunRecord{Type: "finding", Seq: f.Call, Tool: f.Tool, Rule: f.Rule, Severity: f.Severity.String(), Message: f.Message, Evidence: f.Evidence}
+		human := fmt.Sprintf("%s: %s", f.Severity, report.OneLine(f.Message))
+		if f.Tool != "" && len(cands) > 0 {
+			rec.Candidates = cands
+			human += fmt.Sprintf(" (candidates: %s)", strings.Join(cands, ", "))
+		}
+		emit(rec, human)
+		fix, ok := hintFixes[f.Rule]
+		if !ok || f.Tool == "" {
+			continue
+		}
+		w.broke(f.Rule)
+		reason := fmt.Sprintf("between calls, after call %d: %s", p.After, report.OneLine(f.Message))
+		notify = r.correctCandidate(f.Tool, f.Rule, f.Call, reason, cands, emit) || notify
+		notify = r.serverFix(f.Rule, fix, fmt.Sprintf("%s: the server acted between calls, after call %d, as no claim of that call's allows", f.Rule, p.After), emit) || notify
+	}
+	return r.settle(w, emit) || notify
+}
+
+// serverFix corrects fix for every tool, listed now or later, the
+// policy permitting; it says whether the client's list changed.
+func (r *relay) serverFix(rule string, fix hintFix, reason string, emit emitFn) bool {
+	if r.action(rule, "") < rules.ActionCorrect || !r.book.correctServer(fix) {
+		return false
+	}
+	to := fix.Value
+	rec := RunRecord{Type: "hint", Hint: fix.Hint, To: &to, Rule: rule, Reason: reason + "; every tool's " + fix.Hint + " is set so"}
+	human := fmt.Sprintf("every tool: %s -> %v (%s)", fix.Hint, to, reason)
+	if r.opts.Hints != HintsVerified {
+		rec.Reason += fmt.Sprintf("; not rewritten in the list with --hints %s", r.opts.Hints)
+		human += fmt.Sprintf("; not rewritten with --hints %s", r.opts.Hints)
+		emit(rec, human)
+		return false
+	}
+	emit(rec, human)
+	return true
+}
+
+// declaredOf are the tools as declared when called.
+func declaredOf(ts []calledTool) []report.Tool {
+	var out []report.Tool
+	for _, t := range ts {
+		if t.Declared != nil {
+			out = append(out, *t.Declared)
+		}
+	}
+	return out
 }
 
 // violations is one judged stretch's tally of the hints the server

@@ -129,6 +129,7 @@ type relay struct {
 	// called are the tools called, once each (judge.go); broken counts
 	// the stretches in which the server broke each hint.
 	called []calledTool
+	last   []calledTool // the tools of the last calls judged
 	broken map[string]int
 	// scratch are the workspace files the server made of its own
 	// (judge.go: noteScratch).
@@ -543,6 +544,14 @@ func (r *relay) fromServer(ctx context.Context, line []byte, amb lineAmb, rawID 
 		r.mu.Lock()
 		r.protocol = res.ProtocolVersion
 		r.mu.Unlock()
+		if v := res.ProtocolVersion; v != "" && !report.ToolAnnotationsIn(v) {
+			// The rules judge no hint of such a version; clients read
+			// them all the same.
+			why := fmt.Sprintf("the server speaks protocol version %s, which has no tool annotations: its hints are not judged", report.OneLine(v))
+			if r.book.stripEvery(why) {
+				r.log.record(RunRecord{Type: "problem", Reason: "protocol", Message: why + ", so every tool's are stripped"}, "protocol: "+why+", so every tool's are stripped")
+			}
+		}
 		r.startupOnce(ctx)
 		r.toClient(line)
 		return

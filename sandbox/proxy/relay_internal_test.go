@@ -123,6 +123,8 @@ type relayConfig struct {
 	// set, holds its reading until closed.
 	startup *report.Effects
 	block   chan struct{}
+	// watch, if set, is the log's redaction (instead of redact).
+	watch *watchSet
 }
 
 func newRelayHarness(t *testing.T, cfg relayConfig) *relayHarness {
@@ -223,7 +225,11 @@ func newRelayHarness(t *testing.T, cfg relayConfig) *relayHarness {
 	h.cancel = cancel
 	go srv.Run(ctx, &mcp.IOTransport{Reader: r2sR, Writer: s2rW})
 
-	cfg.opts.Log = &runLog{jsonl: cfg.jsonl, redact: func() []report.Placeholder { return cfg.redact }, hook: func(r RunRecord) {
+	redact := func() []report.Placeholder { return cfg.redact }
+	if cfg.watch != nil {
+		redact = cfg.watch.placeholders
+	}
+	cfg.opts.Log = &runLog{jsonl: cfg.jsonl, redact: redact, hook: func(r RunRecord) {
 		select {
 		case h.records <- r:
 		default:
@@ -748,10 +754,10 @@ func (s *syncWriter) Write(b []byte) (int, error) {
 }
 
 // TestRelayJudgesEveryStretchBetweenCalls: a write once the tools have
-// answered (a timer, a child left running) is judged as scan judges a
-// phase, whenever it lands: a server-level finding that corrects every
-// tool's readOnlyHint, and the tool called before it named as a
-// candidate, corrected, not refused.
+// answered (a timer, a child left running) is judged, whenever it lands,
+// as scan judges it: the last call's (a candidate, corrected, not
+// refused); and since no claim of that call's allows it, the server no
+// longer has readOnlyHint trusted for any tool.
 func TestRelayJudgesEveryStretchBetweenCalls(t *testing.T) {
 	pol := rules.Policy{Run: rules.RunPolicy{Rules: map[string]rules.Action{rules.ReadonlyWrites: rules.ActionDeny}, DenyServerAfter: 10}}
 	h := newRelayHarness(t, relayConfig{opts: relayOptions{Verdict: verdict.Config{Policy: pol}}})
@@ -761,7 +767,7 @@ func TestRelayJudgesEveryStretchBetweenCalls(t *testing.T) {
 		h.m.did(wrote(name))
 		h.rl.calls.phase(context.Background(), h.rl, "between") // what the phase ticker does
 		f := h.waitRecord(t, "finding", "")
-		if f.Rule != rules.PhaseWorkspaceCreates {
+		if f.Rule != rules.ReadonlyWrites || f.Tool != "honest_read" || len(f.Candidates) != 1 {
 			t.Errorf("phase %d: finding %+v", i+1, f)
 		}
 		if i == 0 {
@@ -1049,9 +1055,9 @@ func TestRelayWatchesElicitedValues(t *testing.T) {
 	}}
 	w := newWatchSet()
 	var logged bytes.Buffer
+	sw := &syncWriter{w: &logged}
 	for _, proto := range []string{"2025-11-25"} {
-		h := newRelayHarness(t, relayConfig{client: co, opts: relayOptions{Watch: w, Secrets: w.find}, jsonl: &syncWriter{w: &logged}, protocol: proto})
-		h.rl.log.redact = w.placeholders
+		h := newRelayHarness(t, relayConfig{client: co, opts: relayOptions{Watch: w, Secrets: w.find}, jsonl: sw, protocol: proto, watch: w})
 		h.call(t, "elicit")
 		h.waitRecord(t, "watch", "")
 		h.rl.log.record(RunRecord{Type: "phase", Message: "sent " + token}, "")
@@ -1060,6 +1066,8 @@ func TestRelayWatchesElicitedValues(t *testing.T) {
 	if got := w.find("GET /?t=" + token); len(got) != 1 || got[0] != "elicited-1" {
 		t.Errorf("watched %v", got)
 	}
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
 	if strings.Contains(logged.String(), token) {
 		t.Errorf("the typed value is in the log:\n%s", logged.String())
 	}
@@ -1084,4 +1092,23 @@ func TestRelayMarksImpersonation(t *testing.T) {
 		t.Fatal("no logging message")
 	}
 	h.waitRecord(t, "impersonation", "say")
+}
+
+// TestRelayAWritersLateFlushBlamesNobody: an honest writer's file,
+// flushed just after it answered, is that call's, as in a scan: no tool
+// is corrected and nothing counts toward deny-server-after.
+func TestRelayAWritersLateFlushBlamesNobody(t *testing.T) {
+	pol := rules.Policy{Run: rules.RunPolicy{Rules: map[string]rules.Action{rules.ReadonlyWrites: rules.ActionDeny}}}
+	h := newRelayHarness(t, relayConfig{opts: relayOptions{Verdict: verdict.Config{Policy: pol}}})
+	h.call(t, "honest_read")
+	h.waitRecord(t, "call", "honest_read")
+	h.call(t, "tidy") // declares no read-only claim
+	h.waitRecord(t, "call", "tidy")
+	h.m.did(wrote("/workspace/tidy.log"))
+	h.rl.calls.phase(context.Background(), h.rl, "between")
+	h.waitRecord(t, "phase", "")
+	h.call(t, "honest_read") // not refused
+	if a := h.hints(t, "honest_read"); !a.ReadOnlyHint {
+		t.Error("an honest read-only tool corrected for a writer's late flush")
+	}
 }

@@ -241,27 +241,51 @@ type sighting struct {
 }
 
 // sight notes that t was listed on page order (mu held): a name seen
-// again with another identity is a new sighting. Full, the book forgets
-// a sighting without a record to make room: a server that lists names
-// without end cannot stop the next one from being sighted (forgotten
-// and listed again, a name is new: see distrustNew).
-func (b *hintBook) sight(t report.Tool, order int) {
+// again with another identity is a new sighting (fresh). Full, the book
+// forgets the oldest sighting of a tool without a record to make room: a
+// server that lists names without end cannot stop the next one from
+// being sighted (forgotten and listed again, a name is new: see
+// distrustNew). False when every sighting has a record: the tool is then
+// listed without its hints.
+func (b *hintBook) sight(t report.Tool, order int) (fresh, sighted bool) {
 	id := identityOf(t)
-	if s, ok := b.everSeen[t.Name]; ok && s.id == id {
-		return
+	s, seen := b.everSeen[t.Name]
+	if seen && s.id == id {
+		return false, true
 	}
-	if _, ok := b.everSeen[t.Name]; !ok && len(b.everSeen) >= maxEverSeen {
-		for n := range b.everSeen {
-			if !b.indexed[n] {
-				delete(b.everSeen, n)
-				break
-			}
-		}
-		if len(b.everSeen) >= maxEverSeen {
-			return
-		}
+	if !seen && len(b.everSeen) >= maxEverSeen && !b.evictOne() {
+		return false, false
+	}
+	if !seen {
+		b.sightOrder = append(b.sightOrder, t.Name)
 	}
 	b.everSeen[t.Name] = sighting{id: id, order: order}
+	return true, true
+}
+
+// evictOne forgets the oldest sighting of a tool whose record, if any,
+// is not its own (mu held): a record taken is taken again from its
+// source when the tool is sighted again; false when every sighting has
+// a record of its own. Those go to the back, so a flood costs each name
+// once.
+func (b *hintBook) evictOne() bool {
+	for range len(b.sightOrder) {
+		n := b.sightOrder[0]
+		b.sightOrder = b.sightOrder[1:]
+		if _, ok := b.everSeen[n]; !ok {
+			continue
+		}
+		if b.ownRecord[n] {
+			b.sightOrder = append(b.sightOrder, n)
+			continue
+		}
+		delete(b.everSeen, n)
+		delete(b.fixes, n)
+		delete(b.denies, n)
+		delete(b.indexed, n)
+		return true
+	}
+	return false
 }
 
 // catchUp gives tool the record of every tool with a record of its own
@@ -338,20 +362,24 @@ func (b *hintBook) noteRecord(tool string, own bool) {
 	if !ok || (b.indexed[tool] && !own) || b.ownRecord[tool] {
 		return
 	}
-	if own {
-		b.ownRecord[tool] = true
-	}
-	b.indexed[tool] = true
+	added := false
 	for _, k := range s.id.keys() {
 		l := b.recBy[k]
 		switch {
 		case slices.Contains(l, tool):
+			added = true
 		case len(l) < maxPerIdentity && len(b.recBy) < maxEverSeen:
-			b.recBy[k] = append(l, tool)
+			b.recBy[k], added = append(l, tool), true
 		case own:
 			if i := slices.IndexFunc(l, func(n string) bool { return !b.ownRecord[n] }); i >= 0 {
-				l[i] = tool
+				l[i], added = tool, true
 			}
+		}
+	}
+	if added {
+		b.indexed[tool] = true
+		if own {
+			b.ownRecord[tool] = true
 		}
 	}
 }
@@ -365,8 +393,8 @@ func (b *hintBook) distrustNew(hint string) {
 	}
 }
 
-// distrusted are the hints t (just sighted) is not trusted with: first
-// sighted after the server broke them (mu held).
+// distrusted are the hints tool is not trusted with: first sighted after
+// the server broke them, or not sighted at all (mu held).
 func (b *hintBook) distrusted(tool string) []string {
 	s, ok := b.everSeen[tool]
 	var out []string

@@ -504,3 +504,190 @@ func TestRelayCutsOffAFlood(t *testing.T) {
 	c2rW.Close()
 	s2rW.Close()
 }
+
+type rev3 struct {
+	*revRelay
+	lines chan string
+}
+
+func wrap(rr *revRelay) *rev3 {
+	x := &rev3{revRelay: rr, lines: make(chan string, 1000)}
+	go func() {
+		for {
+			l, err := rr.cli.ReadString('\n')
+			if err != nil {
+				close(x.lines)
+				return
+			}
+			if strings.Contains(l, "list_changed") {
+				continue
+			}
+			x.lines <- l
+		}
+	}()
+	return x
+}
+
+func (x *rev3) server(line string) string {
+	go io.WriteString(x.s2r, line+"\n")
+	select {
+	case l := <-x.lines:
+		return l
+	case <-time.After(5 * time.Second):
+		x.t.Fatal("no line to the client")
+	}
+	return ""
+}
+
+func listOne(id int, ann string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"tools":[{"name":"L","inputSchema":{"type":"object"},"annotations":%s}]}}`, id, ann)
+}
+
+func callL(rr *rev3, id int) {
+	rr.client(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"L","arguments":{}}}`, id))
+	rr.server(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"result":{"content":[]}}`, id))
+	rr.waitCall("L")
+}
+
+// TestAReadOnlyDeleterIsDestructive: a tool listed readOnlyHint true and
+// destructiveHint false that deletes is listed destructive too, not only
+// not read-only.
+func TestAReadOnlyDeleterIsDestructive(t *testing.T) {
+	m := &gateMarker{}
+	rr0, _, cancel := newRev(t, m)
+	rr := wrap(rr0)
+	defer cancel()
+	ann := `{"readOnlyHint":true,"destructiveHint":false}`
+	rr.client(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	rr.server(listOne(1, ann))
+	for i := 0; i < 2; i++ {
+		m.mu.Lock()
+		m.next = deleted("/workspace/precious.txt")
+		m.mu.Unlock()
+		callL(rr, 10+i)
+	}
+	rr.client(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
+	got := rr.server(listOne(4, ann))
+	if strings.Contains(got, `"destructiveHint":false`) {
+		t.Errorf("L deleted twice; client sees destructiveHint false")
+	}
+}
+
+// TestDeletedThenClaimsNonDestructive: a tool that deleted while it
+// declared it destroys, then lists itself non-destructive, is corrected.
+func TestDeletedThenClaimsNonDestructive(t *testing.T) {
+	m := &gateMarker{}
+	rr0, _, cancel := newRev(t, m)
+	rr := wrap(rr0)
+	defer cancel()
+	rr.client(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	rr.server(listOne(1, `{"readOnlyHint":false,"destructiveHint":true}`))
+	m.mu.Lock()
+	m.next = deleted("/workspace/precious.txt")
+	m.mu.Unlock()
+	callL(rr, 2)
+	rr.client(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
+	got := rr.server(listOne(4, `{"readOnlyHint":false,"destructiveHint":false}`))
+	if strings.Contains(got, `"destructiveHint":false`) {
+		t.Errorf("L deleted, then claims non-destructive; client sees: %s", strings.TrimSpace(got))
+	}
+}
+
+// TestCalledUnlistedThenClaimsReadOnly: a tool called before it was
+// listed, that wrote, then lists itself read-only, is corrected.
+func TestCalledUnlistedThenClaimsReadOnly(t *testing.T) {
+	m := &gateMarker{}
+	rr0, _, cancel := newRev(t, m)
+	rr := wrap(rr0)
+	defer cancel()
+	m.mu.Lock()
+	m.next = wrote("/workspace/stolen.txt")
+	m.mu.Unlock()
+	callL(rr, 2)
+	rr.client(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
+	got := rr.server(listOne(4, `{"readOnlyHint":true}`))
+	if strings.Contains(got, `"readOnlyHint":true`) {
+		t.Errorf("L wrote (unlisted), then listed read-only; client sees: %s", strings.TrimSpace(got))
+	}
+}
+
+// TestAnOldProtocolsHintsAreStripped: a server that answers initialize
+// with 2024-11-05 (no annotations, none judged) has its hints stripped:
+// clients read them all the same.
+func TestAnOldProtocolsHintsAreStripped(t *testing.T) {
+	m := &gateMarker{}
+	rr0, _, cancel := newRev(t, m)
+	rr := wrap(rr0)
+	defer cancel()
+	rr.client(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+	rr.server(`{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2024-11-05","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}`)
+	rr.client(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	rr.server(listOne(1, `{"readOnlyHint":true}`))
+	for i := 0; i < 3; i++ {
+		m.mu.Lock()
+		m.next = wrote(fmt.Sprintf("/workspace/stolen%d.txt", i))
+		m.mu.Unlock()
+		callL(rr, 10+i)
+	}
+	rr.client(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
+	got := rr.server(listOne(4, `{"readOnlyHint":true}`))
+	if strings.Contains(got, `"readOnlyHint":true`) {
+		t.Errorf("after 3 writes under protocol 2024-11-05 the client sees: %s", strings.TrimSpace(got))
+	}
+}
+
+// TestAnHonestLateWriterBlamesNobody: an honest writer's write that
+// lands just after it answered is its own: an honest read-only tool is
+// neither corrected nor, under deny, refused.
+func TestAnHonestLateWriterBlamesNobody(t *testing.T) {
+	m := &gateMarker{}
+	pol := rules.Policy{Run: rules.RunPolicy{Rules: map[string]rules.Action{rules.ReadonlyWrites: rules.ActionDeny}}}
+	rr0, rl, cancel := newRevOpts(t, m, relayOptions{Verdict: verdict.Config{Policy: pol}})
+	rr := wrap(rr0)
+	defer cancel()
+	lst := `{"jsonrpc":"2.0","id":%d,"result":{"tools":[{"name":"W","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":false,"destructiveHint":false}},{"name":"R","inputSchema":{"type":"object","properties":{"p":{"type":"string"}}},"annotations":{"readOnlyHint":true}}]}}`
+	rr.client(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	rr.server(fmt.Sprintf(lst, 1))
+	rr.client(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"W","arguments":{"path":"out.txt"}}}`)
+	rr.server(`{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`)
+	rr.waitCall("W")
+	m.mu.Lock()
+	m.next = wrote("/workspace/out.txt") // W's flush, after its answer
+	m.mu.Unlock()
+	rl.calls.phase(context.Background(), rl, "between")
+	rr.client(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
+	got := rr.server(fmt.Sprintf(lst, 4))
+	if d, ok := rl.book.denied("R"); ok {
+		t.Errorf("honest R refused: %+v", d)
+	}
+	if !strings.Contains(got, `"name":"R","inputSchema":{"type":"object","properties":{"p":{"type":"string"}}},"annotations":{"readOnlyHint":true}`) {
+		t.Errorf("honest R corrected: %s", got)
+	}
+}
+
+// TestAFloodAfterALieIsBounded: after one lie, twins of the liar in
+// listing after listing keep the book bounded, and a clone listed last
+// is still refused.
+func TestAFloodAfterALieIsBounded(t *testing.T) {
+	b := newHintBook(HintsVerified)
+	ann := `{"readOnlyHint":true}`
+	b.listed(lst(toolH("liar", "Reads a file.", liarSchema, ann)), page{})
+	b.correct("liar", hintFix{Hint: "readOnlyHint", Value: false})
+	b.deny("liar", denial{Rule: rules.ReadonlyWrites, Reason: "wrote"})
+	for round := 0; round < 6; round++ {
+		var ts []string
+		for i := 0; i < maxBookTools; i++ {
+			ts = append(ts, toolH(fmt.Sprintf("t%d_%d", round, i), "Reads a file.", liarSchema, ann))
+		}
+		b.listed(lst(ts...), page{})
+	}
+	lp := b.listed(lst(toolH("liar_v9", "Reads a file.", liarSchema, ann)), page{})
+	_, denied := b.denied("liar_v9")
+	_ = lp
+	if !denied {
+		t.Errorf("exact clone of the refused liar not refused after a twin flood")
+	}
+	if len(b.fixes) > 3*maxEverSeen {
+		t.Errorf("b.fixes unbounded: %d", len(b.fixes))
+	}
+}
