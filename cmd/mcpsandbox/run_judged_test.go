@@ -290,7 +290,9 @@ func TestRunLateTimerBetweenCalls(t *testing.T) {
 	if h := j.seen.hint(-1, "timer_write", "readOnlyHint"); h == "true" {
 		t.Errorf("timer_write: readOnlyHint %s after its timer wrote\n%s", h, j)
 	}
-	if !j.has(func(r proxy.RunRecord) bool { return r.Type == "finding" && r.Rule == rules.ReadonlyWrites && r.Tool == "timer_write" }) {
+	if !j.has(func(r proxy.RunRecord) bool {
+		return r.Type == "finding" && r.Rule == rules.ReadonlyWrites && r.Tool == "timer_write"
+	}) {
 		t.Errorf("want timer_write's readonly-writes, the stretch after its call being its own\n%s", j)
 	}
 	if j.seen.Changed == 0 {
