@@ -305,14 +305,7 @@ func (r *relay) correctCandidate(tool, rule string, call int, reason string, can
 	}
 	rec := RunRecord{Type: "hint", Tool: tool, Hint: fix.Hint, From: from, To: &to, Rule: rule, Seq: call, Reason: why, Candidates: cands}
 	human := fmt.Sprintf("%s: %s %v -> %v (%s)", quoteTool(tool), fix.Hint, fmtHint(from), to, why)
-	if r.opts.Hints != HintsVerified {
-		rec.Reason += fmt.Sprintf("; not rewritten in the list with --hints %s", r.opts.Hints)
-		human += fmt.Sprintf("; not rewritten with --hints %s", r.opts.Hints)
-		emit(rec, human)
-		return false
-	}
-	emit(rec, human)
-	return true
+	return r.emitHint(rec, human, emit)
 }
 
 // judgePhase judges what the server did outside any call, as scan
@@ -422,14 +415,7 @@ func (r *relay) serverFix(rule string, fix hintFix, reason string, emit emitFn) 
 	to := fix.Value
 	rec := RunRecord{Type: "hint", Hint: fix.Hint, To: &to, Rule: rule, Reason: reason + "; every tool's " + fix.Hint + " is set so"}
 	human := fmt.Sprintf("every tool: %s -> %v (%s)", fix.Hint, to, reason)
-	if r.opts.Hints != HintsVerified {
-		rec.Reason += fmt.Sprintf("; not rewritten in the list with --hints %s", r.opts.Hints)
-		human += fmt.Sprintf("; not rewritten with --hints %s", r.opts.Hints)
-		emit(rec, human)
-		return false
-	}
-	emit(rec, human)
-	return true
+	return r.emitHint(rec, human, emit)
 }
 
 // declaredOf are the tools as declared when called.
@@ -502,14 +488,7 @@ func (r *relay) act(f report.Finding, reason string, call int, emit emitFn) bool
 		if from, did := r.book.correct(f.Tool, fix); did {
 			to := fix.Value
 			rec := RunRecord{Type: "hint", Tool: f.Tool, Hint: fix.Hint, From: from, To: &to, Rule: f.Rule, Seq: call, Reason: reason}
-			human := fmt.Sprintf("%s: %s %v -> %v (%s)", quoteTool(f.Tool), fix.Hint, fmtHint(from), to, reason)
-			if r.opts.Hints != HintsVerified {
-				rec.Reason += fmt.Sprintf("; not rewritten in the list with --hints %s", r.opts.Hints)
-				human += fmt.Sprintf("; not rewritten with --hints %s", r.opts.Hints)
-			} else {
-				changed = true
-			}
-			emit(rec, human)
+			changed = r.emitHint(rec, fmt.Sprintf("%s: %s %v -> %v (%s)", quoteTool(f.Tool), fix.Hint, fmtHint(from), to, reason), emit)
 		}
 	}
 	if action == rules.ActionDeny && r.book.deny(f.Tool, denial{Rule: f.Rule, Reason: reason}) {
@@ -632,3 +611,17 @@ func (r *relay) withoutScratch(phases []report.Phase) []report.Phase {
 // maxScratch bounds the scratch files remembered: past it a deletion is
 // judged as any other (the safe side).
 const maxScratch = 4096
+
+// emitHint writes a correction's record; with --hints other than
+// verified the list is not rewritten, and the record says so. It says
+// whether what the client lists changed.
+func (r *relay) emitHint(rec RunRecord, human string, emit emitFn) bool {
+	if r.opts.Hints != HintsVerified {
+		rec.Reason += fmt.Sprintf("; not rewritten in the list with --hints %s", r.opts.Hints)
+		human += fmt.Sprintf("; not rewritten with --hints %s", r.opts.Hints)
+		emit(rec, human)
+		return false
+	}
+	emit(rec, human)
+	return true
+}

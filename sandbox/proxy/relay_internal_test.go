@@ -306,6 +306,24 @@ func (h *relayHarness) hints(t *testing.T, name string) *mcp.ToolAnnotations {
 	}
 }
 
+// between collects a "between" phase, as the phase ticker does, once
+// the collection of the last call's effects (logged before it ends) is
+// over.
+func (h *relayHarness) between(t *testing.T) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if ran, changed := h.rl.calls.phase(context.Background(), h.rl, "between"); ran {
+			if changed {
+				h.rl.listChanged()
+			}
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatal("no phase could be collected")
+		}
+	}
+}
+
 func (h *relayHarness) call(t *testing.T, name string) *mcp.CallToolResult {
 	t.Helper()
 	res, err := h.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: map[string]any{}})
@@ -765,7 +783,7 @@ func TestRelayJudgesEveryStretchBetweenCalls(t *testing.T) {
 	h.waitRecord(t, "call", "honest_read")
 	for i, name := range []string{"/workspace/later.txt", "/workspace/much-later.txt"} {
 		h.m.did(wrote(name))
-		h.rl.calls.phase(context.Background(), h.rl, "between") // what the phase ticker does
+		h.between(t) // what the phase ticker does
 		f := h.waitRecord(t, "finding", "")
 		if f.Rule != rules.ReadonlyWrites || f.Tool != "honest_read" || len(f.Candidates) != 1 {
 			t.Errorf("phase %d: finding %+v", i+1, f)
@@ -831,7 +849,7 @@ func TestRelayDeniesTheServerAfterN(t *testing.T) {
 				h.call(t, "honest_read") // once: it passes
 				h.waitRecord(t, "call", "honest_read")
 				h.m.did(wrote("/workspace/again.txt"))
-				h.rl.calls.phase(context.Background(), h.rl, "between")
+				h.between(t)
 			}
 			p := h.waitRecord(t, "policy", "")
 			for p.Hint == "" {
@@ -993,7 +1011,7 @@ func TestRelayCandidatesCountAtTheDefault(t *testing.T) {
 	h.call(t, "honest_read")
 	h.waitRecord(t, "call", "honest_read")
 	h.m.did(wrote("/workspace/late.txt"))
-	h.rl.calls.phase(context.Background(), h.rl, "between")
+	h.between(t)
 	if p := h.waitRecord(t, "policy", ""); p.Hint != "readOnlyHint" {
 		t.Errorf("policy record %+v", p)
 	}
@@ -1105,7 +1123,7 @@ func TestRelayAWritersLateFlushBlamesNobody(t *testing.T) {
 	h.call(t, "tidy") // declares no read-only claim
 	h.waitRecord(t, "call", "tidy")
 	h.m.did(wrote("/workspace/tidy.log"))
-	h.rl.calls.phase(context.Background(), h.rl, "between")
+	h.between(t)
 	h.waitRecord(t, "phase", "")
 	h.call(t, "honest_read") // not refused
 	if a := h.hints(t, "honest_read"); !a.ReadOnlyHint {

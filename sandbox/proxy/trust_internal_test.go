@@ -654,7 +654,9 @@ func TestAnHonestLateWriterBlamesNobody(t *testing.T) {
 	m.mu.Lock()
 	m.next = wrote("/workspace/out.txt") // W's flush, after its answer
 	m.mu.Unlock()
-	rl.calls.phase(context.Background(), rl, "between")
+	for ran := false; !ran; time.Sleep(5 * time.Millisecond) {
+		ran, _ = rl.calls.phase(context.Background(), rl, "between")
+	}
 	rr.client(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
 	got := rr.server(fmt.Sprintf(lst, 4))
 	if d, ok := rl.book.denied("R"); ok {
