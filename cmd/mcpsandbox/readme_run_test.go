@@ -48,9 +48,11 @@ func TestReadmeRunSnippet(t *testing.T) {
 		a = strings.ReplaceAll(a, "/tmp/mcp:/package", npm.Source+":/package/node_modules")
 		args = append(args, a)
 	}
+	// Registered first: a run that fails to connect still kept its
+	// container.
+	t.Cleanup(func() { cliIn(t, "clean", "readme") })
 	args = append([]string{"--name", "readme"}, args...)
 	cs, _, stderr := runProxy(t, nil, args...)
-	t.Cleanup(func() { cliIn(t, "clean", "readme") })
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "write_file", Arguments: map[string]any{"path": filepath.Join(ws, "out.txt"), "content": "from the run\n"}})
 	if err != nil || res.IsError {
 		t.Fatalf("write_file: %v %+v\nrun %q\n%s", err, res, args, stderr)

@@ -377,9 +377,11 @@ func TestRunSamePath(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "hello.txt"), []byte("hello from the host"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Registered first: a run that fails to connect still kept its
+	// container.
+	t.Cleanup(func() { cliIn(t, "clean", "same") })
 	cs, _, stderr := runProxy(t, nil, "--name", "same", "--workspace", ws, "--same-path", "--image", sandboxtest.NodeImage(t, cli),
 		"--mount", fixture.Source+":"+fixture.Target, "--", sandboxtest.FixtureMount, "ws")
-	t.Cleanup(func() { cliIn(t, "clean", "same") })
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "read_any", Arguments: map[string]any{"path": filepath.Join(ws, "hello.txt")}})
 	if err != nil || res.IsError {
 		t.Fatalf("read_any: %v %+v\n%s", err, res, stderr)

@@ -62,9 +62,11 @@ func TestRunNamedChangesApply(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
 	ws := t.TempDir()
 	logPath := filepath.Join(t.TempDir(), "run.jsonl")
+	// Registered first: a run that fails to connect still kept its
+	// container.
+	t.Cleanup(func() { cliIn(t, "clean", "edit") })
 	cs, _, stderr := runProxy(t, nil, "--name", "edit", "--log", logPath, "--workspace", ws, "--image", sandboxtest.NodeImage(t, cli),
 		"--mount", fx.Source+":"+fx.Target, "--", sandboxtest.FixtureMount, "honest")
-	t.Cleanup(func() { cliIn(t, "clean", "edit") })
 	callText(t, cs, stderr, "add_note", map[string]any{"text": "from the run"})
 	if _, err := os.Stat(filepath.Join(ws, "notes")); err == nil {
 		t.Fatal("the server's edit reached the host directory before apply")
