@@ -182,7 +182,7 @@ func (r *relay) elicited(result json.RawMessage) {
 // answer (protocol 2026-07-28 on: the client retries the call with the
 // answers), as serverAsks logs them in the earlier protocol; a kind the
 // policy refuses ends the call with an error in the result's place.
-func (r *relay) inputRequests(line []byte, h head, c *callInfo) []byte {
+func (r *relay) inputRequests(line []byte, h head) []byte {
 	var res struct {
 		InputRequests map[string]struct {
 			Method string `json:"method"`
@@ -214,9 +214,7 @@ func (r *relay) inputRequests(line []byte, h head, c *callInfo) []byte {
 		return line
 	}
 	body, _ := json.Marshal(map[string]any{"code": RunDeniedCode, "message": fmt.Sprintf("mcpsandbox: the call asks the client for %s, refused by policy (run.requests)", strings.Join(refused, ", "))})
-	out := fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":%s}`+"\n", bytes.TrimSpace(h.ID), body)
-	_ = c
-	return out
+	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%s,"error":%s}`+"\n", bytes.TrimSpace(h.ID), body)
 }
 
 // inputResponses watches the client's answers to elicitations among a

@@ -568,7 +568,7 @@ func (r *relay) fromServer(ctx context.Context, line []byte, amb lineAmb, rawID 
 		// are then the call's).
 		r.startupOnce(ctx)
 		if len(h.Result) > 0 && bytes.Contains(h.Result, []byte(`"inputRequests"`)) {
-			line = r.inputRequests(line, h, req.call)
+			line = r.inputRequests(line, h)
 		}
 		// The call ends before the client has the answer, so that a
 		// call it makes on reading it is not taken for an overlap; the
