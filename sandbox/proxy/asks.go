@@ -43,10 +43,15 @@ func during(seq int, tool string) string {
 // counted at the end.
 func (r *relay) noteAsk(kind, method string, id json.RawMessage, size int, refused bool) {
 	r.mu.Lock()
+	if _, known := r.asked[method]; !known && len(r.asked) >= maxAskMethods {
+		r.askedOther++
+		r.mu.Unlock()
+		return
+	}
 	r.asked[method]++
 	n := r.asked[method]
 	r.mu.Unlock()
-	if n > maxAsksLogged || len(r.asked) > maxAskMethods {
+	if n > maxAsksLogged {
 		return
 	}
 	seq, tool := r.inFlight()
@@ -166,14 +171,17 @@ func (r *relay) elicited(result json.RawMessage) {
 		return
 	}
 	r.mu.Lock()
-	names, short := r.opts.Watch.elicited(res.Content, &r.elicits)
+	names, short, full := r.opts.Watch.elicited(res.Content, &r.elicits)
 	r.mu.Unlock()
-	if len(names) == 0 && short == 0 {
+	if len(names) == 0 && short == 0 && full == 0 {
 		return
 	}
 	msg := fmt.Sprintf("the user's answer to an elicitation: %d value(s) watched as honeytokens (%s)", len(names), strings.Join(names, ", "))
 	if short > 0 {
 		msg += fmt.Sprintf("; %d shorter than %d bytes, not watched", short, minSecret)
+	}
+	if full > 0 {
+		msg += fmt.Sprintf("; %d not watched: %d values are watched already (the bound)", full, maxWatched)
 	}
 	r.log.record(RunRecord{Type: "watch", Message: msg}, msg)
 }
@@ -239,6 +247,34 @@ func (r *relay) inputResponses(params json.RawMessage) {
 		if m == "elicitation/create" {
 			r.elicited(p.InputResponses[id])
 		}
+	}
+}
+
+// asksSummary says, at the end, how many messages of each method the
+// server sent the client past those logged, and of methods past the
+// bound on methods: what was counted, not logged, is said.
+func (r *relay) asksSummary() {
+	r.mu.Lock()
+	var methods []string
+	for m, n := range r.asked {
+		if n > maxAsksLogged {
+			methods = append(methods, m)
+		}
+	}
+	slices.Sort(methods)
+	counts := make([]int, len(methods))
+	for i, m := range methods {
+		counts[i] = r.asked[m]
+	}
+	other := r.askedOther
+	r.mu.Unlock()
+	for i, m := range methods {
+		msg := fmt.Sprintf("the server sent the client %d %s in all (the first %d logged)", counts[i], report.OneLine(m), maxAsksLogged)
+		r.log.record(RunRecord{Type: "problem", Reason: "asks-bound", Method: m, Message: msg}, "asks-bound: "+msg)
+	}
+	if other > 0 {
+		msg := fmt.Sprintf("the server sent the client %d message(s) of methods past the first %d, none logged", other, maxAskMethods)
+		r.log.record(RunRecord{Type: "problem", Reason: "asks-bound", Message: msg}, "asks-bound: "+msg)
 	}
 }
 

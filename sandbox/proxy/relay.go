@@ -119,8 +119,9 @@ type relay struct {
 	inheritLogged atomic.Int64
 	// asked counts the server's messages to the client by method (see
 	// serverAsks), elicits the values watched from elicitations.
-	asked   map[string]int
-	elicits int
+	asked      map[string]int
+	askedOther int // messages of methods past maxAskMethods
+	elicits    int
 	// inputs are the methods of the input requests a call's result asked
 	// for (protocol 2026-07-28 on), by id, for the client's answers.
 	inputs map[string]string
@@ -244,6 +245,7 @@ func (r *relay) run(ctx context.Context, clientIn io.Reader, clientOut io.Writer
 			fmt.Sprintf("call %d %s: no answer before the session ended; its effects are the teardown's", c.Seq, quoteTool(c.Tool)))
 	}
 	r.dropsSummary()
+	r.asksSummary()
 	if !r.clientQ.finish(r.opts.Drain) {
 		r.log.record(RunRecord{Type: "problem", Reason: "client-unread", Message: "the client did not read the last messages within the drain: dropped"}, "client-unread: the client did not read the last messages within the drain")
 	}

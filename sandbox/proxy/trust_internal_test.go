@@ -474,7 +474,7 @@ func TestRelayCutsOffAFlood(t *testing.T) {
 	r2sR, r2sW := io.Pipe()
 	s2rR, s2rW := io.Pipe()
 	recs := make(chan RunRecord, 1024)
-	rl := newRelay(&gateMarker{}, relayOptions{ClientQueue: 50, Drain: 100 * time.Millisecond, Log: &runLog{hook: func(r RunRecord) { recs <- r }}})
+	rl := newRelay(&gateMarker{}, relayOptions{ClientQueue: 400, Drain: 100 * time.Millisecond, Log: &runLog{hook: func(r RunRecord) { recs <- r }}})
 	done := make(chan error, 1)
 	go func() { done <- rl.run(context.Background(), c2rR, r2cW, s2rR, r2sW) }()
 	go io.Copy(io.Discard, r2sR)
@@ -493,13 +493,17 @@ func TestRelayCutsOffAFlood(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the relay blocked on a client that does not read")
 	}
-	var flood bool
+	var flood, counted bool
 	for len(recs) > 0 {
 		r := <-recs
 		flood = flood || (r.Type == "problem" && r.Reason == "flood")
+		counted = counted || (r.Type == "problem" && r.Reason == "asks-bound" && r.Method == "ping")
 	}
 	if !flood {
 		t.Error("no flood problem")
+	}
+	if !counted {
+		t.Error("the pings past those logged were not said (asks-bound)")
 	}
 	c2rW.Close()
 	s2rW.Close()

@@ -38,6 +38,12 @@ func (w *watchSet) add(name, value string) bool {
 	return true
 }
 
+func (w *watchSet) full() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.names) >= maxWatched
+}
+
 // find names the values data holds, sorted (the session's Secrets).
 func (w *watchSet) find(data string) []string {
 	w.mu.Lock()
@@ -65,18 +71,24 @@ func (w *watchSet) placeholders() []report.Placeholder {
 
 // elicited watches the strings of an elicitation's answer (its
 // content's values, at any depth) as honeytokens named elicited-N; it
-// returns the names given and how many were too short to watch.
-func (w *watchSet) elicited(content any, n *int) (names []string, short int) {
+// returns the names given, how many were too short to watch, and how
+// many found the set full.
+func (w *watchSet) elicited(content any, n *int) (names []string, short, full int) {
 	var walk func(v any)
 	walk = func(v any) {
 		switch x := v.(type) {
 		case string:
 			*n++
 			name := fmt.Sprintf("elicited-%d", *n)
-			if w.add(name, x) {
+			switch {
+			case w.add(name, x):
 				names = append(names, name)
-			} else if len(x) < minSecret && x != "" {
-				short++
+			case len(x) < minSecret:
+				if x != "" {
+					short++
+				}
+			case w.full():
+				full++
 			}
 		case map[string]any:
 			keys := make([]string, 0, len(x))
@@ -94,7 +106,7 @@ func (w *watchSet) elicited(content any, n *int) (names []string, short int) {
 		}
 	}
 	walk(content)
-	return names, short
+	return names, short, full
 }
 
 // maxWatched bounds the values watched: each costs a search of every
