@@ -158,7 +158,8 @@ func marked(line []byte, params json.RawMessage, method string) ([]byte, bool) {
 	return out, true
 }
 
-// elicited watches the values of an accepted elicitation's answer.
+// elicited watches the values of an answer that reads as an accepted
+// elicitation's (action "accept", with content); any other is left.
 func (r *relay) elicited(result json.RawMessage) {
 	if r.opts.Watch == nil {
 		return
@@ -168,6 +169,9 @@ func (r *relay) elicited(result json.RawMessage) {
 		Content any    `json:"content"`
 	}
 	if wire.Unmarshal(result, &res) != nil || res.Action != "accept" {
+		return
+	}
+	if _, ok := res.Content.(map[string]any); !ok {
 		return
 	}
 	r.mu.Lock()
@@ -212,11 +216,6 @@ func (r *relay) inputRequests(line []byte, h head) []byte {
 		if deny {
 			refused = append(refused, m)
 		}
-		r.mu.Lock()
-		if len(r.inputs) < maxServerRequests {
-			r.inputs[id] = m
-		}
-		r.mu.Unlock()
 	}
 	if len(refused) == 0 {
 		return line
@@ -226,7 +225,10 @@ func (r *relay) inputRequests(line []byte, h head) []byte {
 }
 
 // inputResponses watches the client's answers to elicitations among a
-// retried call's inputResponses.
+// retried call's inputResponses. An answer is known by its shape (an
+// action and content), not by remembering which request asked for it:
+// a server cannot fill a table of its requests to have an answer go
+// unwatched.
 func (r *relay) inputResponses(params json.RawMessage) {
 	var p struct {
 		InputResponses map[string]json.RawMessage `json:"inputResponses"`
@@ -240,13 +242,7 @@ func (r *relay) inputResponses(params json.RawMessage) {
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		r.mu.Lock()
-		m := r.inputs[id]
-		delete(r.inputs, id)
-		r.mu.Unlock()
-		if m == "elicitation/create" {
-			r.elicited(p.InputResponses[id])
-		}
+		r.elicited(p.InputResponses[id])
 	}
 }
 

@@ -122,9 +122,6 @@ type relay struct {
 	asked      map[string]int
 	askedOther int // messages of methods past maxAskMethods
 	elicits    int
-	// inputs are the methods of the input requests a call's result asked
-	// for (protocol 2026-07-28 on), by id, for the client's answers.
-	inputs map[string]string
 
 	calls *tracker
 	// called are the tools called, once each (judge.go); broken counts
@@ -183,7 +180,7 @@ func newRelay(m marker, opts relayOptions) *relay {
 		opts.Drain = sandbox.ExitGrace
 	}
 	r := &relay{opts: opts, m: m, log: opts.Log, book: newHintBook(opts.Hints), pending: newPendingSet(), fromSrv: map[string]string{},
-		stripLogged: map[string]bool{}, broken: map[string]int{}, scratch: map[string]bool{}, asked: map[string]int{}, inputs: map[string]string{}}
+		stripLogged: map[string]bool{}, broken: map[string]int{}, scratch: map[string]bool{}, asked: map[string]int{}}
 	if opts.MaxTools > 0 && opts.MaxTools < r.book.bound {
 		r.book.bound = opts.MaxTools
 	}
@@ -437,7 +434,8 @@ func (r *relay) fromClient(ctx context.Context, line []byte) {
 		method := r.fromSrv[key]
 		delete(r.fromSrv, key)
 		r.mu.Unlock()
-		if method == "elicitation/create" && len(h.Result) > 0 {
+		if len(h.Result) > 0 && method != "roots/list" {
+			// By its shape, whatever fromSrv remembers (it is bounded).
 			r.elicited(h.Result)
 		}
 		if method == "roots/list" && r.opts.Roots != nil && len(h.Result) > 0 {

@@ -697,3 +697,21 @@ func TestAFloodAfterALieIsBounded(t *testing.T) {
 		t.Errorf("b.fixes unbounded: %d", len(b.fixes))
 	}
 }
+
+// TestElicitedAfterARequestFlood: a server that first fills the table of
+// its requests (more than maxServerRequests the client never answers)
+// still has the user's answer to its elicitation watched.
+func TestElicitedAfterARequestFlood(t *testing.T) {
+	const token = "typed-after-a-flood"
+	w := newWatchSet()
+	rr, _, cancel := newRevOpts(t, &gateMarker{}, relayOptions{Watch: w})
+	defer cancel()
+	for i := range maxServerRequests + 10 {
+		rr.server(fmt.Sprintf(`{"jsonrpc":"2.0","id":"s%d","method":"roots/list"}`, i))
+	}
+	rr.server(`{"jsonrpc":"2.0","id":"e","method":"elicitation/create","params":{"message":"token?"}}`)
+	rr.client(`{"jsonrpc":"2.0","id":"e","result":{"action":"accept","content":{"token":"` + token + `"}}}`)
+	if got := w.find(token); len(got) != 1 {
+		t.Errorf("the answer after a flood of requests is not watched: %v", got)
+	}
+}
