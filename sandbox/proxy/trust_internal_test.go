@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -115,8 +116,9 @@ func TestNoArgumentToolsAreNotOneTool(t *testing.T) {
 }
 
 // TestInheritCostIsBounded: decoys, then twins of a liar over two
-// listings: each listing costs the book a bounded amount per tool (it
-// took a minute under the book's lock before; no time is asserted).
+// listings: each twin takes the liar's correction, and what the book
+// looks through per tool stays within its index bound (the lookup took
+// a minute under the book's lock before; no time is asserted).
 func TestInheritCostIsBounded(t *testing.T) {
 	for _, nd := range []int{0, 5000} {
 		b := newHintBook(HintsVerified)
@@ -132,9 +134,15 @@ func TestInheritCostIsBounded(t *testing.T) {
 			for i := 0; i < 510; i++ {
 				twins = append(twins, tool(fmt.Sprintf("t%d_%d", round, i), "", liarSchema))
 			}
-			start := time.Now()
-			b.listed(lst(twins...), page{})
-			t.Logf("round %d: listing of 510 twins took %v under b.mu (identity keys %d, everSeen %d)", round, time.Since(start), len(b.recBy), len(b.everSeen))
+			lp := b.listed(lst(twins...), page{})
+			if got := ro(t, lp, fmt.Sprintf("t%d_509", round)); strings.Contains(got, `"readOnlyHint":true`) {
+				t.Errorf("decoys %d, round %d: the last twin is listed %s", nd, round, got)
+			}
+			for k, l := range b.recBy {
+				if len(l) > maxPerIdentity {
+					t.Errorf("decoys %d, round %d: %d tools indexed under one key %q", nd, round, len(l), k[:2])
+				}
+			}
 		}
 	}
 }
@@ -265,8 +273,7 @@ func TestAFlipWhileJudgedIsJudgedAsCalled(t *testing.T) {
 	rr.client(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
 	rr.server(strings.Replace(strings.Replace(liarRO, "%d", "3", 1), "%s", "false", 1))
 	close(gate)
-	recs := rr.waitCall("L")
-	_ = recs
+	rr.waitCall("L")
 	rr.client(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
 	got = rr.server(strings.Replace(strings.Replace(liarRO, "%d", "4", 1), "%s", "true", 1))
 	if strings.Contains(got, `"readOnlyHint":true`) {
@@ -294,8 +301,10 @@ func TestHeirsCannotPushTheLiarOutOfTheIndex(t *testing.T) {
 	b.listed(lst(toolH("liar", "Reads a file.", liarSchema, ann)), page{})
 	b.correct("liar", hintFix{Hint: "readOnlyHint", Value: false})
 	b.deny("liar", denial{Rule: rules.ReadonlyWrites, Reason: "wrote"})
-	id := identityOf(mustTool(liarSchema))
-	_ = id
+	key := identityOf(mustTool(liarSchema)).schema
+	if l := b.recBy["s:"+string(key[:])]; !slices.Contains(l, "liar") {
+		t.Errorf("the liar is not indexed under its schema: %v", l)
+	}
 	lp := b.listed(lst(toolH("liar2", "Reads one file.", liarSchema, ann)), page{})
 	_, denied := b.denied("liar2")
 	if !denied || strings.Contains(ro(t, lp, "liar2"), `"readOnlyHint":true`) {
@@ -312,7 +321,6 @@ func TestASightingFloodForgetsNoLiar(t *testing.T) {
 	b.listed(lst(toolH("liar", "Reads a file.", liarSchema, ann)), page{})
 	b.correct("liar", hintFix{Hint: "readOnlyHint", Value: false})
 	b.deny("liar", denial{Rule: rules.ReadonlyWrites, Reason: "wrote"})
-	start := time.Now()
 	for round := 0; round < 2; round++ {
 		var junk []string
 		for i := 0; i < maxBookTools; i++ {
@@ -320,7 +328,9 @@ func TestASightingFloodForgetsNoLiar(t *testing.T) {
 		}
 		b.listed(lst(junk...), page{})
 	}
-	t.Logf("flood took %v; everSeen %d", time.Since(start), len(b.everSeen))
+	if len(b.everSeen) > maxEverSeen {
+		t.Errorf("%d sightings kept, past the bound of %d", len(b.everSeen), maxEverSeen)
+	}
 	lp := b.listed(lst(toolH("liar_v2", "Reads a file.", liarSchema, ann)), page{})
 	_, denied := b.denied("liar_v2")
 	if !denied || strings.Contains(ro(t, lp, "liar_v2"), `"readOnlyHint":true`) {
@@ -349,13 +359,11 @@ func TestWroteThenClaimsReadOnly(t *testing.T) {
 	rr.client(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"L","arguments":{}}}`)
 	rr.server(`{"jsonrpc":"2.0","id":2,"result":{"content":[]}}`)
 	rr.client(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
-	got := rr.server(ls(3, "true"))
-	_ = got
+	rr.server(ls(3, "true"))
 	close(gate)
-	recs := rr.waitCall("L")
-	_ = recs
+	rr.waitCall("L")
 	rr.client(`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`)
-	got = rr.server(ls(4, "true"))
+	got := rr.server(ls(4, "true"))
 	if strings.Contains(got, `"readOnlyHint":true`) {
 		t.Errorf("L wrote, then claims read-only; client is told: %s", strings.TrimSpace(got))
 	}
@@ -689,9 +697,8 @@ func TestAFloodAfterALieIsBounded(t *testing.T) {
 	}
 	lp := b.listed(lst(toolH("liar_v9", "Reads a file.", liarSchema, ann)), page{})
 	_, denied := b.denied("liar_v9")
-	_ = lp
-	if !denied {
-		t.Errorf("exact clone of the refused liar not refused after a twin flood")
+	if got := ro(t, lp, "liar_v9"); !denied || strings.Contains(got, `"readOnlyHint":true`) {
+		t.Errorf("exact clone of the refused liar after a twin flood: denied %v, listed %s", denied, got)
 	}
 	if len(b.fixes) > 3*maxEverSeen {
 		t.Errorf("b.fixes unbounded: %d", len(b.fixes))
