@@ -14,7 +14,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/rules"
-	"github.com/mcpsandbox/mcpsandbox/sandbox"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/proxy"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
@@ -87,12 +86,7 @@ func runTSStepsErr(t *testing.T, sets, steps, flags []string, clientErrors bool)
 	cli := sandboxtest.Docker(t)
 	image := sandboxtest.NodeImage(t, cli)
 	fixture := sandboxtest.Fixture(t)
-	sdk := sandboxtest.TSSDK(t)
 	agent := sandboxtest.Agent(t)
-	script, err := filepath.Abs("testdata/tsclient/steps.mjs")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ws := t.TempDir()
 	for _, f := range []string{".env", "README.md"} {
 		if err := os.WriteFile(filepath.Join(ws, f), []byte("kept\n"), 0o644); err != nil {
@@ -103,11 +97,7 @@ func runTSStepsErr(t *testing.T, sets, steps, flags []string, clientErrors bool)
 	defer cancel()
 	runID := label.NewRunID()
 	sandboxtest.NoLeftovers(t, cli, runID)
-	c, err := sandbox.Start(ctx, cli, sandbox.ContainerOptions{Image: image, Argv: append([]string{"node", "/opt/tsclient/steps.mjs"}, steps...), RunID: runID,
-		Mounts: []sandbox.Mount{sdk, {Source: script, Target: "/opt/tsclient/steps.mjs"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := startTSClient(ctx, t, cli, image, runID, "steps.mjs", steps...)
 	defer c.Close(ctx)
 	logPath := filepath.Join(t.TempDir(), "run.jsonl")
 	args := append([]string{"--rm", "--image", image, "--agent", agent, "--mount", fixture.Source + ":" + fixture.Target,

@@ -28,6 +28,26 @@ type tsSeen struct {
 	Errors  []string `json:"errors"`
 }
 
+// startTSClient starts the TypeScript SDK's client script (in
+// testdata/tsclient, with its pipe.mjs) with args in the node image, its
+// stdio for `run` to serve; the caller closes it.
+func startTSClient(ctx context.Context, t *testing.T, cli sandbox.Engine, image, runID, script string, args ...string) *sandbox.Container {
+	t.Helper()
+	mounts := []sandbox.Mount{sandboxtest.TSSDK(t)}
+	for _, f := range []string{script, "pipe.mjs"} {
+		src, err := filepath.Abs(filepath.Join("testdata/tsclient", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mounts = append(mounts, sandbox.Mount{Source: src, Target: "/opt/tsclient/" + f})
+	}
+	c, err := sandbox.Start(ctx, cli, sandbox.ContainerOptions{Image: image, Argv: append([]string{"node", "/opt/tsclient/" + script}, args...), RunID: runID, Mounts: mounts})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // TestRunTSClientSeesWhatWasJudged: the official TypeScript SDK's client,
 // in the node image, uses the fixture's ambiguous server through an
 // in-process `mcpsandbox run`. Without run each attack gives that client
@@ -40,12 +60,8 @@ func TestRunTSClientSeesWhatWasJudged(t *testing.T) {
 	cli := sandboxtest.Docker(t)
 	image := sandboxtest.NodeImage(t, cli)
 	fixture := sandboxtest.Fixture(t)
-	sdk := sandboxtest.TSSDK(t)
+	sandboxtest.TSSDK(t)
 	agent := sandboxtest.Agent(t)
-	script, err := filepath.Abs("testdata/tsclient/list.mjs")
-	if err != nil {
-		t.Fatal(err)
-	}
 	const maxTools = 7
 	for _, attack := range []string{"case-hints", "name-decoy", "dup-hints", "proto-hints", "string-hint", "id-float", "id-string", "many"} {
 		t.Run(attack, func(t *testing.T) {
@@ -54,15 +70,11 @@ func TestRunTSClientSeesWhatWasJudged(t *testing.T) {
 			defer cancel()
 			runID := label.NewRunID()
 			sandboxtest.NoLeftovers(t, cli, runID)
-			argv := []string{"node", "/opt/tsclient/list.mjs"}
+			var steps []string
 			if attack != "many" {
-				argv = append(argv, "call")
+				steps = append(steps, "call")
 			}
-			c, err := sandbox.Start(ctx, cli, sandbox.ContainerOptions{Image: image, Argv: argv, RunID: runID,
-				Mounts: []sandbox.Mount{sdk, {Source: script, Target: "/opt/tsclient/list.mjs"}}})
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := startTSClient(ctx, t, cli, image, runID, "list.mjs", steps...)
 			defer c.Close(ctx)
 			logPath := filepath.Join(t.TempDir(), "run.jsonl")
 			args := []string{"--rm", "--image", image, "--agent", agent, "--mount", fixture.Source + ":" + fixture.Target,

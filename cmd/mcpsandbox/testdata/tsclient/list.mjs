@@ -7,38 +7,8 @@
 //
 //	TSCLIENT {"lists":[[{"name":...,"annotations":...}]],"call":"...","changed":true,"errors":[...]}
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import { StdioPipe } from './pipe.mjs';
 import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-
-class StdioPipe {
-  constructor() {
-    this.buffer = new ReadBuffer();
-  }
-  async start() {
-    process.stdin.on('data', (chunk) => {
-      this.buffer.append(chunk);
-      for (;;) {
-        let message;
-        try {
-          message = this.buffer.readMessage();
-        } catch (err) {
-          this.onerror?.(err);
-          continue;
-        }
-        if (message === null) break;
-        this.onmessage?.(message);
-      }
-    });
-    process.stdin.on('end', () => this.onclose?.());
-  }
-  async send(message) {
-    process.stdout.write(serializeMessage(message));
-  }
-  async close() {
-    process.stdin.pause();
-    this.onclose?.();
-  }
-}
 
 const out = { lists: [], errors: [], changed: false };
 const done = () => {

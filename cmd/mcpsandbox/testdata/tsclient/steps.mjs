@@ -13,41 +13,12 @@
 //	loglevel:LEVEL       ask for the server's logging messages
 //
 // It records the server's logging messages (logs) and the elicitations
-// it was asked (elicited).
+// it was asked (elicited):
+//
 //	TSCLIENT {"lists":[[{"name":...,"annotations":...}]],"calls":[{"name":...,"text":...,"error":...}],"changed":N,"errors":[...]}
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import { StdioPipe } from './pipe.mjs';
 import { ToolListChangedNotificationSchema, ElicitRequestSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-
-class StdioPipe {
-  constructor() {
-    this.buffer = new ReadBuffer();
-  }
-  async start() {
-    process.stdin.on('data', (chunk) => {
-      this.buffer.append(chunk);
-      for (;;) {
-        let message;
-        try {
-          message = this.buffer.readMessage();
-        } catch (err) {
-          this.onerror?.(err);
-          continue;
-        }
-        if (message === null) break;
-        this.onmessage?.(message);
-      }
-    });
-    process.stdin.on('end', () => this.onclose?.());
-  }
-  async send(message) {
-    process.stdout.write(serializeMessage(message));
-  }
-  async close() {
-    process.stdin.pause();
-    this.onclose?.();
-  }
-}
 
 const out = { lists: [], calls: [], changed: 0, errors: [], logs: [], elicited: 0 };
 const done = () => {
