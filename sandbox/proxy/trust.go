@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/ci/rules"
@@ -202,7 +203,7 @@ func bare(v any) any {
 						continue
 					}
 					req := slices.Clone(e)
-					slices.SortFunc(req, func(a, b any) int { return cmpString(fmt.Sprint(a), fmt.Sprint(b)) })
+					slices.SortFunc(req, func(a, b any) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) })
 					out[k] = req
 					continue
 				}
@@ -218,16 +219,6 @@ func bare(v any) any {
 		return out
 	}
 	return v
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // inherited is a tool that took the record of one it is the same as.
