@@ -137,3 +137,55 @@ func walkHash(b *testing.B, lower, upper string) map[string][32]byte {
 	}
 	return m
 }
+
+// BenchmarkJournal measures what reading one call's file changes costs in
+// an upper dir that holds n files (made through the overlay, as a server
+// floods its layer at startup): a walk of the layer ("walk"), side by
+// side with the change journal's update ("journal"), each after the same
+// one-file write.
+func BenchmarkJournal(b *testing.B) {
+	for _, n := range []int{10_000, 190_000} {
+		merged, upper, lower := mountOverlay(b, func(string) {})
+		for i := 0; i < n; i++ {
+			d := filepath.Join(merged, "tmp/f", fmt.Sprintf("d%03d", i/1000))
+			if i%1000 == 0 {
+				must(b, os.MkdirAll(d, 0o755))
+			}
+			must(b, os.WriteFile(filepath.Join(d, fmt.Sprintf("f%06d", i)), nil, 0o644))
+		}
+		target := filepath.Join(merged, "workspace/out.txt")
+		must(b, os.MkdirAll(filepath.Dir(target), 0o755))
+		ctx := context.Background()
+		for _, mode := range []string{"walk", "journal"} {
+			b.Run(fmt.Sprintf("files=%d/%s", n, mode), func(b *testing.B) {
+				u := &UpperDir{Upper: upper, Lowers: []string{lower}}
+				if mode == "journal" {
+					j, err := OpenJournal(0)
+					must(b, err)
+					defer j.Close()
+					u.Journal = j
+				}
+				prev, err := u.Snapshot(ctx)
+				must(b, err)
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					must(b, os.WriteFile(target, fmt.Appendf(nil, "%d %d", n, i), 0o644))
+					if mode == "walk" {
+						cur, err := u.Snapshot(ctx)
+						must(b, err)
+						if d := Delta(prev, cur); len(d) == 0 {
+							b.Fatal("the write is not seen")
+						}
+						prev = cur
+						continue
+					}
+					p, c, ok, err := u.Update(ctx, SnapshotOptions{})
+					must(b, err)
+					if !ok || len(Delta(p, c)) == 0 {
+						b.Fatalf("the journal did not tell the write (ok %v)", ok)
+					}
+				}
+			})
+		}
+	}
+}

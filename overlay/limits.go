@@ -28,6 +28,10 @@ type Limits struct {
 	// (default DefaultMaxPathBytes), as MaxEntries does: a chain of
 	// directories n deep costs n entries and n² bytes of paths.
 	MaxPathBytes int
+	// JournalDirs bounds the directories a change journal watches
+	// (default DefaultJournalDirs; see Journal): past it every snapshot
+	// walks.
+	JournalDirs int
 }
 
 // DefaultMaxPathBytes bounds the bytes of the paths one snapshot holds:
@@ -150,10 +154,30 @@ type UpperDir struct {
 	Upper  string
 	Lowers []string
 	Limits Limits
+	// Journal, if set, tells the paths changed since the last snapshot,
+	// so that Update reads only those (see Journal).
+	Journal *Journal
 
 	hashes map[string]hashed // content hashes of upper files, by path
 	lower  map[string]*Entry // lower lookups, by path (nil: not there)
 	// seed keys the line hashes; lineCount counts those kept.
 	seed      maphash.Seed
 	lineCount int
+	// live is the state Update starts from: the last snapshot's, kept up
+	// to date (nil: the next snapshot walks).
+	live *liveState
+}
+
+// liveState is the upper dir as the last snapshot left it, kept up to
+// date by Update.
+type liveState struct {
+	entries map[string]Entry
+	// links are the names of each multiply-linked inode: a write through
+	// one name is told at another (overlayfs writes through the name it
+	// copied up).
+	links map[uint64][]string
+	// unhashed are the files no snapshot could hash yet, tried again.
+	unhashed  map[string]bool
+	pathBytes int
+	bytes     int64
 }

@@ -13,6 +13,7 @@ import (
 	"hash/maphash"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -63,6 +64,16 @@ func (u *UpperDir) SnapshotWith(ctx context.Context, opts SnapshotOptions) (Snap
 	verified := map[uint64]bool{}
 	var opaque []string // opaque directories of the upper dir, seen so far
 	last, pathBytes := "", 0
+	// The journal's watches are added again as the walk meets each
+	// directory; what it told before the walk, the walk reads.
+	u.live = nil
+	met := u.Journal.begin()
+	if met != nil {
+		if err := u.watchRoot(); err != nil {
+			return snap, err
+		}
+		met[""] = true
+	}
 	err := walkFirst(u.Upper, lim.First, func(n node) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -87,45 +98,23 @@ func (u *UpperDir) SnapshotWith(ctx context.Context, opts SnapshotOptions) (Snap
 		if h, ok := u.hashes[rel]; ok {
 			rel = h.path
 		}
-		info := statInfo{name: rel, st: n.st}
-		e := Entry{Type: TypeOf(info.Mode()), Mode: info.Mode(), Size: info.Size(), ModTime: n.st.Mtim.Nano(),
-			UID: int(n.st.Uid), GID: int(n.st.Gid), Ctime: n.st.Ctim.Nano()}
-		hidden := underAny(rel, opaque)
-		if !hidden {
-			e.Before = u.lookupLower(rel, lim)
+		if n.fd > 0 && met != nil {
+			// Watched before it is read: a child made after is told.
+			u.Journal.watch(n.fd, rel)
+			met[rel] = true
 		}
-		switch {
-		case n.st.Mode&unix.S_IFMT == unix.S_IFCHR && n.st.Rdev == 0:
-			e = Entry{Kind: Removed, Type: Other, Before: e.Before} // a whiteout
-			if e.Before != nil {
-				e.Type = e.Before.Type
-			}
-		case e.Before != nil:
-			e.Kind = Changed
-		default:
-			e.Kind = Added
+		force := opts.VerifyAll || opts.Verify[rel]
+		e := u.entryOf(n, rel, underAny(rel, opaque), lim, force, budget)
+		if e.Opaque {
+			opaque = append(opaque, rel)
 		}
-		switch e.Type {
-		case Dir:
-			if e.Kind != Removed && n.opaque {
-				e.Opaque = true
-				opaque = append(opaque, rel)
+		if e.Type == File && e.Kind != Removed {
+			snap.Bytes += e.Size
+			if n.st.Nlink > 1 {
+				links[n.st.Ino] = append(links[n.st.Ino], rel)
 			}
-		case Symlink:
-			if e.Kind != Removed {
-				e.Link = n.link
-			}
-		case File:
-			if e.Kind != Removed {
-				snap.Bytes += e.Size
-				force := opts.VerifyAll || opts.Verify[rel]
-				u.hash(&e, rel, n.st, lim, force, budget)
-				if n.st.Nlink > 1 {
-					links[n.st.Ino] = append(links[n.st.Ino], rel)
-				}
-				if force {
-					verified[n.st.Ino] = true
-				}
+			if force {
+				verified[n.st.Ino] = true
 			}
 		}
 		snap.Entries[rel] = e
@@ -156,7 +145,53 @@ func (u *UpperDir) SnapshotWith(ctx context.Context, opts SnapshotOptions) (Snap
 			u.forget(p)
 		}
 	}
+	u.Journal.end(met)
+	if met != nil && !snap.Truncated {
+		// The state the journal's updates start from (its own copy: the
+		// caller may add to snap's).
+		u.live = &liveState{entries: maps.Clone(snap.Entries), links: links, pathBytes: pathBytes, bytes: snap.Bytes, unhashed: map[string]bool{}}
+		for _, p := range snap.Unhashed {
+			u.live.unhashed[p] = true
+		}
+	}
 	return snap, nil
+}
+
+// entryOf is the entry of the node met at rel (hidden: below an opaque
+// directory of the upper dir, so that the image's is not its before).
+func (u *UpperDir) entryOf(n node, rel string, hidden bool, lim Limits, force bool, budget *Budget) Entry {
+	info := statInfo{name: rel, st: n.st}
+	e := Entry{Type: TypeOf(info.Mode()), Mode: info.Mode(), Size: info.Size(), ModTime: n.st.Mtim.Nano(),
+		UID: int(n.st.Uid), GID: int(n.st.Gid), Ctime: n.st.Ctim.Nano()}
+	if !hidden {
+		e.Before = u.lookupLower(rel, lim)
+	}
+	switch {
+	case n.st.Mode&unix.S_IFMT == unix.S_IFCHR && n.st.Rdev == 0:
+		e = Entry{Kind: Removed, Type: Other, Before: e.Before} // a whiteout
+		if e.Before != nil {
+			e.Type = e.Before.Type
+		}
+	case e.Before != nil:
+		e.Kind = Changed
+	default:
+		e.Kind = Added
+	}
+	switch e.Type {
+	case Dir:
+		if e.Kind != Removed && n.opaque {
+			e.Opaque = true
+		}
+	case Symlink:
+		if e.Kind != Removed {
+			e.Link = n.link
+		}
+	case File:
+		if e.Kind != Removed {
+			u.hash(&e, rel, n.st, lim, force, budget)
+		}
+	}
+	return e
 }
 
 // rehashLink hashes again another name of a verified file.

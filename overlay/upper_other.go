@@ -24,3 +24,8 @@ func (u *UpperDir) SnapshotWith(ctx context.Context, opts SnapshotOptions) (Snap
 func (t *Tree) Snapshot(ctx context.Context) (Snapshot, error) {
 	return Snapshot{}, errors.New("reading a directory tree needs Linux")
 }
+
+// Update needs Linux: ok is always false.
+func (u *UpperDir) Update(ctx context.Context, opts SnapshotOptions) (prev, cur Snapshot, ok bool, err error) {
+	return prev, cur, false, nil
+}

@@ -19,6 +19,9 @@ type node struct {
 	st     unix.Stat_t
 	link   string // symlink target
 	opaque bool   // an opaque overlayfs directory
+	// fd is a directory's, open while fn meets it and before it is read
+	// (a journal watches it then); -1 otherwise.
+	fd int
 }
 
 // errSkipAll stops a walk early.
@@ -163,7 +166,7 @@ func walkPath(root int, p string, fn func(n node) error) error {
 // it; a directory is opened too (child, else -1). ok is false when the
 // entry is gone since it was listed.
 func meet(fd int, rel, name string) (n node, child int, ok bool, err error) {
-	n, child = node{rel: rel + "/" + name}, -1
+	n, child = node{rel: rel + "/" + name, fd: -1}, -1
 	if err := unix.Fstatat(fd, name, &n.st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		if errors.Is(err, unix.ENOENT) {
 			return n, -1, false, nil // gone since listed: the next snapshot tells
@@ -182,6 +185,7 @@ func meet(fd int, rel, name string) (n node, child int, ok bool, err error) {
 			child = -1 // replaced or removed since it was listed
 		} else {
 			n.opaque = opaqueXattr(func(attr string, buf []byte) (int, error) { return unix.Fgetxattr(child, attr, buf) })
+			n.fd = child
 		}
 	}
 	return n, child, true, nil
