@@ -53,6 +53,7 @@ lint:
 
 bench: images
 	$(GO) test -run '^$$' -bench Attribution -benchtime 300ms -count 1 ./overlay/
+	$(GO) test -run '^$$' -bench Journal -benchtime 20x -count 1 ./overlay/
 	$(GO) test -run '^$$' -bench 'ScanWorkspace' -benchtime 2x -count 1 -timeout 30m ./sandbox/
 	$(GO) test -run '^$$' -bench 'RunnerPeakMemory' -benchtime 1x -count 1 -timeout 30m ./sandbox/
 	$(GO) test -run '^$$' -bench Overhead -benchtime 3x -count 1 -timeout 60m ./sandbox/agent/

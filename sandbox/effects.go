@@ -50,7 +50,7 @@ func newChangeSource(ctx context.Context, cli Engine, id, image string, mode Cha
 			if lower != "" {
 				lowers = strings.Split(lower, ":")
 			}
-			return &upperSource{overlay.UpperDir{Upper: upper, Lowers: lowers, Limits: lim}}, ChangesUpperDir, nil
+			return &upperSource{overlay.UpperDir{Upper: upper, Lowers: lowers, Limits: lim, Journal: openJournal(lim)}}, ChangesUpperDir, nil
 		case mode == ChangesUpperDir:
 			return nil, 0, &InfraError{Cause: fmt.Sprintf("the container's upper dir is not readable here (driver %s, upper %q: %v)", in.GraphDriver.Name, upper, err),
 				Fix: "run as root next to a local overlay2 engine, or use --changes api"}
@@ -69,7 +69,24 @@ func (u *upperSource) Snapshot(ctx context.Context, opts overlay.SnapshotOptions
 	return u.UpperDir.SnapshotWith(ctx, opts)
 }
 
-func (u *upperSource) Close(context.Context) error { return nil }
+func (u *upperSource) Close(context.Context) error { return u.Journal.Close() }
+
+// updater is a source that can read only what changed since its last
+// snapshot (overlay.UpperDir.Update: the paths changed and their
+// directories, before and now); ok false: take a snapshot.
+type updater interface {
+	Update(ctx context.Context, opts overlay.SnapshotOptions) (prev, cur overlay.Snapshot, ok bool, err error)
+}
+
+// openJournal opens a change journal for an upper dir, or none (nil: each
+// snapshot walks, as it would without one).
+func openJournal(lim overlay.Limits) *overlay.Journal {
+	j, err := overlay.OpenJournal(lim.JournalDirs)
+	if err != nil {
+		return nil
+	}
+	return j
+}
 
 // apiSource reads changes through the Engine API: ContainerDiff for the
 // list, stat and archive calls for metadata and content, and a reference
@@ -261,6 +278,10 @@ type recorder struct {
 	carried    held
 	// hashBudget is the bytes each snapshot may hash.
 	hashBudget int64
+	// patched says the last mark read the journals' changes, not a walk.
+	patched bool
+	// walkSpan times a walk of the layers (nil: untimed).
+	walkSpan func() func()
 }
 
 // lookHeld finds the held files now.
@@ -279,16 +300,32 @@ func (r *recorder) lookHeld() (held, error) {
 // (zero: none), and looks again after it: a file mapped while the walk
 // ran is verified next time. heldErr, finding the held files, leaves the
 // snapshot good: every file was verified.
-func (r *recorder) snapshot(ctx context.Context, deadline time.Time) (cur overlay.Snapshot, err, heldErr error) {
+func (r *recorder) read(ctx context.Context, deadline time.Time, walk bool) (prev, cur overlay.Snapshot, patch bool, err, heldErr error) {
 	before, err1 := r.lookHeld()
 	v := before.union(r.carried)
-	cur, err = r.src.Snapshot(ctx, overlay.SnapshotOptions{Verify: v.paths, VerifyAll: v.unplaced, Budget: overlay.NewBudget(r.hashBudget, deadline)})
+	opts := overlay.SnapshotOptions{Verify: v.paths, VerifyAll: v.unplaced, Budget: overlay.NewBudget(r.hashBudget, deadline)}
+	if u, ok := r.src.(updater); ok && !walk && r.prev.Entries != nil && !r.prev.Truncated {
+		var uerr error
+		prev, cur, patch, uerr = u.Update(ctx, opts)
+		if uerr != nil || !patch {
+			// The walk reads it all, and tells its own trouble.
+			patch, opts.Budget = false, overlay.NewBudget(r.hashBudget, deadline)
+		}
+	}
+	if !patch {
+		if r.walkSpan != nil {
+			defer r.walkSpan()()
+		}
+		prev = r.prev
+		cur, err = r.src.Snapshot(ctx, opts)
+	}
+	r.patched = patch
 	after, err2 := r.lookHeld()
 	r.carried = before.union(after)
 	if err1 != nil || err2 != nil {
 		heldErr = fmt.Errorf("finding the files the container's processes hold (every file was compared by content): %w", errors.Join(err1, err2))
 	}
-	return cur, err, heldErr
+	return prev, cur, patch, err, heldErr
 }
 
 // mountPoints returns the targets of mounts and their parent directories.
@@ -312,13 +349,21 @@ func (r *recorder) mark(ctx context.Context, call bool, deadline time.Time) (rep
 		return eff, nil, nil
 	}
 	r.pn.collect(ctx, &eff, call)
-	cur, err, herr := r.snapshot(ctx, deadline)
+	prev, cur, patch, err, herr := r.read(ctx, deadline, false)
 	if err != nil {
 		return eff, nil, errors.Join(err, herr)
 	}
+	r.delta(&eff, prev, cur, patch)
+	return eff, cur.Unhashed, herr
+}
+
+// delta adds to eff the changes from prev to cur and makes cur the state
+// the next mark starts from (patch: prev and cur hold only the paths that
+// changed, to apply to it).
+func (r *recorder) delta(eff *report.Effects, prev, cur overlay.Snapshot, patch bool) {
 	// The changes one at a time: past the listing bound they are only
 	// counted, so a flood costs the two snapshots, not a list of it.
-	overlay.DeltaEach(r.prev, cur, func(c overlay.Change) bool {
+	overlay.DeltaEach(prev, cur, func(c overlay.Change) bool {
 		switch {
 		case r.ignore[c.Path]:
 		case len(eff.Files) >= r.maxListed:
@@ -328,9 +373,35 @@ func (r *recorder) mark(ctx context.Context, call bool, deadline time.Time) (rep
 		}
 		return true
 	})
-	r.prev = cur
+	if patch {
+		for p := range prev.Entries {
+			if _, ok := cur.Entries[p]; !ok {
+				delete(r.prev.Entries, p)
+			}
+		}
+		for p, e := range cur.Entries {
+			r.prev.Entries[p] = e
+		}
+	} else {
+		r.prev = cur
+	}
 	eff.FilesTruncated = cur.Truncated
 	eff.FilesUnhashed = len(cur.Unhashed)
+}
+
+// walkAgain walks the layers whatever the journals say and returns the
+// file changes the last marks missed (none, when the journals told every
+// change): the teardown's check of them.
+func (r *recorder) walkAgain(ctx context.Context, deadline time.Time) (report.Effects, []string, error) {
+	eff := report.NewEffects()
+	if r == nil || r.src == nil || !r.patched {
+		return eff, nil, nil // the last mark walked
+	}
+	prev, cur, patch, err, herr := r.read(ctx, deadline, true)
+	if err != nil {
+		return eff, nil, errors.Join(err, herr)
+	}
+	r.delta(&eff, prev, cur, patch)
 	return eff, cur.Unhashed, herr
 }
 

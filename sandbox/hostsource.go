@@ -16,6 +16,8 @@ import (
 type hostSource struct {
 	changeSource
 	view *hostView // nil until the container has started, or if it cannot be read
+	// viewed is what the view read last (nil: nothing yet), for Update.
+	viewed map[string]overlay.Entry
 }
 
 func (h *hostSource) Snapshot(ctx context.Context, opts overlay.SnapshotOptions) (overlay.Snapshot, error) {
@@ -24,6 +26,10 @@ func (h *hostSource) Snapshot(ctx context.Context, opts overlay.SnapshotOptions)
 		return snap, err
 	}
 	hs, herr := h.view.Snapshot(ctx, opts.Budget.Deadline())
+	h.viewed = nil
+	if !hs.Truncated && herr == nil {
+		h.viewed = hs.Entries
+	}
 	if snap.Entries == nil {
 		snap.Entries = map[string]overlay.Entry{}
 	}
@@ -50,6 +56,38 @@ func (h *hostSource) Snapshot(ctx context.Context, opts overlay.SnapshotOptions)
 	snap.Truncated = snap.Truncated || hs.Truncated
 	snap.PastDeadline = snap.PastDeadline || hs.PastDeadline
 	return snap, errors.Join(err, herr)
+}
+
+// Update reads what changed as Snapshot does: the container's layers
+// through their journals, the view (small places, each a walk) whole;
+// ok only when both could tell.
+func (h *hostSource) Update(ctx context.Context, opts overlay.SnapshotOptions) (prev, cur overlay.Snapshot, ok bool, err error) {
+	inner, can := h.changeSource.(updater)
+	if !can || (h.view != nil && h.viewed == nil) {
+		return prev, cur, false, nil
+	}
+	prev, cur, ok, err = inner.Update(ctx, opts)
+	if err != nil || !ok || h.view == nil {
+		return prev, cur, ok, err
+	}
+	hs, herr := h.view.Snapshot(ctx, opts.Budget.Deadline())
+	if herr != nil || hs.Truncated {
+		return prev, cur, false, nil
+	}
+	for p, e := range h.viewed {
+		prev.Entries[p] = e
+	}
+	for p, e := range hs.Entries {
+		cur.Entries[p] = e
+	}
+	h.viewed = hs.Entries
+	if len(hs.Unhashed) > 0 {
+		cur.Unhashed = append(cur.Unhashed, hs.Unhashed...)
+		sort.Strings(cur.Unhashed)
+	}
+	cur.Count += hs.Count
+	cur.Bytes += hs.Bytes
+	return prev, cur, true, nil
 }
 
 func (h *hostSource) Close(ctx context.Context) error {

@@ -559,7 +559,8 @@ func (s *Session) notFound(ctx context.Context, ctr *Container, err error) error
 // is left behind).
 func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Container, error) {
 	o := s.opts
-	s.rec = &recorder{maxListed: o.MaxListed, ignore: mountPoints(o.Mounts), hashBudget: o.FileLimits.HashBudget}
+	s.rec = &recorder{maxListed: o.MaxListed, ignore: mountPoints(o.Mounts), hashBudget: o.FileLimits.HashBudget,
+		walkSpan: func() func() { return o.Timings.Begin(timings.StepWalk, 0) }}
 	var mounts []*overlayMount
 	closeMounts := func() {
 		for _, m := range mounts {
@@ -621,7 +622,7 @@ func (s *Session) start(ctx, startCtx context.Context, mount []hostDir) (*Contai
 		hs = &hostSource{changeSource: s.rec.src}
 		s.rec.src = hs
 		// Nothing runs yet: nothing is held.
-		base, err, _ := s.rec.snapshot(ctx, time.Time{})
+		_, base, _, err, _ := s.rec.read(ctx, time.Time{}, true)
 		if err != nil {
 			return asInfra(err, "reading the container's changes")
 		}
@@ -735,6 +736,40 @@ func (s *Session) Mark(ctx context.Context, call bool, seq int) report.Effects {
 	}
 	s.unhashed(seq, unhashed, deadline)
 	return eff
+}
+
+// walkAgain adds to the teardown's effects what a walk of the layers
+// finds that the change journals did not tell the marks (see
+// overlay.Journal): the calls they were made in are not known, so they
+// are the teardown's, and a problem says so.
+func (s *Session) walkAgain(ctx context.Context, eff report.Effects, unhashed []string, deadline time.Time) (report.Effects, []string, error) {
+	missed, more, err := s.rec.walkAgain(ctx, deadline)
+	if err != nil {
+		return eff, unhashed, err
+	}
+	n := len(missed.Files) + missed.FilesOmitted
+	if n == 0 {
+		return eff, unhashed, nil
+	}
+	named := make([]string, 0, min(len(missed.Files), maxUnhashedNamed))
+	for _, f := range missed.Files[:min(len(missed.Files), maxUnhashedNamed)] {
+		named = append(named, f.Path)
+	}
+	s.Problem(report.ProblemJournal, 0, "%d file change(s) the change journal did not tell were found by the teardown's walk, so the stretch they were made in is not known: %s", n, strings.Join(named, ", "))
+	for _, f := range missed.Files {
+		if len(eff.Files) >= s.rec.maxListed {
+			eff.FilesOmitted++
+			continue
+		}
+		eff.Files = append(eff.Files, f)
+	}
+	eff.FilesOmitted += missed.FilesOmitted
+	slices.SortStableFunc(eff.Files, func(a, b report.FileChange) int { return strings.Compare(a.Path, b.Path) })
+	eff.FilesTruncated = eff.FilesTruncated || missed.FilesTruncated
+	// A file neither snapshot could hash is one.
+	unhashed = slices.Compact(slices.Sorted(slices.Values(append(unhashed, more...))))
+	eff.FilesUnhashed = len(unhashed)
+	return eff, unhashed, nil
 }
 
 // watchHeld starts looking for the files the container's processes hold
@@ -1416,6 +1451,10 @@ func (s *Session) teardown(ctx context.Context, deadline time.Time) error {
 		defer cancel()
 	}
 	eff, unhashed, err := s.rec.mark(mctx, false, deadline)
+	if err == nil {
+		// The journals' check: a walk finds what they did not tell.
+		eff, unhashed, err = s.walkAgain(mctx, eff, unhashed, deadline)
+	}
 	switch {
 	case err != nil && lost != nil:
 		s.Problem(s.lostKind(), 0, "the teardown's file effects were not read, the sandbox being lost: %s", report.OneLine(err.Error()))

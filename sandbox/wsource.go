@@ -27,7 +27,7 @@ type mounted struct {
 func newMountedSource(root changeSource, ms []*overlayMount, lim overlay.Limits) *mountedSource {
 	s := &mountedSource{changeSource: root}
 	for _, m := range ms {
-		s.mounts = append(s.mounts, mounted{m, &overlay.UpperDir{Upper: m.upperDir(), Lowers: m.lowers(), Limits: lim}})
+		s.mounts = append(s.mounts, mounted{m, &overlay.UpperDir{Upper: m.upperDir(), Lowers: m.lowers(), Limits: lim, Journal: openJournal(lim)}})
 	}
 	return s
 }
@@ -125,8 +125,83 @@ func (s *mountedSource) Close(ctx context.Context) error {
 	err := s.changeSource.Close(ctx)
 	for _, m := range s.mounts {
 		m.mount.close()
+		err = errors.Join(err, m.upper.Journal.Close())
 	}
 	return err
+}
+
+// Update reads what changed as Snapshot does, each upper dir through its
+// journal; ok only when every one could tell.
+func (s *mountedSource) Update(ctx context.Context, opts overlay.SnapshotOptions) (prev, cur overlay.Snapshot, ok bool, err error) {
+	root, can := s.changeSource.(updater)
+	if !can {
+		return prev, cur, false, nil
+	}
+	if opts.Budget == nil {
+		opts.Budget = overlay.NewBudget(overlay.DefaultHashBudget, time.Time{})
+	}
+	rel := func(p, target string) (string, bool) {
+		r, ok := strings.CutPrefix(p, target)
+		return r, ok && (r == "" || r[0] == '/')
+	}
+	rootOpts := opts
+	rootOpts.Verify = map[string]bool{}
+	for p := range opts.Verify {
+		rootOpts.Verify[p] = true
+	}
+	prev, cur = overlay.Snapshot{Entries: map[string]overlay.Entry{}}, overlay.Snapshot{Entries: map[string]overlay.Entry{}}
+	all := true
+	for _, m := range s.mounts {
+		mOpts := opts
+		mOpts.Verify = map[string]bool{}
+		for p := range opts.Verify {
+			if r, ok := rel(p, m.mount.target); ok {
+				mOpts.Verify[r] = true
+				delete(rootOpts.Verify, p)
+			}
+		}
+		mp, mc, ok, err := m.upper.Update(ctx, mOpts)
+		if err != nil || !ok {
+			// The others are read by the snapshot that follows.
+			all = false
+			continue
+		}
+		target := m.mount.target
+		for p, e := range mp.Entries {
+			prev.Entries[target+p] = e
+		}
+		for p, e := range mc.Entries {
+			cur.Entries[target+p] = e
+		}
+		for _, p := range mc.Unhashed {
+			cur.Unhashed = append(cur.Unhashed, target+p)
+		}
+		cur.Count += mc.Count
+		cur.Bytes += mc.Bytes
+	}
+	rp, rc, ok, err := root.Update(ctx, rootOpts)
+	if err != nil || !ok || !all {
+		return prev, cur, false, nil
+	}
+	for p, e := range rp.Entries {
+		if !s.underAMount(p) {
+			prev.Entries[p] = e
+		}
+	}
+	for p, e := range rc.Entries {
+		if !s.underAMount(p) {
+			cur.Entries[p] = e
+		}
+	}
+	for _, p := range rc.Unhashed {
+		if !s.underAMount(p) {
+			cur.Unhashed = append(cur.Unhashed, p)
+		}
+	}
+	sort.Strings(cur.Unhashed)
+	cur.Count += rc.Count
+	cur.Bytes += rc.Bytes
+	return prev, cur, true, nil
 }
 
 // layerDir is the container's overlay2 layer directory (the parent of its

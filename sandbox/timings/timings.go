@@ -32,6 +32,7 @@ const (
 	StepCall      Step = "call"            // a planned call (the probe file's, the schema's)
 	StepProbe     Step = "probe"           // a boundary probe or a schema negative
 	StepSnapshot  Step = "snapshot"        // a mark: the agent's events synced, the upper dir read and compared
+	StepWalk      Step = "walk"            // within a snapshot, a walk of the layers (no change journal, or it could not tell)
 	StepSettle    Step = "settle"          // the wait while a call's processes still run
 	StepLinger    Step = "linger"          // the wait after the last call
 	StepWindow    Step = "window"          // a replay's control waiting as long as the call took
