@@ -809,6 +809,11 @@ type Problem struct {
 // act; the linger-bound rule raises a finding on it.
 const ProblemLingerBound = "linger-bound"
 
+// ProblemJournal is the kind of the problem of file changes the change
+// journal did not tell, found by the teardown's walk; the journal-missed
+// rule raises a finding on it.
+const ProblemJournal = "journal"
+
 // Summary counts what the report holds.
 type Summary struct {
 	Tools     int `json:"tools"`

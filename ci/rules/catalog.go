@@ -87,6 +87,7 @@ func All() []Rule {
 		toolListRule(),
 		diskRule(),
 		lingerRule(),
+		journalRule(),
 		reportBoundRule(),
 		coverageRule(),
 		secretDisclosedRule(),

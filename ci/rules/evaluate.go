@@ -64,6 +64,7 @@ func Evaluate(r *report.Report, opts Options) []report.Finding {
 	e.out = append(e.out, toolListCut(r)...)
 	e.out = append(e.out, disk(r)...)
 	e.out = append(e.out, lingerBound(r)...)
+	e.out = append(e.out, journalMissed(r)...)
 	e.out = append(e.out, reportBound(r)...)
 	e.out = append(e.out, coverage(r, opts.MinCoverage)...)
 	e.out = append(e.out, disclosed(r, r.Sandbox.Isolation)...)
