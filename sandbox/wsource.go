@@ -36,33 +36,10 @@ func newMountedSource(root changeSource, ms []*overlayMount, lim overlay.Limits)
 // that their files come first out of the hash budget they share with the
 // container's root.
 func (s *mountedSource) Snapshot(ctx context.Context, opts overlay.SnapshotOptions) (overlay.Snapshot, error) {
-	if opts.Budget == nil {
-		budget := overlay.DefaultHashBudget
-		if len(s.mounts) > 0 && s.mounts[0].upper.Limits.HashBudget > 0 {
-			budget = int(s.mounts[0].upper.Limits.HashBudget)
-		}
-		opts.Budget = overlay.NewBudget(int64(budget), time.Time{})
-	}
-	rel := func(p, target string) (string, bool) {
-		r, ok := strings.CutPrefix(p, target)
-		return r, ok && (r == "" || r[0] == '/')
-	}
-	rootOpts := opts
-	rootOpts.Verify = map[string]bool{}
-	for p := range opts.Verify {
-		rootOpts.Verify[p] = true
-	}
+	rootOpts, mountOpts := s.split(opts)
 	mountSnaps := make([]overlay.Snapshot, len(s.mounts))
 	for i, m := range s.mounts {
-		mOpts := opts
-		mOpts.Verify = map[string]bool{}
-		for p := range opts.Verify {
-			if r, ok := rel(p, m.mount.target); ok {
-				mOpts.Verify[r] = true
-				delete(rootOpts.Verify, p)
-			}
-		}
-		ms, err := m.upper.SnapshotWith(ctx, mOpts)
+		ms, err := m.upper.SnapshotWith(ctx, mountOpts[i])
 		if err != nil {
 			return ms, err
 		}
@@ -83,7 +60,7 @@ func (s *mountedSource) Snapshot(ctx context.Context, opts overlay.SnapshotOptio
 		// What the container's own layer has at the target is hidden under
 		// the mount: the server cannot reach it.
 		for p := range snap.Entries {
-			if _, ok := rel(p, target); ok {
+			if _, ok := underTarget(p, target); ok {
 				delete(snap.Entries, p)
 			}
 		}
@@ -96,7 +73,7 @@ func (s *mountedSource) Snapshot(ctx context.Context, opts overlay.SnapshotOptio
 		// Under the target the mount's walk counts, elsewhere the root's.
 		root, mount := snap.Reached, ms.Reached
 		snap.Covers = func(p string) bool {
-			if r, ok := rel(p, target); ok {
+			if r, ok := underTarget(p, target); ok {
 				return r == "" || mount(r)
 			}
 			return root(p)
@@ -109,6 +86,41 @@ func (s *mountedSource) Snapshot(ctx context.Context, opts overlay.SnapshotOptio
 	sort.Strings(unhashed)
 	snap.Unhashed = unhashed
 	return snap, nil
+}
+
+// split gives the root's options and each mount's, its own paths to
+// verify (relative to its target) in each, one hash budget for all.
+func (s *mountedSource) split(opts overlay.SnapshotOptions) (root overlay.SnapshotOptions, mounts []overlay.SnapshotOptions) {
+	if opts.Budget == nil {
+		budget := overlay.DefaultHashBudget
+		if len(s.mounts) > 0 && s.mounts[0].upper.Limits.HashBudget > 0 {
+			budget = int(s.mounts[0].upper.Limits.HashBudget)
+		}
+		opts.Budget = overlay.NewBudget(int64(budget), time.Time{})
+	}
+	root = opts
+	root.Verify = map[string]bool{}
+	for p := range opts.Verify {
+		root.Verify[p] = true
+	}
+	for _, m := range s.mounts {
+		mOpts := opts
+		mOpts.Verify = map[string]bool{}
+		for p := range opts.Verify {
+			if r, ok := underTarget(p, m.mount.target); ok {
+				mOpts.Verify[r] = true
+				delete(root.Verify, p)
+			}
+		}
+		mounts = append(mounts, mOpts)
+	}
+	return root, mounts
+}
+
+// underTarget is p relative to target, if it is at or below it.
+func underTarget(p, target string) (string, bool) {
+	r, ok := strings.CutPrefix(p, target)
+	return r, ok && (r == "" || r[0] == '/')
 }
 
 // underAMount reports whether p is at or below a mount's target.
@@ -137,30 +149,11 @@ func (s *mountedSource) Update(ctx context.Context, opts overlay.SnapshotOptions
 	if !can {
 		return prev, cur, false, nil
 	}
-	if opts.Budget == nil {
-		opts.Budget = overlay.NewBudget(overlay.DefaultHashBudget, time.Time{})
-	}
-	rel := func(p, target string) (string, bool) {
-		r, ok := strings.CutPrefix(p, target)
-		return r, ok && (r == "" || r[0] == '/')
-	}
-	rootOpts := opts
-	rootOpts.Verify = map[string]bool{}
-	for p := range opts.Verify {
-		rootOpts.Verify[p] = true
-	}
+	rootOpts, mountOpts := s.split(opts)
 	prev, cur = overlay.Snapshot{Entries: map[string]overlay.Entry{}}, overlay.Snapshot{Entries: map[string]overlay.Entry{}}
 	all := true
-	for _, m := range s.mounts {
-		mOpts := opts
-		mOpts.Verify = map[string]bool{}
-		for p := range opts.Verify {
-			if r, ok := rel(p, m.mount.target); ok {
-				mOpts.Verify[r] = true
-				delete(rootOpts.Verify, p)
-			}
-		}
-		mp, mc, ok, err := m.upper.Update(ctx, mOpts)
+	for i, m := range s.mounts {
+		mp, mc, ok, err := m.upper.Update(ctx, mountOpts[i])
 		if err != nil || !ok {
 			// The others are read by the snapshot that follows.
 			all = false

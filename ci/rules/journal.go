@@ -17,16 +17,7 @@ func journalRule() Rule {
 // journalMissed raises journal-missed, a finding on the server (no tool),
 // its evidence the journal problems.
 func journalMissed(r *report.Report) []report.Finding {
-	var ev, paths []string
-	for _, p := range r.Problems {
-		if p.Kind == report.ProblemJournal {
-			ev, paths = append(ev, p.Message), append(paths, "")
-		}
-	}
-	if len(ev) == 0 {
-		return nil
-	}
 	rl := journalRule()
-	return []report.Finding{{Rule: rl.ID, Severity: rl.Severity, Message: "file changes were found that the change journal did not tell; " + rl.Rationale,
-		Evidence: ev, EvidencePaths: paths, Isolation: r.Sandbox.Isolation}}
+	return problemFinding(r, report.ProblemJournal, rl, "file changes were found that the change journal did not tell; "+rl.Rationale,
+		func(p report.Problem) string { return p.Message })
 }

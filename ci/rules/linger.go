@@ -19,16 +19,23 @@ func lingerRule() Rule {
 // lingerBound raises linger-bound, a finding on the server (no tool), its
 // evidence the linger-bound problems.
 func lingerBound(r *report.Report) []report.Finding {
+	rl := lingerRule()
+	return problemFinding(r, report.ProblemLingerBound, rl, fmt.Sprintf("something the calls set off could still act past --linger-max %dms; %s", r.Sandbox.LingerMaxMs, rl.Rationale),
+		func(p report.Problem) string { return fmt.Sprintf("after call %d: %s", p.Call, p.Message) })
+}
+
+// problemFinding is rl's finding on the server (no tool) when r has
+// problems of kind, each one line of evidence (evidence of it); none
+// otherwise.
+func problemFinding(r *report.Report, kind string, rl Rule, msg string, evidence func(report.Problem) string) []report.Finding {
 	var ev, paths []string
 	for _, p := range r.Problems {
-		if p.Kind == report.ProblemLingerBound {
-			ev, paths = append(ev, fmt.Sprintf("after call %d: %s", p.Call, p.Message)), append(paths, "")
+		if p.Kind == kind {
+			ev, paths = append(ev, evidence(p)), append(paths, "")
 		}
 	}
 	if len(ev) == 0 {
 		return nil
 	}
-	rl := lingerRule()
-	return []report.Finding{{Rule: rl.ID, Severity: rl.Severity, Message: fmt.Sprintf("something the calls set off could still act past --linger-max %dms; %s", r.Sandbox.LingerMaxMs, rl.Rationale),
-		Evidence: ev, EvidencePaths: paths, Isolation: r.Sandbox.Isolation}}
+	return []report.Finding{{Rule: rl.ID, Severity: rl.Severity, Message: msg, Evidence: ev, EvidencePaths: paths, Isolation: r.Sandbox.Isolation}}
 }
