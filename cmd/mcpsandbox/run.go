@@ -77,6 +77,7 @@ func runFlags(fs *pflag.FlagSet, stderr io.Writer) (*proxy.RunOptions, func() er
 	fs.DurationVar(&opts.PhaseInterval, "phase-interval", proxy.DefaultPhaseInterval, "between calls, how often what the server does on its own is collected as a phase; negative: only at the end")
 	fs.IntVar(&opts.ClientQueue, "client-queue", proxy.DefaultClientQueue, "messages that may wait for the client to read them; a server that sends more ends the session (a flood problem)")
 	fs.Int64Var(&opts.ClientQueueBytes, "client-queue-bytes", proxy.DefaultClientQueueBytes, "bytes that may wait for the client to read them (as --client-queue)")
+	fs.DurationVar(&opts.JudgeWait, "judge-wait", proxy.DefaultJudgeWait, "how long a call may wait for the effects of the calls before it to be read and judged; past it the call is refused with a reason (negative: no bound)")
 	fs.StringVar(&opts.Name, "name", "", "name of the run (default: the time and the command): its container is kept, stopped, until 'mcpsandbox clean NAME'; 'changes NAME' lists what it changed in the --workspace, 'apply NAME' writes it to the host")
 	rm := fs.Bool("rm", false, "remove the container when the run ends: no named run is kept (its workspace changes are lost)")
 	return opts, func() error {

@@ -89,7 +89,18 @@ type relayOptions struct {
 	// for the startup's judgement (default sandbox's start timeout):
 	// past it every hint is stripped.
 	StartBound time.Duration
+	// JudgeWait bounds how long a call waits for the collection and
+	// judgement of the calls before it (0: DefaultJudgeWait; negative:
+	// no bound): past it the call is refused, never begun while its
+	// effects would be read as theirs.
+	JudgeWait time.Duration
 }
+
+// DefaultJudgeWait is --judge-wait's default. With the change journal a
+// collection costs what the server changed (milliseconds for a call that
+// wrote a few files); only a call that changed tens of thousands of
+// files, or a layer read without a journal, comes near it.
+const DefaultJudgeWait = 2 * time.Second
 
 // relay is one proxied session.
 type relay struct {
@@ -178,6 +189,9 @@ func newRelay(m marker, opts relayOptions) *relay {
 	}
 	if opts.Drain <= 0 {
 		opts.Drain = sandbox.ExitGrace
+	}
+	if opts.JudgeWait == 0 {
+		opts.JudgeWait = DefaultJudgeWait
 	}
 	r := &relay{opts: opts, m: m, log: opts.Log, book: newHintBook(opts.Hints), pending: newPendingSet(), fromSrv: map[string]string{},
 		stripLogged: map[string]bool{}, broken: map[string]int{}, scratch: map[string]bool{}, asked: map[string]int{}}
@@ -381,9 +395,16 @@ func (r *relay) fromClient(ctx context.Context, line []byte) {
 			r.mu.Unlock()
 			// Waits while the effects before it are read, so that none of
 			// its own is taken for theirs; the judgement they get may
-			// refuse it.
+			// refuse it. Past the bound it is refused: begun, its effects
+			// would be read as theirs.
 			var d denial
-			if !r.calls.begin(req.call, func() (ok bool) { d, ok = r.book.denied(p.Name); return !ok }) {
+			began, late := r.calls.begin(req.call, r.opts.JudgeWait, func() (ok bool) { d, ok = r.book.denied(p.Name); return !ok })
+			if late {
+				d = denial{Rule: JudgeWaitRule, Reason: fmt.Sprintf("the effects of the calls before it were still being read and judged after %s (--judge-wait); call again", r.opts.JudgeWait)}
+				r.log.record(RunRecord{Type: "problem", Reason: JudgeWaitRule, Seq: req.call.Seq, Tool: p.Name, Message: d.Reason},
+					fmt.Sprintf("judge-wait: call %d %s refused: %s", req.call.Seq, quoteTool(p.Name), d.Reason))
+			}
+			if !began {
 				r.refuse(h.ID, p.Name, d)
 				return
 			}
@@ -689,6 +710,10 @@ func (r *relay) refuse(id json.RawMessage, tool string, d denial) {
 		fmt.Sprintf("refused a call to %s: rule %s (%s)", quoteTool(tool), d.Rule, d.Reason))
 }
 
+// JudgeWaitRule names a refusal past --judge-wait (in the error's data
+// and the log): no rule of the verdict's, a bound of run's.
+const JudgeWaitRule = "judge-wait"
+
 // RunDeniedCode is the JSON-RPC error code of a call run refuses by
 // policy (the message and data name the rule).
 const RunDeniedCode = -32010
@@ -856,22 +881,38 @@ func newTracker() *tracker {
 	return t
 }
 
-// begin waits until no collection runs, then begins c if allowed says
-// so (no judgement runs meanwhile: each holds collecting); false: not
-// begun.
-func (t *tracker) begin(c *callInfo, allowed func() bool) bool {
+// begin waits until no collection runs, at most wait (negative: no
+// bound), then begins c if allowed says so (no judgement runs meanwhile:
+// each holds collecting); began false: not begun, late: the wait ran out.
+func (t *tracker) begin(c *callInfo, wait time.Duration, allowed func() bool) (began, late bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.collecting && wait >= 0 {
+		// A sync.Cond has no timeout: a timer wakes the wait.
+		deadline := time.Now().Add(wait)
+		tm := time.AfterFunc(wait, func() {
+			t.mu.Lock()
+			t.cond.Broadcast()
+			t.mu.Unlock()
+		})
+		defer tm.Stop()
+		for t.collecting && !t.closed && time.Now().Before(deadline) {
+			t.cond.Wait()
+		}
+		if t.collecting && !t.closed {
+			return false, true
+		}
+	}
 	for t.collecting && !t.closed {
 		t.cond.Wait()
 	}
 	if !allowed() {
-		return false
+		return false, false
 	}
 	c.start = time.Now()
 	t.inflight[c.Seq] = c
 	t.group = append(t.group, c)
-	return true
+	return true, false
 }
 
 // end ends c (fill sets what it ended with) and returns the group to

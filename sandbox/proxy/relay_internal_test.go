@@ -27,8 +27,10 @@ type fakeMarker struct {
 	next  report.Effects
 	marks int
 	// block, if set, holds the first mark until it is closed (a startup
-	// slow to read).
+	// slow to read); hold, if set, every call's mark (a collection slow
+	// to read).
 	block chan struct{}
+	hold  chan struct{}
 }
 
 func (f *fakeMarker) did(e report.Effects) {
@@ -38,12 +40,17 @@ func (f *fakeMarker) did(e report.Effects) {
 	f.next.Network = append(f.next.Network, e.Network...)
 }
 
-func (f *fakeMarker) Mark(context.Context, bool, int) report.Effects {
+func (f *fakeMarker) Mark(_ context.Context, call bool, _ int) report.Effects {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.marks == 0 && f.block != nil {
 		f.mu.Unlock()
 		<-f.block
+		f.mu.Lock()
+	}
+	if hold := f.hold; call && hold != nil {
+		f.mu.Unlock()
+		<-hold
 		f.mu.Lock()
 	}
 	f.marks++
@@ -1129,4 +1136,33 @@ func TestRelayAWritersLateFlushBlamesNobody(t *testing.T) {
 	if a := h.hints(t, "honest_read"); !a.ReadOnlyHint {
 		t.Error("an honest read-only tool corrected for a writer's late flush")
 	}
+}
+
+// TestRelayJudgeWait: a call whose predecessors' effects are still being
+// read past --judge-wait is refused with the reason, never begun while
+// its effects would be read as theirs; once the reading ends calls pass.
+func TestRelayJudgeWait(t *testing.T) {
+	h := newRelayHarness(t, relayConfig{opts: relayOptions{JudgeWait: 50 * time.Millisecond}})
+	h.call(t, "honest_read") // the list read, the startup judged
+	h.waitRecord(t, "call", "honest_read")
+	hold := make(chan struct{})
+	h.m.mu.Lock()
+	h.m.hold = hold
+	h.m.mu.Unlock()
+	h.call(t, "honest_read") // answered at once; its reading holds
+	_, err := h.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "honest_read", Arguments: map[string]any{}})
+	if err == nil || !strings.Contains(err.Error(), JudgeWaitRule) || !strings.Contains(err.Error(), "call again") {
+		t.Fatalf("a call while the reading holds: %v, want a refusal naming %s", err, JudgeWaitRule)
+	}
+	if rec := h.waitRecord(t, "problem", "honest_read"); rec.Reason != JudgeWaitRule || rec.Seq != 3 {
+		t.Errorf("problem %+v, want judge-wait for call 3", rec)
+	}
+	h.waitRecord(t, "deny", "honest_read")
+	h.m.mu.Lock()
+	h.m.hold = nil
+	h.m.mu.Unlock()
+	close(hold)
+	h.waitRecord(t, "call", "honest_read")
+	h.call(t, "honest_read")
+	h.waitRecord(t, "call", "honest_read")
 }

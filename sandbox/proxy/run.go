@@ -79,6 +79,10 @@ type RunOptions struct {
 	// session with a flood problem, and run never blocks on the client.
 	ClientQueue      int
 	ClientQueueBytes int64
+	// JudgeWait bounds how long a call waits for the effects of the calls
+	// before it to be read and judged (DefaultJudgeWait when zero;
+	// negative: as long as it takes); past it the call is refused.
+	JudgeWait time.Duration
 }
 
 // DefaultPhaseInterval is how often run collects, between calls, what the
@@ -157,7 +161,7 @@ func Run(ctx context.Context, cli sandbox.Engine, opts RunOptions) (RunResult, e
 	r := newRelay(m, relayOptions{Hints: opts.Hints, Verdict: verd, Preload: opts.Preload, PhaseInterval: max(interval, 0),
 		StaleAfter: opts.StaleAfter, Secrets: so.Secrets, Watch: watch, Roots: roots, Log: log, Expect: s.ExpectAnswer, Answered: s.Answered,
 		MaxTools: so.Bounds.WithDefaults().MaxTools, Notes: notes, Startup: startup, StartBound: so.StartTimeout,
-		ClientQueue: opts.ClientQueue, ClientQueueBytes: opts.ClientQueueBytes})
+		ClientQueue: opts.ClientQueue, ClientQueueBytes: opts.ClientQueueBytes, JudgeWait: opts.JudgeWait})
 	why := r.run(ctx, opts.Stdin, opts.Stdout, stdio.Reader, stdio.Writer)
 	switch {
 	case ctx.Err() != nil:
