@@ -35,9 +35,9 @@ type Journal struct {
 	// same the other way.
 	wds    map[int32]string
 	byPath map[string]int32
-	// dirty are the paths changed since the last take, with whether a
-	// directory's whole subtree must be read again (made or moved there).
-	dirty map[string]bool
+	// dirty are the paths changed since the last take, with what the
+	// events said of each (dirtyTree, dirtyNamed).
+	dirty map[string]uint8
 	// full: the journal cannot tell what changed since the last take.
 	full bool
 	// broken says why the journal is given up for good ("" while it
@@ -46,6 +46,18 @@ type Journal struct {
 	maxWatches int
 	maxDirty   int
 }
+
+// What the events said of a dirty path.
+const (
+	// dirtyTree: a directory made or moved there, read whole.
+	dirtyTree uint8 = 1 << iota
+	// dirtyNamed: the name itself came or went (made, removed, moved).
+	// A path written with no such event and gone now was written through
+	// a name removed before (a descriptor held, an O_TMPFILE linked
+	// elsewhere): the file lives on under another name, which only a
+	// walk finds.
+	dirtyNamed
+)
 
 // DefaultJournalDirs bounds the directories one journal watches: past it
 // the journal is given up and every snapshot walks the layer (the kernel's
@@ -73,7 +85,7 @@ func OpenJournal(maxDirs int) (*Journal, error) {
 		return nil, fmt.Errorf("opening a change journal: %w", err)
 	}
 	return &Journal{fd: fd, buf: make([]byte, 64<<10), wds: map[int32]string{}, byPath: map[string]int32{},
-		dirty: map[string]bool{}, maxWatches: maxDirs, maxDirty: 50_000}, nil
+		dirty: map[string]uint8{}, maxWatches: maxDirs, maxDirty: 50_000}, nil
 }
 
 // Broken says why the journal was given up ("" while it works).
@@ -187,7 +199,7 @@ func (j *Journal) end(met map[string]bool) {
 // take drains the kernel's queue and returns the paths changed since the
 // last take (true: read the subtree again) and whether the journal could
 // not tell (full: walk the layer).
-func (j *Journal) take() (dirty map[string]bool, full bool) {
+func (j *Journal) take() (dirty map[string]uint8, full bool) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.broken != "" {
@@ -195,7 +207,7 @@ func (j *Journal) take() (dirty map[string]bool, full bool) {
 	}
 	j.read()
 	dirty, full = j.dirty, j.full
-	j.dirty, j.full = map[string]bool{}, false
+	j.dirty, j.full = map[string]uint8{}, false
 	return dirty, full
 }
 
@@ -231,6 +243,9 @@ func (j *Journal) event(wd int32, mask uint32, name string) {
 		j.full = true
 		return
 	}
+	if j.dirty == nil {
+		return // given up
+	}
 	dir, ok := j.wds[wd]
 	if !ok {
 		// A watch dropped (its directory renamed or gone): what is below
@@ -251,23 +266,22 @@ func (j *Journal) event(wd int32, mask uint32, name string) {
 	if p == "" {
 		p = "/"
 	}
+	var flags uint8
+	if mask&(unix.IN_CREATE|unix.IN_DELETE|unix.IN_MOVED_FROM|unix.IN_MOVED_TO) != 0 {
+		flags |= dirtyNamed
+	}
 	switch {
 	case mask&unix.IN_MOVE_SELF != 0 && name == "":
 		// The directory went elsewhere: its watch (and those below) now
 		// name paths they are not at. Its parent's event reads it again.
 		j.dropBelow(dir)
+		return
 	case mask&unix.IN_ISDIR != 0 && mask&unix.IN_MOVED_FROM != 0:
 		j.dropBelow(p)
-		if _, ok := j.dirty[p]; !ok {
-			j.dirty[p] = false
-		}
 	case mask&unix.IN_ISDIR != 0 && mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0:
-		j.dirty[p] = true
-	default:
-		if _, ok := j.dirty[p]; !ok {
-			j.dirty[p] = false
-		}
+		flags |= dirtyTree
 	}
+	j.dirty[p] |= flags
 	if len(j.dirty) > j.maxDirty {
 		// More paths than a walk costs: walk.
 		j.full = true

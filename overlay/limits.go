@@ -176,6 +176,7 @@ type liveState struct {
 	// one name is told at another (overlayfs writes through the name it
 	// copied up).
 	links map[uint64][]string
+	inoOf map[string]uint64
 	// unhashed are the files no snapshot could hash yet, tried again.
 	unhashed  map[string]bool
 	pathBytes int

@@ -50,44 +50,57 @@ func (u *UpperDir) Update(ctx context.Context, opts SnapshotOptions) (prev, cur 
 	}
 	w := &updater{u: u, lim: lim, budget: budget, force: opts.Verify, old: map[string]*Entry{}, done: map[string]bool{}, root: -1, dirFD: -1}
 	defer w.close()
+	// Held files, and what a snapshot could not hash, are read again as a
+	// walk would (dirty with no event: never a name that vanished).
 	for p := range opts.Verify {
 		if _, ok := dirty[p]; !ok {
-			dirty[p] = false
+			dirty[p] = dirtyNamed
 		}
 	}
-	// What a snapshot could not hash is tried again, as a walk would.
 	for p := range u.live.unhashed {
 		if _, ok := dirty[p]; !ok {
-			dirty[p] = false
+			dirty[p] = dirtyNamed
 		}
 	}
+	w.dirty = dirty
 	paths := make([]string, 0, len(dirty))
 	for p := range dirty {
 		paths = append(paths, p)
 	}
-	slices.Sort(paths)
+	// In the walk's order, so that the hash budget runs out where a
+	// walk's would (the workspace first, a flood in /tmp last).
+	first := lim.First
+	slices.SortFunc(paths, func(a, b string) int { return walkOrder(first, a, b) })
+	fail := func(err error) (Snapshot, Snapshot, bool, error) {
+		u.live = nil
+		if errors.Is(err, errTooMuch) || errors.Is(err, errWalkNeeded) {
+			return Snapshot{}, Snapshot{}, false, nil
+		}
+		return Snapshot{}, Snapshot{}, false, err
+	}
 	for _, p := range paths {
 		if ctx.Err() != nil {
-			u.live = nil
-			return prev, cur, false, ctx.Err()
+			return fail(ctx.Err())
 		}
-		if err := w.path(p, dirty[p]); err != nil {
-			u.live = nil
-			if errors.Is(err, errTooMuch) {
-				return prev, cur, false, nil
-			}
-			return prev, cur, false, err
+		if err := w.path(p, dirty[p]&dirtyTree != 0); err != nil {
+			return fail(err)
 		}
 	}
-	// The other names of a file written through one.
+	// The other names of a file written through one, or of one a name of
+	// which came or went (its ctime moved).
 	for i := 0; i < len(w.linked); i++ {
 		for _, q := range u.live.links[w.linked[i].ino] {
 			if !w.done[q] {
 				if err := w.path(q, false); err != nil {
-					u.live = nil
-					return prev, cur, false, nil
+					return fail(err)
 				}
 			}
+		}
+	}
+	// A name of a linked file the state does not know is found by a walk.
+	for _, l := range w.linked {
+		if l.nlink > 0 && uint64(len(u.live.links[l.ino])) < l.nlink {
+			return fail(errWalkNeeded)
 		}
 	}
 	if len(u.live.entries) > lim.MaxEntries || u.live.pathBytes > lim.MaxPathBytes {
@@ -132,6 +145,28 @@ func (u *UpperDir) Update(ctx context.Context, opts SnapshotOptions) (prev, cur 
 // errTooMuch: the changes cost more than a walk.
 var errTooMuch = errors.New("more changes than a walk costs")
 
+// errWalkNeeded: a change is somewhere the journal cannot name (a file
+// written through a name removed since, a hard link the state does not
+// know).
+var errWalkNeeded = errors.New("a change only a walk finds")
+
+// walkOrder compares two paths as walkFirst meets them: the subtrees of
+// first in their order, then the rest, component by component.
+func walkOrder(first []string, a, b string) int {
+	rank := func(p string) int {
+		for i, f := range first {
+			if p == f || strings.HasPrefix(p, f+"/") || strings.HasPrefix(f, p+"/") {
+				return i
+			}
+		}
+		return len(first)
+	}
+	if ra, rb := rank(a), rank(b); ra != rb {
+		return ra - rb
+	}
+	return slices.Compare(strings.Split(a, "/"), strings.Split(b, "/"))
+}
+
 // updater reads the paths of one Update.
 type updater struct {
 	u      *UpperDir
@@ -143,6 +178,8 @@ type updater struct {
 	done        map[string]bool
 	dirsRemoved int
 	linked      []linkedFile
+	// dirty is what the journal said of each path.
+	dirty map[string]uint8
 	// root and the directory last opened (at dirAt), for stat.
 	root, dirFD int
 	dirAt       string
@@ -151,6 +188,8 @@ type updater struct {
 type linkedFile struct {
 	ino  uint64
 	path string
+	// nlink is the inode's link count as read (0: a name of it went).
+	nlink uint64
 }
 
 // keep notes p's entry before it is changed, once.
@@ -189,6 +228,12 @@ func (w *updater) set(p string, e Entry) {
 func (w *updater) unset(p string) {
 	w.keep(p)
 	live := w.u.live
+	if ino, ok := live.inoOf[p]; ok {
+		// A name of a linked file gone: the others' ctime moved.
+		delete(live.inoOf, p)
+		live.links[ino] = slices.DeleteFunc(live.links[ino], func(q string) bool { return q == p })
+		w.linked = append(w.linked, linkedFile{ino: ino, path: p})
+	}
 	if o, ok := live.entries[p]; ok {
 		if o.Type == File && o.Kind != Removed {
 			live.bytes -= o.Size
@@ -237,6 +282,9 @@ func (w *updater) path(p string, tree bool) error {
 		return err
 	}
 	if !ok {
+		if w.dirty[p]&dirtyNamed == 0 {
+			return errWalkNeeded // written through a name that is gone
+		}
 		w.unset(p)
 		if had && old.Type == Dir {
 			return w.removeBelow(p)
@@ -258,8 +306,8 @@ func (w *updater) path(p string, tree bool) error {
 		}
 	}
 	w.set(p, e)
-	if e.Type == File && e.Kind != Removed && n.st.Nlink > 1 {
-		w.link(n.st.Ino, p)
+	if e.Type != Dir && e.Kind != Removed && n.st.Nlink > 1 {
+		w.link(n.st.Ino, p, n.st.Nlink)
 	}
 	if !rewalk {
 		return nil
@@ -277,20 +325,24 @@ func (w *updater) path(p string, tree bool) error {
 		}
 		e := w.u.entryOf(n, n.rel, w.hidden(n.rel), w.lim, w.force[n.rel], w.budget)
 		w.set(n.rel, e)
-		if e.Type == File && e.Kind != Removed && n.st.Nlink > 1 {
-			w.link(n.st.Ino, n.rel)
+		if e.Type != Dir && e.Kind != Removed && n.st.Nlink > 1 {
+			w.link(n.st.Ino, n.rel, n.st.Nlink)
 		}
 		return nil
 	})
 }
 
-// link notes p as a name of the multiply-linked inode ino.
-func (w *updater) link(ino uint64, p string) {
-	names := w.u.live.links[ino]
-	if !slices.Contains(names, p) {
-		w.u.live.links[ino] = append(names, p)
+// link notes p as a name of the multiply-linked inode ino (nlink links).
+func (w *updater) link(ino uint64, p string, nlink uint64) {
+	live := w.u.live
+	if old, ok := live.inoOf[p]; ok && old != ino {
+		live.links[old] = slices.DeleteFunc(live.links[old], func(q string) bool { return q == p })
 	}
-	w.linked = append(w.linked, linkedFile{ino, p})
+	if names := live.links[ino]; !slices.Contains(names, p) {
+		live.links[ino] = append(names, p)
+	}
+	live.inoOf[p] = ino
+	w.linked = append(w.linked, linkedFile{ino: ino, path: p, nlink: nlink})
 }
 
 // stat meets p as a walk would: ok false when it is not there (or a

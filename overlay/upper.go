@@ -108,11 +108,11 @@ func (u *UpperDir) SnapshotWith(ctx context.Context, opts SnapshotOptions) (Snap
 		if e.Opaque {
 			opaque = append(opaque, rel)
 		}
+		if e.Type != Dir && e.Kind != Removed && n.st.Nlink > 1 {
+			links[n.st.Ino] = append(links[n.st.Ino], rel)
+		}
 		if e.Type == File && e.Kind != Removed {
 			snap.Bytes += e.Size
-			if n.st.Nlink > 1 {
-				links[n.st.Ino] = append(links[n.st.Ino], rel)
-			}
 			if force {
 				verified[n.st.Ino] = true
 			}
@@ -149,7 +149,12 @@ func (u *UpperDir) SnapshotWith(ctx context.Context, opts SnapshotOptions) (Snap
 	if met != nil && !snap.Truncated {
 		// The state the journal's updates start from (its own copy: the
 		// caller may add to snap's).
-		u.live = &liveState{entries: maps.Clone(snap.Entries), links: links, pathBytes: pathBytes, bytes: snap.Bytes, unhashed: map[string]bool{}}
+		u.live = &liveState{entries: maps.Clone(snap.Entries), links: links, inoOf: map[string]uint64{}, pathBytes: pathBytes, bytes: snap.Bytes, unhashed: map[string]bool{}}
+		for ino, names := range links {
+			for _, p := range names {
+				u.live.inoOf[p] = ino
+			}
+		}
 		for _, p := range snap.Unhashed {
 			u.live.unhashed[p] = true
 		}
