@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/ci/rules"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/label"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/proxy"
@@ -352,5 +353,32 @@ func TestRunPingFloodNeverBlocks(t *testing.T) {
 	answered := len(j.seen.Calls) == 1 && j.seen.Calls[0].Error == ""
 	if !answered && !j.has(func(r proxy.RunRecord) bool { return r.Type == "problem" && r.Reason == "flood" }) {
 		t.Errorf("the flooding call neither answered nor cut off: %+v\n%s", j.seen.Calls, j)
+	}
+}
+
+// TestRunLargeLayerNeverHoldsACall: a server that makes 190,000 files at
+// startup (which made each call wait for a walk of them: seconds on a
+// loaded machine) is called ten times back to back by a client whose own
+// timeout is 5 s: every call is answered, none refused past
+// --judge-wait, and the teardown's walk finds nothing the change journal
+// did not tell.
+func TestRunLargeLayerNeverHoldsACall(t *testing.T) {
+	steps := []string{"list", "timeout:5000"}
+	for range 10 {
+		steps = append(steps, "call:echo:{}")
+	}
+	j := runTSStepsErr(t, []string{"flood", "files=190000"}, steps, nil, false)
+	if len(j.seen.Calls) != 10 {
+		t.Fatalf("%d calls seen, want 10\n%s", len(j.seen.Calls), j)
+	}
+	for i, c := range j.seen.Calls {
+		if c.Error != "" {
+			t.Errorf("call %d: %s\n%s", i+1, c.Error, j)
+		}
+	}
+	if j.has(func(r proxy.RunRecord) bool {
+		return r.Type == "problem" && (r.Reason == proxy.JudgeWaitRule || r.Reason == report.ProblemJournal)
+	}) {
+		t.Errorf("a judge-wait or journal problem:\n%s", j)
 	}
 }

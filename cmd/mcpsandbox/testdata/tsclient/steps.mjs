@@ -11,6 +11,7 @@
 //	sleep:MS             wait MS
 //	answer:VALUE         answer the next elicitations with {"token": VALUE}
 //	loglevel:LEVEL       ask for the server's logging messages
+//	timeout:MS           the calls after it time out after MS (30000 before)
 //
 // It records the server's logging messages (logs) and the elicitations
 // it was asked (elicited):
@@ -44,11 +45,12 @@ client.setNotificationHandler(ToolListChangedNotificationSchema, () => {
 });
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const called = new Set();
+let callTimeout = 30000;
 
 const call = async (name, args) => {
   called.add(name);
   try {
-    const res = await client.callTool({ name, arguments: JSON.parse(args || '{}') }, undefined, { timeout: 30000 });
+    const res = await client.callTool({ name, arguments: JSON.parse(args || '{}') }, undefined, { timeout: callTimeout });
     out.calls.push({ name, text: res.content?.[0]?.text ?? null });
   } catch (err) {
     out.calls.push({ name, error: String(err) });
@@ -91,6 +93,9 @@ try {
         break;
       case 'loglevel':
         await client.setLoggingLevel(a);
+        break;
+      case 'timeout':
+        callTimeout = Number(a);
         break;
     }
   }
