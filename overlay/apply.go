@@ -96,11 +96,27 @@ const (
 	RefuseOverlay
 	// RefuseUnknown: the path asked for is not among the run's changes.
 	RefuseUnknown
+	// RefuseExec: a file given an executable bit it did not have; held
+	// back unless named or allowed (ApplyOptions.AllowExec).
+	RefuseExec
+	// RefuseRunsCode: a file in a place that runs code on the host (see
+	// CodePlaces); held back as RefuseExec.
+	RefuseRunsCode
+	// RefuseMode: a file or directory made world-writable.
+	RefuseMode
+	// RefuseApplyBound: the apply would write more than its bound
+	// (ApplyOptions.MaxBytes): nothing is written.
+	RefuseApplyBound
 )
 
 var refusalNames = []string{RefuseHostChanged: "host-changed", RefuseSymlink: "symlink", RefuseSpecial: "special-file",
 	RefuseSetID: "set-id", RefuseEscapes: "escapes", RefusePlanted: "planted", RefuseNoBaseline: "no-baseline",
-	RefuseOverlay: "overlay-entry", RefuseUnknown: "not-changed"}
+	RefuseOverlay: "overlay-entry", RefuseUnknown: "not-changed", RefuseExec: "exec", RefuseRunsCode: "runs-code",
+	RefuseMode: "mode", RefuseApplyBound: "apply-bound"}
+
+// HeldBack says whether the refusal gives way when the path is named or
+// code is allowed (--allow-exec).
+func (r Refusal) HeldBack() bool { return r == RefuseExec || r == RefuseRunsCode }
 
 func (r Refusal) String() string {
 	if r <= 0 || int(r) >= len(refusalNames) {
@@ -124,7 +140,11 @@ type RefusedError struct {
 
 func (e *RefusedError) Error() string {
 	p, _ := EscapePath(e.Path)
-	return "refused " + p + ": " + e.Reason.String() + ": " + e.Detail
+	what := "refused "
+	if e.Reason.HeldBack() {
+		what = "held back "
+	}
+	return what + p + ": " + e.Reason.String() + ": " + e.Detail
 }
 
 func (e *RefusedError) Unwrap() error { return ErrRefused }
@@ -138,7 +158,12 @@ type WorkspaceChange struct {
 	// Was is the type on the host, when a path changed type.
 	Was  Type   `json:"was,omitempty"`
 	Mode uint32 `json:"mode,omitempty"`
-	Size int64  `json:"size,omitempty"`
+	// ModeBefore is the host's mode, for a modified path.
+	ModeBefore uint32 `json:"modeBefore,omitempty"`
+	// Size is a file's apparent size, Allocated what it holds (less for a
+	// sparse file: Apply writes it sparse).
+	Size      int64 `json:"size,omitempty"`
+	Allocated int64 `json:"allocated,omitempty"`
 	// LinkTarget is a symbolic link's target (never applied).
 	LinkTarget string `json:"linkTarget,omitempty"`
 	// Diff is the unified diff of a text file (created, modified or
@@ -149,6 +174,21 @@ type WorkspaceChange struct {
 	DiffOmitted string `json:"diffOmitted,omitempty"`
 	// Refused, when set, is why Apply will not write it (as of now).
 	Refused *RefusedError `json:"refused,omitempty"`
+	// scripts: a package.json whose scripts changed (or may have).
+	scripts bool
+}
+
+// NewExec says whether the change gives a file an executable bit the
+// host copy did not have.
+func (c WorkspaceChange) NewExec() bool {
+	if c.Type != File || c.Change == report.ChangeDeleted {
+		return false
+	}
+	before := uint32(0)
+	if c.Change == report.ChangeModified && c.Was == "" {
+		before = c.ModeBefore
+	}
+	return c.Mode&0o111&^before != 0
 }
 
 // ApplyOptions names a run's workspace.
@@ -164,7 +204,18 @@ type ApplyOptions struct {
 	// MaxDiffBytes bounds the size of a file shown as a diff (default
 	// DefaultMaxDiffBytes).
 	MaxDiffBytes int64
+	// AllowExec writes what would be held back (RefuseExec,
+	// RefuseRunsCode) without the paths being named.
+	AllowExec bool
+	// MaxBytes bounds the apparent bytes of the files one apply writes,
+	// checked before anything is written (0: DefaultApplyBound of the
+	// host directory's file system; negative: none).
+	MaxBytes int64
 }
+
+// ApplyBoundCap caps the default apply bound: the smaller of 1 GiB and a
+// tenth of the free space.
+const ApplyBoundCap int64 = 1 << 30
 
 // DefaultMaxDiffBytes bounds the files Changes shows a diff of.
 const DefaultMaxDiffBytes int64 = 1 << 20

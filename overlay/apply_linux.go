@@ -3,6 +3,7 @@
 package overlay
 
 import (
+	"context"
 	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
@@ -122,11 +123,16 @@ func Changes(opts ApplyOptions) ([]WorkspaceChange, error) {
 // again just before it is written; one refused is skipped and listed,
 // the others go on. Deletions go first, deepest first, then directories,
 // then files.
-func Apply(opts ApplyOptions, paths ...string) (ApplyResult, error) {
+func Apply(ctx context.Context, opts ApplyOptions, paths ...string) (ApplyResult, error) {
 	if opts.MaxDiffBytes <= 0 {
 		opts.MaxDiffBytes = DefaultMaxDiffBytes
 	}
-	w := &workspace{opts: opts}
+	w := &workspace{ctx: ctx, opts: opts, named: map[string]bool{}}
+	for _, p := range paths {
+		if rel, ok := cleanRel(filepath.ToSlash(p)); ok {
+			w.named[rel] = true
+		}
+	}
 	if err := w.open(); err != nil {
 		return ApplyResult{}, err
 	}
@@ -171,39 +177,88 @@ func Apply(opts ApplyOptions, paths ...string) (ApplyResult, error) {
 		for d := path.Dir(p); d != "." && d != "/"; d = path.Dir(d) {
 			if c, ok := byPath[d]; ok && c.Type == Dir && c.Change == report.ChangeCreated {
 				picked[d] = true
+				if w.named[p] {
+					w.named[d] = true // made for a path named: named with it
+				}
 			}
 		}
 	}
 	var todo []WorkspaceChange
 	for _, c := range all {
-		if picked[c.Path] {
-			todo = append(todo, c)
+		if !picked[c.Path] {
+			continue
 		}
+		if c.Refused != nil && c.Refused.Reason.HeldBack() && w.named[c.Path] {
+			// Held back when listed, named since (a directory above a
+			// path named): checked again.
+			c.Refused = nil
+			var re *RefusedError
+			if err := w.check(c); errors.As(err, &re) {
+				c.Refused = re
+			}
+		}
+		todo = append(todo, c)
 	}
 	sort.SliceStable(todo, func(i, j int) bool { return applyOrder(todo[i], todo[j]) })
-	failed := map[string]bool{} // refused directories: nothing below them is written
+	// The bound, before anything is written: what a file claims, not
+	// the blocks it holds (a sparse file of 1 TiB is 1 TiB to a reader).
+	bound := opts.MaxBytes
+	if bound == 0 {
+		if bound, err = DefaultApplyBound(opts.Host); err != nil {
+			return ApplyResult{}, err
+		}
+	}
+	var total int64
+	for _, c := range todo {
+		if c.Type == File && c.Change != report.ChangeDeleted && c.Refused == nil {
+			total += c.Size
+		}
+	}
+	if bound > 0 && total > bound {
+		res.Refused = append(res.Refused, &RefusedError{Path: ".", Reason: RefuseApplyBound,
+			Detail: fmt.Sprintf("the apply would write %d bytes (the files' apparent sizes), over its bound of %d (--max-apply): nothing was written", total, bound)})
+		return res, nil
+	}
+	// Refused directories, and why: nothing below them is written.
+	failed := map[string]*RefusedError{}
+	refusal := func(c WorkspaceChange, err error) *RefusedError {
+		var re *RefusedError
+		if !errors.As(err, &re) {
+			re = &RefusedError{Path: c.Path, Reason: RefuseHostChanged, Detail: err.Error()}
+		}
+		return re
+	}
 	// A host directory removed is removed whole or not at all: checked
 	// before what is in it is deleted.
 	for _, c := range todo {
 		if base, ok := w.opts.Baseline.Files[c.Path]; ok && base.Type == Dir && (c.Change == report.ChangeDeleted || c.Type != Dir) {
 			if err := w.check(c); err != nil {
-				failed[c.Path] = true
+				failed[c.Path] = refusal(c, err)
 			}
 		}
 	}
 	for _, c := range todo {
-		if failedAbove(failed, c.Path) {
-			res.Refused = append(res.Refused, &RefusedError{Path: c.Path, Reason: RefuseHostChanged, Detail: "a directory above it was refused"})
+		if err := ctx.Err(); err != nil {
+			// Interrupted: what was written is whole, the rest untouched.
+			return res, fmt.Errorf("applying: %w", err)
+		}
+		if d, above := failedAbove(failed, c.Path); above != nil {
+			// Its own reason if it has one, else its directory's.
+			re := &RefusedError{Path: c.Path, Reason: above.Reason, Detail: fmt.Sprintf("its directory %s was %s: %s", d, heldOrRefused(above.Reason), above.Detail)}
+			if err := w.check(c); err != nil {
+				re = refusal(c, err)
+			}
+			res.Refused = append(res.Refused, re)
+			if c.Type == Dir {
+				failed[c.Path] = re
+			}
 			continue
 		}
 		if err := w.apply(c); err != nil {
-			var re *RefusedError
-			if !errors.As(err, &re) {
-				re = &RefusedError{Path: c.Path, Reason: RefuseHostChanged, Detail: err.Error()}
-			}
+			re := refusal(c, err)
 			res.Refused = append(res.Refused, re)
 			if c.Type == Dir || c.Was == Dir {
-				failed[c.Path] = true
+				failed[c.Path] = re
 			}
 			continue
 		}
@@ -212,13 +267,31 @@ func Apply(opts ApplyOptions, paths ...string) (ApplyResult, error) {
 	return res, nil
 }
 
-func failedAbove(failed map[string]bool, p string) bool {
+// DefaultApplyBound is the bound of an apply into dir: the smaller of
+// ApplyBoundCap and a tenth of the space free on its file system.
+func DefaultApplyBound(dir string) (int64, error) {
+	var fs unix.Statfs_t
+	if err := unix.Statfs(dir, &fs); err != nil {
+		return 0, fmt.Errorf("reading the free space of %s: %w", dir, err)
+	}
+	return min(ApplyBoundCap, int64(fs.Bavail)*fs.Bsize/10), nil
+}
+
+// failedAbove is the refused directory above p, nearest first, and why.
+func failedAbove(failed map[string]*RefusedError, p string) (string, *RefusedError) {
 	for d := path.Dir(p); d != "." && d != "/"; d = path.Dir(d) {
-		if failed[d] {
-			return true
+		if re := failed[d]; re != nil {
+			return d, re
 		}
 	}
-	return false
+	return "", nil
+}
+
+func heldOrRefused(r Refusal) string {
+	if r.HeldBack() {
+		return "held back"
+	}
+	return "refused"
 }
 
 // applyOrder: deletions first, deepest first; then the rest by depth,
@@ -246,7 +319,10 @@ func applyOrder(a, b WorkspaceChange) bool {
 
 // workspace is a host directory and its run's upper dir, both held open.
 type workspace struct {
-	opts        ApplyOptions
+	ctx  context.Context
+	opts ApplyOptions
+	// named are the paths Apply was given by name: held back no more.
+	named       map[string]bool
 	host, upper int
 	hostID      FileID
 }
@@ -477,6 +553,9 @@ func (w *workspace) entry(dfd int, name, p string, st *unix.Stat_t) ([]Workspace
 	if inBase && base.Type != t {
 		c.Was = base.Type
 	}
+	if inBase && base.Type == t {
+		c.ModeBefore = base.Mode
+	}
 	if st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == 0 {
 		// A whiteout: the host path is deleted.
 		if !inBase {
@@ -508,7 +587,7 @@ func (w *workspace) entry(dfd int, name, p string, st *unix.Stat_t) ([]Workspace
 		c.Refused = &RefusedError{Path: p, Reason: RefuseSpecial, Detail: "devices, fifos and sockets are not applied"}
 		return []WorkspaceChange{c}, false, nil
 	}
-	c.Size = st.Size
+	c.Size, c.Allocated = st.Size, st.Blocks*512
 	if xattrAt(dfd, name, "trusted.overlay.metacopy") != "" {
 		c.Refused = &RefusedError{Path: p, Reason: RefuseOverlay, Detail: "a metadata-only copy whose data stays in the host's layer"}
 		return []WorkspaceChange{c}, false, nil
@@ -536,6 +615,9 @@ func (w *workspace) entry(dfd int, name, p string, st *unix.Stat_t) ([]Workspace
 		}
 	}
 	w.diff(&c, old, oldKnown || !inBase, cur, st.Size)
+	if path.Base(p) == "package.json" {
+		c.scripts = scriptsChanged(old, oldKnown || !inBase, cur)
+	}
 	return []WorkspaceChange{c}, false, nil
 }
 
@@ -637,6 +719,12 @@ func (w *workspace) check(c WorkspaceChange) error {
 	if c.Type == Dir && c.Change != report.ChangeDeleted && c.Mode&(unix.S_ISUID|unix.S_ISGID) != 0 {
 		return &RefusedError{Path: c.Path, Reason: RefuseSetID, Detail: fmt.Sprintf("mode %04o has a setuid or setgid bit", c.Mode)}
 	}
+	if err := w.safeMode(c); err != nil {
+		return err
+	}
+	if err := w.holdBack(c); err != nil {
+		return err
+	}
 	// Every parent on the host: a real directory, or one this apply makes.
 	if d := path.Dir(c.Path); d != "." {
 		fd, err := beneath(w.host, d, unix.O_PATH|unix.O_DIRECTORY)
@@ -669,6 +757,49 @@ func (w *workspace) check(c WorkspaceChange) error {
 		if err := w.checkTree(c.Path); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// safeMode refuses a file or directory made world-writable (the host
+// copy was not).
+func (w *workspace) safeMode(c WorkspaceChange) error {
+	if c.Change == report.ChangeDeleted || (c.Type != File && c.Type != Dir) || c.Mode&0o002 == 0 {
+		return nil
+	}
+	if c.Change == report.ChangeModified && c.Was == "" && c.ModeBefore&0o002 != 0 {
+		return nil
+	}
+	return &RefusedError{Path: c.Path, Reason: RefuseMode, Detail: fmt.Sprintf("mode %04o makes it world-writable", c.Mode)}
+}
+
+// holdBack holds back a file given an executable bit, or one in a place
+// that runs code on the host, unless it was named or code allowed.
+func (w *workspace) holdBack(c WorkspaceChange) error {
+	if w.opts.AllowExec || w.named[c.Path] || c.Change == report.ChangeDeleted {
+		return nil
+	}
+	const how = "; name it, or pass --allow-exec, to apply it"
+	if c.Type == Dir && c.Change == report.ChangeCreated {
+		// A directory is such a place when a file in it would be (.git/,
+		// .github/workflows/): not made for what is held back in it.
+		if place := runsCode(c.Path + "/x"); place != "" {
+			return &RefusedError{Path: c.Path, Reason: RefuseRunsCode, Detail: fmt.Sprintf("%s/ holds what runs code on the host (%s)%s", c.Path, place, how)}
+		}
+		return nil
+	}
+	if c.Type != File {
+		return nil
+	}
+	if c.NewExec() {
+		from := "no file"
+		if c.Change == report.ChangeModified && c.Was == "" {
+			from = fmt.Sprintf("%04o", c.ModeBefore)
+		}
+		return &RefusedError{Path: c.Path, Reason: RefuseExec, Detail: fmt.Sprintf("mode %s -> %04o makes it executable%s", from, c.Mode, how)}
+	}
+	if place := runsCode(c.Path); place != "" && (path.Base(c.Path) != "package.json" || c.scripts) {
+		return &RefusedError{Path: c.Path, Reason: RefuseRunsCode, Detail: fmt.Sprintf("%s runs code on the host (%s)%s", c.Path, place, how)}
 	}
 	return nil
 }
@@ -742,7 +873,8 @@ func (w *workspace) apply(c WorkspaceChange) error {
 		if err := unix.Fchownat(pfd, name, uid, gid, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			return fmt.Errorf("owning %s: %w", c.Path, err)
 		}
-		return unix.Fchmodat(pfd, name, c.Mode&0o777, 0)
+		// The sticky bit kept (set-id bits are refused).
+		return unix.Fchmodat(pfd, name, c.Mode&0o1777, 0)
 	case File:
 		return w.writeFile(pfd, name, c, uid, gid, inBase && base.Type != c.Type)
 	}
@@ -780,7 +912,7 @@ func (w *workspace) writeFile(pfd int, name string, c WorkspaceChange, uid, gid 
 		}
 	}()
 	out := os.NewFile(uintptr(dst), tmp)
-	_, err = io.Copy(out, io.LimitReader(in, st.Size))
+	err = w.copySparse(dst, src, st.Size)
 	if err == nil {
 		err = out.Chown(uid, gid)
 	}
@@ -810,6 +942,48 @@ func (w *workspace) writeFile(pfd int, name string, c WorkspaceChange, uid, gid 
 	}
 	done = true
 	return nil
+}
+
+// copySparse copies the data of src's first size bytes into dst at the
+// same offsets, leaving its holes holes (a sparse file stays sparse), and
+// stops when the apply is interrupted.
+func (w *workspace) copySparse(dst, src int, size int64) error {
+	buf := make([]byte, 1<<20)
+	for off := int64(0); off < size; {
+		data, err := unix.Seek(src, off, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			break // a hole to the end
+		}
+		if err != nil {
+			return fmt.Errorf("finding data: %w", err)
+		}
+		hole, err := unix.Seek(src, data, unix.SEEK_HOLE)
+		if err != nil {
+			return fmt.Errorf("finding a hole: %w", err)
+		}
+		for off = data; off < min(hole, size); {
+			if w.ctx != nil {
+				if err := w.ctx.Err(); err != nil {
+					return err
+				}
+			}
+			n, err := unix.Pread(src, buf[:min(int64(len(buf)), min(hole, size)-off)], off)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if n == 0 {
+				return fmt.Errorf("the file shrank while it was copied")
+			}
+			if m, err := unix.Pwrite(dst, buf[:n], off); err != nil || m != n {
+				return errors.Join(err, fmt.Errorf("writing: %d of %d bytes", m, n))
+			}
+			off += int64(n)
+		}
+	}
+	return unix.Ftruncate(dst, size)
 }
 
 // removeHost removes pfd/name: a file, or a directory with everything in

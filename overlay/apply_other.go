@@ -2,7 +2,10 @@
 
 package overlay
 
-import "errors"
+import (
+	"context"
+	"errors"
+)
 
 var errApplyUnsupported = errors.New("workspace changes are read on Linux only")
 
@@ -15,7 +18,7 @@ func TakeBaseline(dir string, opts BaselineOptions) (Baseline, error) {
 func Changes(opts ApplyOptions) ([]WorkspaceChange, error) { return nil, errApplyUnsupported }
 
 // Apply is Linux-only.
-func Apply(opts ApplyOptions, paths ...string) (ApplyResult, error) {
+func Apply(ctx context.Context, opts ApplyOptions, paths ...string) (ApplyResult, error) {
 	return ApplyResult{}, errApplyUnsupported
 }
 

@@ -3,6 +3,7 @@
 package overlay
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -113,7 +114,7 @@ func TestChangesApplyRoundTrip(t *testing.T) {
 	if !strings.Contains(cs[1].Diff, "+++ b/new.txt\n@@ -0,0 +1 @@\n+fresh\n") || !strings.Contains(cs[2].Diff, "-gone\n") {
 		t.Errorf("diffs of new.txt and old.txt: %q %q", cs[1].Diff, cs[2].Diff)
 	}
-	res, err := Apply(o)
+	res, err := Apply(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestChangesApplyRoundTrip(t *testing.T) {
 	}
 	// Applied, the run changes nothing more: what is left to apply is
 	// refused as changed on the host (it is the run's copy now).
-	again, err := Apply(o, "a.txt")
+	again, err := Apply(context.Background(), o, "a.txt")
 	if err != nil || len(again.Applied) != 0 || len(again.Refused) != 1 || again.Refused[0].Reason != RefuseHostChanged {
 		t.Errorf("second apply: %+v, %v", again, err)
 	}
@@ -166,7 +167,7 @@ func TestApplyPicksPaths(t *testing.T) {
 		fstest.CreateDir("sub/new", 0o755),
 		fstest.CreateFile("sub/new/c.txt", []byte("sea\n"), 0o644),
 	)
-	res, err := Apply(o, "sub/new/c.txt", "nothing-here")
+	res, err := Apply(context.Background(), o, "sub/new/c.txt", "nothing-here")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +209,7 @@ func refusedCase(t *testing.T, upper []fstest.Applier, hostEdit fstest.Applier, 
 		t.Errorf("changes do not list %s: %v", path, summary(cs))
 	}
 	before := treeOf(t, o.Host)
-	res, err := Apply(o, path)
+	res, err := Apply(context.Background(), o, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +344,7 @@ func TestOpaqueDirDeletes(t *testing.T) {
 	if got, want := summary(cs), []string{"deleted file olddir/x", "created file olddir/y"}; !slices.Equal(got, want) {
 		t.Fatalf("changes %v, want %v", got, want)
 	}
-	if res, err := Apply(o); err != nil || len(res.Refused) > 0 {
+	if res, err := Apply(context.Background(), o); err != nil || len(res.Refused) > 0 {
 		t.Fatalf("apply: %+v %v", res, err)
 	}
 	if got := treeOf(t, filepath.Join(o.Host, "olddir")); !slices.Equal(got, []string{". d---------", "y ---------- why\n"}) {
@@ -362,7 +363,7 @@ func TestFileReplacesDir(t *testing.T) {
 	if got, want := summary(cs), []string{"modified file olddir", "deleted file olddir/x"}; !slices.Equal(got, want) {
 		t.Fatalf("changes %v, want %v", got, want)
 	}
-	if res, err := Apply(o); err != nil || len(res.Refused) > 0 {
+	if res, err := Apply(context.Background(), o); err != nil || len(res.Refused) > 0 {
 		t.Fatalf("apply: %+v %v", res, err)
 	}
 	if got := readHost(t, o, "olddir"); got != "flat\n" {

@@ -135,7 +135,7 @@ func TestNamedRunChangesApply(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(host, "notes")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the run wrote to the host before apply: %v", err)
 	}
-	res, err := overlay.Apply(o)
+	res, err := overlay.Apply(context.Background(), o)
 	if err != nil || len(res.Refused) > 0 {
 		t.Fatalf("apply: %+v %v", res, err)
 	}

@@ -10,7 +10,10 @@ import (
 )
 
 func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("apply", "apply RUN [PATH...]", stderr)
+	fs := newFlags("apply", "apply [--allow-exec] [--max-apply SIZE] RUN [PATH...]", stderr)
+	allowExec := fs.Bool("allow-exec", false, "write what is held back without naming it: files given an executable bit, and files in places that run code on the host (git hooks, editor tasks, shell start-up files, build files: see 'mcpsandbox changes')")
+	maxApply := byteSize{zero: true}
+	fs.Var(&maxApply, "max-apply", "bound on the bytes one apply writes (the files' apparent sizes), checked before anything is written (default the smaller of 1GiB and a tenth of the directory's free space): "+sizeHelp)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -22,8 +25,9 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	res, err := overlay.Apply(o, fs.Args()[1:]...)
-	if err != nil {
+	o.AllowExec, o.MaxBytes = *allowExec, maxApply.n
+	res, err := overlay.Apply(ctx, o, fs.Args()[1:]...)
+	if err != nil && len(res.Applied) == 0 {
 		return err
 	}
 	if len(res.Applied) > 0 {
@@ -47,8 +51,12 @@ func runApply(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, r := range res.Refused {
 		fmt.Fprintf(stderr, "mcpsandbox: %s\n", report.Printable(r.Error()))
 	}
+	if err != nil {
+		// Interrupted after some were written: those are recorded.
+		return fmt.Errorf("%d change(s) applied before: %w", len(res.Applied), err)
+	}
 	if len(res.Refused) > 0 {
-		return fmt.Errorf("%d change(s) refused, %d applied", len(res.Refused), len(res.Applied))
+		return fmt.Errorf("%d change(s) refused or held back, %d applied", len(res.Refused), len(res.Applied))
 	}
 	if len(res.Applied) == 0 {
 		fmt.Fprintln(stdout, "no changes to apply")

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/docker/go-units"
+
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/overlay"
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
@@ -48,6 +50,19 @@ func runChanges(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return nil
 	}
 	printChanges(stdout, cs)
+	var total int64
+	for _, c := range cs {
+		if c.Type == overlay.File && c.Change != report.ChangeDeleted && c.Refused == nil {
+			total += c.Size
+		}
+	}
+	if bound, err := overlay.DefaultApplyBound(o.Host); err == nil && total > 0 {
+		over := ""
+		if total > bound {
+			over = ": over it, apply writes nothing without --max-apply"
+		}
+		fmt.Fprintf(stdout, "apply would write %s (apparent sizes); its default bound here is %s%s\n", units.BytesSize(float64(total)), units.BytesSize(float64(bound)), over)
+	}
 	if !*noDiff {
 		for _, c := range cs {
 			if c.Diff != "" {
@@ -103,15 +118,50 @@ func printChanges(w io.Writer, cs []overlay.WorkspaceChange) {
 			t, _ := overlay.EscapePath(c.LinkTarget)
 			line += " -> " + report.Printable(t)
 		}
-		switch {
-		case c.Binary:
-			line += " (binary)"
-		case c.DiffOmitted != "":
-			line += " (no diff: " + c.DiffOmitted + ")"
+		if what := changeFacts(c); what != "" {
+			line += " (" + what + ")"
 		}
 		if c.Refused != nil {
-			line += fmt.Sprintf("  [refused: %s: %s]", c.Refused.Reason, report.Printable(c.Refused.Detail))
+			what := "refused"
+			if c.Refused.Reason.HeldBack() {
+				what = "held back"
+			}
+			line += fmt.Sprintf("  [%s: %s: %s]", what, c.Refused.Reason, report.Printable(c.Refused.Detail))
 		}
 		fmt.Fprintln(w, line)
 	}
+}
+
+// changeFacts is what a change does besides its content, in words: a type
+// replaced, a mode set or changed (the executable bit called out), the
+// size with what it holds when sparse, why there is no diff.
+func changeFacts(c overlay.WorkspaceChange) string {
+	var facts []string
+	if c.Was != "" {
+		facts = append(facts, fmt.Sprintf("was a %s", c.Was))
+	}
+	switch {
+	case c.Change == report.ChangeDeleted:
+	case c.Change == report.ChangeModified && c.Was == "" && c.ModeBefore != c.Mode:
+		facts = append(facts, fmt.Sprintf("mode %04o -> %04o", c.ModeBefore, c.Mode))
+	case c.Change == report.ChangeCreated || c.Was != "":
+		facts = append(facts, fmt.Sprintf("mode %04o", c.Mode))
+	}
+	if c.NewExec() {
+		facts = append(facts, "executable")
+	}
+	if c.Type == overlay.File && c.Change != report.ChangeDeleted {
+		size := units.BytesSize(float64(c.Size))
+		if c.Allocated < c.Size {
+			size += fmt.Sprintf(", sparse: %s allocated", units.BytesSize(float64(c.Allocated)))
+		}
+		facts = append(facts, size)
+	}
+	switch {
+	case c.Binary:
+		facts = append(facts, "binary")
+	case c.DiffOmitted != "":
+		facts = append(facts, "no diff: "+c.DiffOmitted)
+	}
+	return strings.Join(facts, ", ")
 }

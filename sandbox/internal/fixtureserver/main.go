@@ -138,6 +138,9 @@ func main() {
 		addSchemaTwins(s)
 	}
 	addConfine(s, sets["confine"])
+	if sets["planter"] {
+		addPlanter(s)
+	}
 	if sets["ws"] {
 		addWorkspaceTools(s)
 	}
