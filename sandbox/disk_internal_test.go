@@ -25,13 +25,13 @@ func TestDiskMeasure(t *testing.T) {
 	if w.shm >= 0 {
 		closeFD(&w.shm) // the host's /dev/shm is shared with everyone: not this test's
 	}
-	base, err := w.measure()
+	base, _, err := w.measure()
 	if err != nil {
 		t.Fatal(err)
 	}
 	grew := func(what string, lo, hi int64) {
 		t.Helper()
-		n, err := w.measure()
+		n, _, err := w.measure()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func BenchmarkDiskMeasure(b *testing.B) {
 			defer w.close()
 			b.ResetTimer()
 			for range b.N {
-				if _, err := w.measure(); err != nil {
+				if _, _, err := w.measure(); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -41,6 +41,8 @@ type diskWatch struct {
 	shm      int             // O_PATH descriptor of the container's /dev/shm, or -1
 	pidfd    int             // the container's init, to kill it
 	base     int64           // the use before the server started
+	// baseClaim is what the files claimed then (their apparent sizes).
+	baseClaim int64
 
 	stop chan struct{}
 	done chan struct{}
@@ -81,7 +83,7 @@ func newDiskWatch(pid int, bound int64, interval time.Duration, dirs, files, mou
 	if fd, err := openInRoot(pid, "/dev/shm"); err == nil {
 		w.shm = fd
 	}
-	if w.base, err = w.measure(); err != nil {
+	if w.base, w.baseClaim, err = w.measure(); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -158,7 +160,7 @@ func (w *diskWatch) signal() int64 {
 // whether the bound is passed.
 func (w *diskWatch) poll() (int64, bool) {
 	began := time.Now()
-	n, err := w.measure()
+	n, claim, err := w.measure()
 	cost := time.Since(began)
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -168,7 +170,9 @@ func (w *diskWatch) poll() (int64, bool) {
 		w.err = err
 	}
 	w.peak = max(w.peak, n-w.base)
-	if n-w.base > w.bound {
+	// What the files claim counts as what they hold: a sparse file of a
+	// TiB costs a block here and a TiB to whatever reads or applies it.
+	if n-w.base > w.bound || claim-w.baseClaim > w.bound {
 		w.exceeded = true
 	}
 	return n - w.base, w.exceeded
@@ -216,10 +220,12 @@ func (w *diskWatch) close() {
 	}
 }
 
-// measure is the space the container holds now, in bytes. A part that
-// cannot be read (a process that ended, a file removed during the walk)
-// is skipped; the error names the first failure that is not a race.
-func (w *diskWatch) measure() (int64, error) {
+// measure is the space the container holds now, in bytes, and what its
+// files claim (the apparent sizes of the regular files walked and held
+// deleted). A part that cannot be read (a process that ended, a file
+// removed during the walk) is skipped; the error names the first failure
+// that is not a race.
+func (w *diskWatch) measure() (held, claimed int64, err error) {
 	u := diskUsage{seen: map[[2]uint64]bool{}}
 	var errs []error
 	for _, d := range w.dirs {
@@ -242,14 +248,16 @@ func (w *diskWatch) measure() (int64, error) {
 			u.total += int64(fs.Blocks-fs.Bfree) * fs.Bsize
 		}
 	}
-	return u.total, errors.Join(errs...)
+	return u.total, u.apparent, errors.Join(errs...)
 }
 
-// diskUsage sums allocated blocks, each inode once.
+// diskUsage sums allocated blocks, and the regular files' apparent
+// sizes, each inode once.
 type diskUsage struct {
-	seen    map[[2]uint64]bool
-	total   int64
-	entries int
+	seen     map[[2]uint64]bool
+	total    int64
+	apparent int64
+	entries  int
 }
 
 func (u *diskUsage) add(st *unix.Stat_t) {
@@ -259,6 +267,9 @@ func (u *diskUsage) add(st *unix.Stat_t) {
 	}
 	u.seen[k] = true
 	u.total += st.Blocks * 512
+	if st.Mode&unix.S_IFMT == unix.S_IFREG {
+		u.apparent += st.Size
+	}
 }
 
 // walk adds dir and everything below it on its file system; nothing is
