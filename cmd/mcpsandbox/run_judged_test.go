@@ -107,6 +107,10 @@ func runTSStepsErr(t *testing.T, sets, steps, flags []string, clientErrors bool)
 	var stderr bytes.Buffer
 	runErr := runRun(ctx, args, c.Stdout(), c.Stdin(), &stderr)
 	c.Stdin().Close()
+	// The client writes its result once it sees the end (after a flood,
+	// once it has read what was sent before it): it is given a moment to,
+	// on a loaded machine too, before it is stopped.
+	c.Exited(ctx, 30*time.Second)
 	if err := c.Stop(ctx); err != nil {
 		t.Log(err)
 	}
