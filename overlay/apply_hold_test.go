@@ -139,7 +139,7 @@ func TestApplyEveryCodePlace(t *testing.T) {
 		".git/": ".git/config", ".husky/": ".husky/pre-push", ".githooks/": "sub/.githooks/post-merge",
 		".vscode/": ".vscode/tasks.json", ".idea/": ".idea/workspace.xml", ".github/workflows/": ".github/workflows/ci.yml",
 		".circleci/": ".circleci/config.yml", ".ssh/": ".ssh/authorized_keys", ".envrc": ".envrc", ".env*": "sub/.env.local",
-		"Makefile": "Makefile", "makefile": "sub/makefile", "GNUmakefile": "GNUmakefile", "*.mk": "rules.mk",
+		"Makefile": "sub/makefile", "GNUmakefile": "GNUmakefile", "*.mk": "rules.mk",
 		"package.json (its scripts)": "package.json", ".npmrc": ".npmrc", ".yarnrc*": ".yarnrc.yml",
 		"pyproject.toml": "pyproject.toml", "setup.py": "setup.py", "setup.cfg": "setup.cfg",
 		".pre-commit-config.yaml": ".pre-commit-config.yaml", ".gitlab-ci.yml": ".gitlab-ci.yml", "Jenkinsfile": "Jenkinsfile",
@@ -148,7 +148,14 @@ func TestApplyEveryCodePlace(t *testing.T) {
 		".bashrc": ".bashrc", ".bash_profile": ".bash_profile", ".bash_login": ".bash_login", ".bash_logout": ".bash_logout",
 		".profile": ".profile", ".zshrc": ".zshrc", ".zprofile": ".zprofile", ".zshenv": ".zshenv", ".zlogin": ".zlogin",
 		".zlogout": ".zlogout", ".cshrc": ".cshrc", ".tcshrc": ".tcshrc", ".kshrc": ".kshrc", ".mkshrc": ".mkshrc",
-		".config/fish/": ".config/fish/config.fish",
+		".config/fish/": ".config/fish/config.fish", ".devcontainer/": ".devcontainer/devcontainer.json",
+		".cargo/": ".cargo/config.toml", ".mvn/": ".mvn/extensions.xml", "gradle/wrapper/": "gradle/wrapper/gradle-wrapper.properties",
+		".direnv/": ".direnv/bin/x", ".gitmodules": ".gitmodules", "package.yaml": "package.yaml", ".pnpmfile.cjs": ".pnpmfile.cjs",
+		"binding.gyp": "binding.gyp", "conftest.py": "tests/conftest.py", "*.pth": "site-packages/evil.pth",
+		"bin/activate*": "venv/bin/activate", "lefthook.yml": "lefthook.yml", ".lefthook.yml": ".lefthook.yml",
+		"Justfile": "justfile", "Rakefile": "Rakefile", "Taskfile.*": "Taskfile.yml", "mise.toml": "mise.toml",
+		".mise.toml": ".mise.toml", "flake.nix": "flake.nix", "shell.nix": "shell.nix", "CMakePresets.json": "CMakePresets.json",
+		"CMakeUserPresets.json": "CMakeUserPresets.json", "*.code-workspace": "x.code-workspace",
 	}
 	for _, place := range CodePlaces {
 		p, ok := samples[place.Name]

@@ -202,21 +202,8 @@ func Apply(ctx context.Context, opts ApplyOptions, paths ...string) (ApplyResult
 	sort.SliceStable(todo, func(i, j int) bool { return applyOrder(todo[i], todo[j]) })
 	// The bound, before anything is written: what a file claims, not
 	// the blocks it holds (a sparse file of 1 TiB is 1 TiB to a reader).
-	bound := opts.MaxBytes
-	if bound == 0 {
-		if bound, err = DefaultApplyBound(opts.Host); err != nil {
-			return ApplyResult{}, err
-		}
-	}
-	var total int64
-	for _, c := range todo {
-		if c.Type == File && c.Change != report.ChangeDeleted && c.Refused == nil {
-			total += c.Size
-		}
-	}
-	if bound > 0 && total > bound {
-		res.Refused = append(res.Refused, &RefusedError{Path: ".", Reason: RefuseApplyBound,
-			Detail: fmt.Sprintf("the apply would write %d bytes (the files' apparent sizes), over its bound of %d (--max-apply): nothing was written", total, bound)})
+	if re := applyBound(opts, todo); re != nil {
+		res.Refused = append(res.Refused, re)
 		return res, nil
 	}
 	// Refused directories, and why: nothing below them is written.
@@ -265,6 +252,51 @@ func Apply(ctx context.Context, opts ApplyOptions, paths ...string) (ApplyResult
 		res.Applied = append(res.Applied, c)
 	}
 	return res, nil
+}
+
+// MaxApplyEntries bounds the paths one apply writes: an entry costs an
+// inode and a block whatever its size.
+const MaxApplyEntries = 100_000
+
+// applyBlock is what an entry costs at least: a block.
+const applyBlock = 4096
+
+// applyBound refuses an apply whose files claim more than its bound (a
+// file its apparent size, every entry a block at least), or that makes
+// more than MaxApplyEntries paths; nil when it fits. A bound of 0 (a
+// full disk's default) lets nothing through; only a negative one is
+// none.
+func applyBound(opts ApplyOptions, todo []WorkspaceChange) *RefusedError {
+	bound := opts.MaxBytes
+	if bound == 0 {
+		var err error
+		if bound, err = DefaultApplyBound(opts.Host); err != nil {
+			return &RefusedError{Path: ".", Reason: RefuseApplyBound, Detail: err.Error() + ": nothing was written"}
+		}
+	}
+	var total int64
+	n := 0
+	for _, c := range todo {
+		if c.Change == report.ChangeDeleted || c.Refused != nil {
+			continue
+		}
+		n++
+		cost := int64(applyBlock)
+		if c.Type == File {
+			cost = max(c.Size, applyBlock)
+		}
+		if n > MaxApplyEntries {
+			return &RefusedError{Path: ".", Reason: RefuseApplyBound, Detail: fmt.Sprintf("the apply would make more than %d paths: nothing was written", MaxApplyEntries)}
+		}
+		if bound >= 0 && cost > bound-total {
+			// Compared before it is added: a sum of sizes near 2^63 cannot
+			// wrap past the bound.
+			return &RefusedError{Path: ".", Reason: RefuseApplyBound,
+				Detail: fmt.Sprintf("the apply would write more than its bound of %d bytes (the files' apparent sizes, a block at least for each path; --max-apply): nothing was written", bound)}
+		}
+		total += cost
+	}
+	return nil
 }
 
 // DefaultApplyBound is the bound of an apply into dir: the smaller of
@@ -776,19 +808,26 @@ func (w *workspace) safeMode(c WorkspaceChange) error {
 // holdBack holds back a file given an executable bit, or one in a place
 // that runs code on the host, unless it was named or code allowed.
 func (w *workspace) holdBack(c WorkspaceChange) error {
-	if w.opts.AllowExec || w.named[c.Path] || c.Change == report.ChangeDeleted {
+	if w.opts.AllowExec || w.named[c.Path] {
 		return nil
 	}
 	const how = "; name it, or pass --allow-exec, to apply it"
-	if c.Type == Dir && c.Change == report.ChangeCreated {
-		// A directory is such a place when a file in it would be (.git/,
-		// .github/workflows/): not made for what is held back in it.
-		if place := runsCode(c.Path + "/x"); place != "" {
-			return &RefusedError{Path: c.Path, Reason: RefuseRunsCode, Detail: fmt.Sprintf("%s/ holds what runs code on the host (%s)%s", c.Path, place, how)}
+	// A directory is such a place when a file in it would be (.git/,
+	// .github/workflows/).
+	dirPlace := runsCode(c.Path + "/x")
+	switch {
+	case c.Change == report.ChangeDeleted:
+		if dirPlace != "" {
+			// A repository, keys, an editor's settings: not removed unasked.
+			return &RefusedError{Path: c.Path, Reason: RefuseRunsCode, Detail: fmt.Sprintf("removing %s, in %s, is held back%s", c.Path, dirPlace, how)}
 		}
 		return nil
-	}
-	if c.Type != File {
+	case c.Type == Dir && (c.Change == report.ChangeCreated || c.Was != ""):
+		if dirPlace != "" {
+			return &RefusedError{Path: c.Path, Reason: RefuseRunsCode, Detail: fmt.Sprintf("%s/ holds what runs code on the host (%s)%s", c.Path, dirPlace, how)}
+		}
+		return nil
+	case c.Type != File:
 		return nil
 	}
 	if c.NewExec() {
@@ -798,10 +837,58 @@ func (w *workspace) holdBack(c WorkspaceChange) error {
 		}
 		return &RefusedError{Path: c.Path, Reason: RefuseExec, Detail: fmt.Sprintf("mode %s -> %04o makes it executable%s", from, c.Mode, how)}
 	}
-	if place := runsCode(c.Path); place != "" && (path.Base(c.Path) != "package.json" || c.scripts) {
+	if c.Mode&0o111 != 0 {
+		return &RefusedError{Path: c.Path, Reason: RefuseExec, Detail: fmt.Sprintf("it rewrites an executable file (mode %04o)%s", c.Mode, how)}
+	}
+	if place := runsCode(c.Path); place != "" && (!strings.EqualFold(path.Base(c.Path), "package.json") || c.scripts) {
 		return &RefusedError{Path: c.Path, Reason: RefuseRunsCode, Detail: fmt.Sprintf("%s runs code on the host (%s)%s", c.Path, place, how)}
 	}
+	if d, ok := w.gitDirAbove(c.Path); ok {
+		return &RefusedError{Path: c.Path, Reason: RefuseRunsCode, Detail: fmt.Sprintf("%s is in a git directory (%s: HEAD, objects/, refs/), whose config runs code%s", c.Path, orDot(d), how)}
+	}
 	return nil
+}
+
+// gitDirAbove finds a directory above p that is a git directory (HEAD,
+// objects/ and refs/ in it, in the run's changes or on the host): a bare
+// repository, or one under another name, whose config git reads.
+func (w *workspace) gitDirAbove(p string) (string, bool) {
+	for d := path.Dir(p); ; d = path.Dir(d) {
+		if d == "." || d == "/" {
+			d = ""
+		}
+		if w.present(path.Join(d, "HEAD"), false) && w.present(path.Join(d, "objects"), true) && w.present(path.Join(d, "refs"), true) {
+			return d, true
+		}
+		if d == "" {
+			return "", false
+		}
+	}
+}
+
+// present says whether rel is in the run's changes or on the host, a
+// directory when dir.
+func (w *workspace) present(rel string, dir bool) bool {
+	for _, root := range []int{w.upper, w.host} {
+		fd, err := beneath(root, rel, unix.O_PATH)
+		if err != nil {
+			continue
+		}
+		var st unix.Stat_t
+		err = unix.Fstat(fd, &st)
+		unix.Close(fd)
+		if err == nil && (st.Mode&unix.S_IFMT == unix.S_IFDIR) == dir && !(st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == 0) {
+			return true
+		}
+	}
+	return false
+}
+
+func orDot(p string) string {
+	if p == "" {
+		return "."
+	}
+	return p
 }
 
 // checkTree checks that everything under host directory rel is as the

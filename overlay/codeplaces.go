@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -19,31 +20,69 @@ type CodePlace struct {
 }
 
 // CodePlaces are the places, at any depth (docs/run.md "Changes and
-// apply" has the same list).
+// apply" has the same list). Names match whatever their case: on a
+// case-insensitive host directory (vfat, exFAT, CIFS, ext4 casefold)
+// .Git/config is git's .git/config.
 var CodePlaces = []CodePlace{
+	// A .git file (gitdir: elsewhere) is a repository too.
 	dirPlace(".git"), dirPlace(".husky"), dirPlace(".githooks"), dirPlace(".vscode"), dirPlace(".idea"),
-	{".github/workflows/", func(p string) bool { return strings.Contains("/"+p, "/.github/workflows/") }},
-	dirPlace(".circleci"), dirPlace(".ssh"),
-	namePlace(".envrc"), prefixPlace(".env"),
-	namePlace("Makefile"), namePlace("makefile"), namePlace("GNUmakefile"), suffixPlace(".mk"),
-	{"package.json (its scripts)", func(p string) bool { return path.Base(p) == "package.json" }},
+	nestedPlace(".github/workflows"), dirPlace(".circleci"), dirPlace(".ssh"),
+	dirPlace(".devcontainer"), dirPlace(".cargo"), dirPlace(".mvn"), nestedPlace("gradle/wrapper"), dirPlace(".direnv"),
+	namePlace(".gitmodules"), namePlace(".envrc"), componentPrefixPlace(".env"),
+	namePlace("Makefile"), namePlace("GNUmakefile"), suffixPlace(".mk"),
+	{"package.json (its scripts)", func(p string) bool { return strings.EqualFold(path.Base(p), "package.json") }},
+	namePlace("package.yaml"), namePlace(".pnpmfile.cjs"), namePlace("binding.gyp"),
 	namePlace(".npmrc"), prefixPlace(".yarnrc"),
-	namePlace("pyproject.toml"), namePlace("setup.py"), namePlace("setup.cfg"),
+	namePlace("pyproject.toml"), namePlace("setup.py"), namePlace("setup.cfg"), namePlace("conftest.py"), suffixPlace(".pth"),
+	{"bin/activate*", func(p string) bool {
+		return strings.EqualFold(path.Base(path.Dir(p)), "bin") && hasPrefixFold(path.Base(p), "activate")
+	}},
 	namePlace(".pre-commit-config.yaml"), namePlace(".gitlab-ci.yml"), namePlace("Jenkinsfile"),
+	namePlace("lefthook.yml"), namePlace(".lefthook.yml"), namePlace("Justfile"), namePlace("Rakefile"), prefixPlace("Taskfile."),
+	namePlace("mise.toml"), namePlace(".mise.toml"), namePlace("flake.nix"), namePlace("shell.nix"),
+	namePlace("CMakePresets.json"), namePlace("CMakeUserPresets.json"), suffixPlace(".code-workspace"),
 	prefixPlace("Dockerfile"), prefixPlace("Containerfile"), suffixPlace(".dockerfile"),
 	prefixPlace("docker-compose."), prefixPlace("compose."),
 	namePlace(".bashrc"), namePlace(".bash_profile"), namePlace(".bash_login"), namePlace(".bash_logout"),
 	namePlace(".profile"), namePlace(".zshrc"), namePlace(".zprofile"), namePlace(".zshenv"), namePlace(".zlogin"),
 	namePlace(".zlogout"), namePlace(".cshrc"), namePlace(".tcshrc"), namePlace(".kshrc"), namePlace(".mkshrc"),
-	{".config/fish/", func(p string) bool { return strings.Contains("/"+p, "/.config/fish/") }},
+	nestedPlace(".config/fish"),
 }
 
-// dirPlace: anything below a directory of that name.
+// dirPlace: a directory of that name, anything below it, or a file in
+// its place.
 func dirPlace(dir string) CodePlace {
 	return CodePlace{dir + "/", func(p string) bool {
+		for _, d := range strings.Split(p, "/") {
+			if strings.EqualFold(d, dir) {
+				return true
+			}
+		}
+		return false
+	}}
+}
+
+// nestedPlace: a path of several components (".github/workflows"), at
+// any depth, and anything below it.
+func nestedPlace(dirs string) CodePlace {
+	want := strings.Split(dirs, "/")
+	return CodePlace{dirs + "/", func(p string) bool {
 		parts := strings.Split(p, "/")
-		for _, d := range parts[:len(parts)-1] {
-			if d == dir {
+		for i := 0; i+len(want) <= len(parts); i++ {
+			if slices.EqualFunc(parts[i:i+len(want)], want, strings.EqualFold) {
+				return true
+			}
+		}
+		return false
+	}}
+}
+
+// componentPrefixPlace: any component that begins so (a .env file, a
+// virtualenv named .env/).
+func componentPrefixPlace(prefix string) CodePlace {
+	return CodePlace{prefix + "*", func(p string) bool {
+		for _, d := range strings.Split(p, "/") {
+			if hasPrefixFold(d, prefix) {
 				return true
 			}
 		}
@@ -52,15 +91,22 @@ func dirPlace(dir string) CodePlace {
 }
 
 func namePlace(name string) CodePlace {
-	return CodePlace{name, func(p string) bool { return path.Base(p) == name }}
+	return CodePlace{name, func(p string) bool { return strings.EqualFold(path.Base(p), name) }}
 }
 
 func prefixPlace(prefix string) CodePlace {
-	return CodePlace{prefix + "*", func(p string) bool { return strings.HasPrefix(path.Base(p), prefix) }}
+	return CodePlace{prefix + "*", func(p string) bool { return hasPrefixFold(path.Base(p), prefix) }}
 }
 
 func suffixPlace(suffix string) CodePlace {
-	return CodePlace{"*" + suffix, func(p string) bool { return strings.HasSuffix(path.Base(p), suffix) }}
+	return CodePlace{"*" + suffix, func(p string) bool {
+		b := path.Base(p)
+		return len(b) >= len(suffix) && strings.EqualFold(b[len(b)-len(suffix):], suffix)
+	}}
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 // runsCode names the first place p is in ("" for none).
