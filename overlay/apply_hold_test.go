@@ -33,7 +33,6 @@ func sparseFile(name string, size int64) fstest.Applier {
 	})
 }
 
-
 // heldCase wants path listed as held back for reason, left unwritten by
 // an apply of everything, and written by one that names it (and by
 // --allow-exec).
