@@ -1,6 +1,7 @@
 package bulk
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -19,9 +20,52 @@ type Manifest struct {
 	Main string          `json:"main,omitempty"`
 	// Engines is the runtimes the package says it works on.
 	Engines map[string]string `json:"engines,omitempty"`
-	// Dependencies are npm specs by name.
+	// Dependencies are npm specs by name; npm installs the peer ones too.
 	Dependencies         map[string]string `json:"dependencies,omitempty"`
 	OptionalDependencies map[string]string `json:"optionalDependencies,omitempty"`
+	PeerDependencies     map[string]string `json:"peerDependencies,omitempty"`
+	// Overrides are npm's (specs, or objects of them), as written.
+	Overrides json.RawMessage `json:"overrides,omitempty"`
+}
+
+// UnmarshalJSON reads the keys npm reads, spelt as npm spells them: Go's
+// decoder alone also takes "VERSION" or "Name" for a field, keys npm
+// ignores, so that the two would read different manifests. Of a key given
+// twice the last counts, as in JSON.parse.
+func (m *Manifest) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	*m = Manifest{}
+	for _, f := range []struct {
+		key  string
+		into any
+	}{
+		{"name", &m.Name}, {"version", &m.Version}, {"bin", &m.Bin}, {"main", &m.Main}, {"engines", &m.Engines},
+		{"dependencies", &m.Dependencies}, {"optionalDependencies", &m.OptionalDependencies},
+		{"peerDependencies", &m.PeerDependencies}, {"overrides", &m.Overrides},
+	} {
+		if v, ok := raw[f.key]; ok {
+			if err := json.Unmarshal(v, f.into); err != nil {
+				return fmt.Errorf("%s: %w", f.key, err)
+			}
+		}
+	}
+	return nil
+}
+
+// byteOrderMark may begin a package.json: npm skips it.
+const byteOrderMark = "\ufeff"
+
+// parseManifest reads a package.json as npm does: a leading byte-order
+// mark is skipped.
+func parseManifest(b []byte) (Manifest, error) {
+	var m Manifest
+	if err := json.Unmarshal(bytes.TrimPrefix(b, []byte(byteOrderMark)), &m); err != nil {
+		return Manifest{}, fmt.Errorf("package.json: %w", err)
+	}
+	return m, nil
 }
 
 // Bins returns the package's bins by name: a string bin is named like

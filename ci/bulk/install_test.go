@@ -100,7 +100,7 @@ func TestTarballSpecs(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	p := tgz(t, dir, map[string]string{"package.json": `{"name": "local-pkg", "version": "0.1.0", "dependencies": {"x": "github:a/b"}}`})
+	p := tgz(t, dir, map[string]string{"package.json": `{"name": "local-pkg", "version": "0.1.0", "dependencies": {"x": "^1"}}`})
 	n := NPM{Cache: t.TempDir()}
 	r, cached, err := n.resolveTarball(context.Background(), Spec{Kind: KindNPM, Name: p, Tarball: true})
 	if err != nil || r.Name != "local-pkg" || r.Version != "0.1.0" || !strings.HasPrefix(r.Dist.Integrity, "sha512-") {
@@ -109,8 +109,9 @@ func TestTarballSpecs(t *testing.T) {
 	if h, want, _ := sriHash(r.Dist.Integrity); !strings.Contains(cached, "sha512-") || h == nil || len(want) != 64 {
 		t.Errorf("cached at %s", cached)
 	}
-	// Installing refuses its git dependency before anything runs.
-	if _, err := n.Install(context.Background(), Spec{Kind: KindNPM, Name: p, Tarball: true}); !errors.Is(err, ErrFetch) || !strings.Contains(err.Error(), "git dependency") {
+	// Installing refuses a git dependency before anything runs.
+	git := tgz(t, t.TempDir(), map[string]string{"package.json": `{"name": "local-pkg", "version": "0.1.0", "dependencies": {"x": "github:a/b"}}`})
+	if _, err := n.Install(context.Background(), Spec{Kind: KindNPM, Name: git, Tarball: true}); !errors.Is(err, ErrFetch) || !errors.Is(err, ErrNonRegistryDependency) || !strings.Contains(err.Error(), "git dependency") {
 		t.Errorf("git dependency: %v", err)
 	}
 	for _, files := range []map[string]string{{"README": "x"}, {"package.json": `{"name": "Bad Name", "version": "1"}`}, {"package.json": `{`}} {

@@ -36,6 +36,23 @@ type Resolved struct {
 	} `json:"dist"`
 }
 
+// UnmarshalJSON reads the manifest as Manifest does, keys spelt as npm
+// spells them, and the dist.
+func (r *Resolved) UnmarshalJSON(b []byte) error {
+	if err := json.Unmarshal(b, &r.Manifest); err != nil {
+		return err
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	r.Dist = Resolved{}.Dist
+	if d, ok := raw["dist"]; ok {
+		return json.Unmarshal(d, &r.Dist)
+	}
+	return nil
+}
+
 // NPMRegistry resolves and downloads npm packages; NPMCLI is npm's.
 type NPMRegistry interface {
 	// View resolves NAME@SPEC to one version.
@@ -49,11 +66,37 @@ type NPMRegistry interface {
 type NPMCLI struct {
 	// Cache is npm's own cache (--cache), "" for npm's default.
 	Cache string
+	// Registry is the registry npm uses (--registry), "" for npm's
+	// configured one.
+	Registry string
+}
+
+// npmNoGit is the git npm is given: a path that does not exist, so that
+// nothing npm does (a git dependency's clone, its prepare) runs git on
+// the host, even an npm too old for --allow-git.
+const npmNoGit = "/nonexistent/mcpsandbox-no-git"
+
+// npmSafeFlags go with every npm command: no lifecycle script, no git.
+func npmSafeFlags() []string {
+	return []string{"--ignore-scripts", "--git=" + npmNoGit, "--no-update-notifier"}
+}
+
+// npmInstallFlags go with the installs: nothing fetched but registry
+// packages and the root's own tarball (npm 11 refuses the others itself;
+// an older npm warns of an unknown option and goes on, the lockfile
+// check still refusing them). Not for npm pack: it downloads a registry
+// package by its tarball's URL, which npm counts as remote.
+func npmInstallFlags() []string {
+	return []string{"--allow-git=none", "--allow-remote=none", "--allow-directory=none", "--allow-file=root", "--no-audit", "--no-fund", "--install-links=false"}
 }
 
 func (c NPMCLI) npm(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	args = append(args, npmSafeFlags()...)
 	if c.Cache != "" {
 		args = append(args, "--cache", c.Cache)
+	}
+	if c.Registry != "" {
+		args = append(args, "--registry", c.Registry)
 	}
 	cmd := exec.CommandContext(ctx, "npm", args...)
 	cmd.Dir = dir
@@ -95,7 +138,7 @@ func (c NPMCLI) View(ctx context.Context, name, spec string) (Resolved, error) {
 
 // Pack implements NPMRegistry.
 func (c NPMCLI) Pack(ctx context.Context, name, version, dir string) (string, error) {
-	out, err := c.npm(ctx, dir, "pack", "--json", "--ignore-scripts", "--pack-destination", dir, name+"@"+version)
+	out, err := c.npm(ctx, dir, "pack", "--json", "--pack-destination", dir, name+"@"+version)
 	if err != nil {
 		return "", err
 	}
@@ -105,7 +148,10 @@ func (c NPMCLI) Pack(ctx context.Context, name, version, dir string) (string, er
 	if err := json.Unmarshal(out, &packed); err != nil || len(packed) != 1 {
 		return "", fmt.Errorf("npm pack %s@%s: unexpected output %.200q", name, version, out)
 	}
-	return filepath.Join(dir, filepath.Base(packed[0].Filename)), nil
+	if err := checkFileName(packed[0].Filename); err != nil {
+		return "", fmt.Errorf("npm pack %s@%s: %w", name, version, err)
+	}
+	return filepath.Join(dir, packed[0].Filename), nil
 }
 
 // NPM installs npm specs on the host with scripts off into a
@@ -139,25 +185,34 @@ const installedMarker = ".mcpsandbox-installed.json"
 // installs nothing when the prefix's name equals the package's.
 const installPackageName = "mcpsandbox-bulk-install"
 
-// Install implements Installer.
+// Install implements Installer. Every host path it makes is built from
+// a name and version checked by npm's rules (npm_check.go), never from a
+// manifest's field as written, and checked to stay in the cache.
 func (n NPM) Install(ctx context.Context, s Spec) (Installed, error) {
 	if s.Tarball {
 		r, tarball, err := n.resolveTarball(ctx, s)
 		if err != nil {
 			return Installed{}, err
 		}
-		if err := refuseDeps(r.Manifest); err != nil {
-			return Installed{}, fmt.Errorf("%w: %s@%s: %w", ErrFetch, r.Name, r.Version, err)
-		}
 		return n.installResolved(ctx, s, r, r.Dist.Integrity, tarball)
-	}
-	reg := n.Registry
-	if reg == nil {
-		reg = NPMCLI{Cache: filepath.Join(n.Cache, "npm")}
 	}
 	spec := s.Version
 	if spec == "" {
 		spec = "latest"
+	}
+	if err := checkNPMName(s.Name); err != nil {
+		return Installed{}, fmt.Errorf("%w: %s@%s: %w", ErrFetch, s.Name, spec, err)
+	}
+	if why := nonRegistry(spec); why != "" {
+		return Installed{}, fmt.Errorf("%w: %s@%s: %w: the version is %s, not a registry version, range or tag", ErrFetch, s.Name, spec, ErrInvalidPackage, why)
+	}
+	reg := n.Registry
+	if reg == nil {
+		npmCache, err := cachePath(n.Cache, npmCacheDir)
+		if err != nil {
+			return Installed{}, fmt.Errorf("%w: %w", ErrFetch, err)
+		}
+		reg = NPMCLI{Cache: npmCache, Registry: n.registryURL()}
 	}
 	r, err := reg.View(ctx, s.Name, spec)
 	if err != nil {
@@ -165,6 +220,9 @@ func (n NPM) Install(ctx context.Context, s Spec) (Installed, error) {
 	}
 	if r.Name != s.Name || r.Version == "" {
 		return Installed{}, fmt.Errorf("%w: resolving %s@%s: the registry answered %s@%s", ErrFetch, s.Name, spec, r.Name, r.Version)
+	}
+	if err := checkNPMVersion(r.Version); err != nil {
+		return Installed{}, fmt.Errorf("%w: resolving %s@%s: the registry answered: %w", ErrFetch, s.Name, spec, err)
 	}
 	integrity := r.Dist.Integrity
 	if integrity == "" && r.Dist.Shasum != "" {
@@ -187,32 +245,40 @@ func (n NPM) Install(ctx context.Context, s Spec) (Installed, error) {
 	return n.installResolved(ctx, s, r, integrity, tarball)
 }
 
+// registryURL is the registry dependencies must resolve to.
+func (n NPM) registryURL() string {
+	if n.RegistryURL == "" {
+		return defaultRegistryURL
+	}
+	return n.RegistryURL
+}
+
 // installResolved installs a resolved package from its cached tarball:
-// the tree with scripts off, the entry point, the scripts in a sandbox.
+// the tree with scripts off, the entry point (from the one manifest read
+// out of the tarball npm installs), the scripts in a sandbox.
 func (n NPM) installResolved(ctx context.Context, s Spec, r Resolved, integrity, tarball string) (Installed, error) {
-	dir, err := n.installTree(ctx, r.Name, r.Version, integrity, tarball)
+	dir, m, err := n.installTree(ctx, r.Name, r.Version, integrity, tarball)
 	if err != nil {
 		return Installed{}, err
 	}
 	pkgDir := filepath.Join(dir, "node_modules", filepath.FromSlash(r.Name))
-	b, err := os.ReadFile(filepath.Join(pkgDir, "package.json"))
-	if err != nil {
+	if err := inside(dir, pkgDir); err != nil {
 		return Installed{}, fmt.Errorf("%w: %s@%s: %w", ErrInstall, s.Name, r.Version, err)
-	}
-	var m Manifest
-	if err := json.Unmarshal(b, &m); err != nil {
-		return Installed{}, fmt.Errorf("%w: %s@%s: package.json: %w", ErrInstall, s.Name, r.Version, err)
 	}
 	e, err := ChooseEntry(m, s.Bin)
 	if err != nil {
 		return Installed{}, fmt.Errorf("%s@%s: %w", s.Name, r.Version, err)
 	}
-	if _, err := os.Stat(filepath.Join(pkgDir, filepath.FromSlash(e.Path))); err != nil {
+	entry := filepath.Join(pkgDir, filepath.FromSlash(e.Path))
+	if err := inside(pkgDir, entry); err != nil {
+		return Installed{}, fmt.Errorf("%w: %s@%s: entry %s: %w", ErrInstall, s.Name, r.Version, e.Path, err)
+	}
+	if _, err := os.Stat(entry); err != nil {
 		return Installed{}, fmt.Errorf("%w: %s@%s: entry %s (%s): %w", ErrInstall, s.Name, r.Version, e.Path, e.Why, err)
 	}
 	in := Installed{Dir: dir, Version: r.Version, Integrity: integrity, Entry: &e}
 	script := PackageTarget + "/node_modules/" + r.Name + "/" + e.Path
-	if interp := shebang(filepath.Join(pkgDir, filepath.FromSlash(e.Path))); interp != "" && !strings.Contains(interp, "node") {
+	if interp := shebang(entry); interp != "" && !strings.Contains(interp, "node") {
 		in.Argv = append([]string{script}, s.Args...) // its own interpreter
 	} else {
 		in.Argv = append([]string{"node", script}, s.Args...)
@@ -248,59 +314,48 @@ func shebang(path string) string {
 	return string(line)
 }
 
-// refuseDeps refuses dependencies npm would fetch from elsewhere than the
-// registry: git and tarball-URL dependencies run `prepare` on the host
-// even with scripts off; file and link ones reach outside the package.
-func refuseDeps(m Manifest) error {
-	for _, deps := range []map[string]string{m.Dependencies, m.OptionalDependencies} {
-		for _, name := range sortedKeys(deps) {
-			if why := nonRegistry(deps[name]); why != "" {
-				return fmt.Errorf("dependency %s %q is %s: refused (it would run code on the host)", name, deps[name], why)
-			}
-		}
+// parseSRI reads an SRI string's first hash (the strongest, in npm's):
+// its algorithm, sha512 or sha1, and its sum, of that algorithm's size.
+func parseSRI(integrity string) (algo string, sum []byte, err error) {
+	first, _, _ := strings.Cut(strings.TrimSpace(integrity), " ")
+	algo, b64, ok := strings.Cut(first, "-")
+	if !ok {
+		return "", nil, fmt.Errorf("integrity %q: want ALGO-BASE64", integrity)
 	}
-	return nil
-}
-
-// nonRegistry says what kind of non-registry spec s is, "" for a registry
-// version, range, tag or npm: alias.
-func nonRegistry(s string) string {
-	s = strings.TrimSpace(s)
-	switch {
-	case strings.HasPrefix(s, "git+"), strings.HasPrefix(s, "git:"), strings.HasPrefix(s, "github:"),
-		strings.HasPrefix(s, "gitlab:"), strings.HasPrefix(s, "bitbucket:"), strings.HasPrefix(s, "gist:"):
-		return "a git dependency"
-	case strings.HasPrefix(s, "http:"), strings.HasPrefix(s, "https:"):
-		return "a tarball-URL dependency"
-	case strings.HasPrefix(s, "file:"), strings.HasPrefix(s, "link:"), strings.HasPrefix(s, "."), strings.HasPrefix(s, "/"):
-		return "a local dependency"
-	case strings.HasPrefix(s, "npm:"):
-		return ""
-	case strings.Contains(s, "/"):
-		return "a git dependency (GitHub shorthand)"
+	sum, err = base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return "", nil, fmt.Errorf("integrity %q: %w", integrity, err)
 	}
-	return ""
+	size := map[string]int{"sha512": sha512.Size, "sha1": sha1.Size}[algo]
+	if size == 0 {
+		return "", nil, fmt.Errorf("integrity %q: unsupported algorithm %q", integrity, algo)
+	}
+	if len(sum) != size {
+		return "", nil, fmt.Errorf("integrity %q: a %s sum of %d bytes, want %d", integrity, algo, len(sum), size)
+	}
+	return algo, sum, nil
 }
 
 // sriHash returns the hash an SRI string names and its expected sum.
 func sriHash(integrity string) (hash.Hash, []byte, error) {
-	// An SRI may list several hashes; the strongest comes first in npm's.
-	first, _, _ := strings.Cut(strings.TrimSpace(integrity), " ")
-	algo, b64, ok := strings.Cut(first, "-")
-	if !ok {
-		return nil, nil, fmt.Errorf("integrity %q: want ALGO-BASE64", integrity)
-	}
-	want, err := base64.StdEncoding.DecodeString(b64)
+	algo, sum, err := parseSRI(integrity)
 	if err != nil {
-		return nil, nil, fmt.Errorf("integrity %q: %w", integrity, err)
+		return nil, nil, err
 	}
-	switch algo {
-	case "sha512":
-		return sha512.New(), want, nil
-	case "sha1":
-		return sha1.New(), want, nil
+	if algo == "sha1" {
+		return sha1.New(), sum, nil
 	}
-	return nil, nil, fmt.Errorf("integrity %q: unsupported algorithm %s", integrity, algo)
+	return sha512.New(), sum, nil
+}
+
+// tarballFileName names a tarball in the cache by its integrity: the
+// checked algorithm and the sum in hex, never the string as given.
+func tarballFileName(integrity string) (string, error) {
+	algo, sum, err := parseSRI(integrity)
+	if err != nil {
+		return "", err
+	}
+	return algo + "-" + hex.EncodeToString(sum) + ".tgz", nil
 }
 
 // download returns the tarball of integrity in the cache, downloading it
@@ -310,11 +365,18 @@ func (n NPM) download(ctx context.Context, reg NPMRegistry, name, version, integ
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(n.Cache, "tarballs")
-	final := filepath.Join(dir, strings.SplitN(integrity, "-", 2)[0]+"-"+hex.EncodeToString(want)+".tgz")
+	file, err := tarballFileName(integrity)
+	if err != nil {
+		return "", err
+	}
+	final, err := cachePath(n.Cache, tarballsDir, file)
+	if err != nil {
+		return "", err
+	}
 	if _, err := os.Stat(final); err == nil {
 		return final, nil
 	}
+	dir := filepath.Dir(final)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
@@ -326,6 +388,9 @@ func (n NPM) download(ctx context.Context, reg NPMRegistry, name, version, integ
 	got, err := reg.Pack(ctx, name, version, tmp)
 	if err != nil {
 		return "", err
+	}
+	if err := inside(tmp, got); err != nil {
+		return "", fmt.Errorf("npm pack %s@%s: %w", name, version, err)
 	}
 	f, err := os.Open(got)
 	if err != nil {
@@ -353,37 +418,75 @@ type lockfile struct {
 	} `json:"packages"`
 }
 
+// packageTarball is the tarball npm installs in an install prefix: the
+// one written from what was read (see readPackage), removed before the
+// tree is renamed into place.
+const packageTarball = "mcpsandbox-package.tgz"
+
 // installTree installs the tarball with its dependencies, scripts off,
 // into the cache (once per name, version and integrity) and returns the
-// prefix. The dependency tree is resolved first (a lockfile, nothing
-// downloaded) and refused when anything in it comes from elsewhere than
-// the registry.
-func (n NPM) installTree(ctx context.Context, name, version, integrity, tarball string) (string, error) {
-	_, want, _ := sriHash(integrity)
-	base := filepath.Join(n.Cache, "trees")
-	final := filepath.Join(base, strings.NewReplacer("@", "", "/", "__").Replace(name)+"@"+version+"-"+hex.EncodeToString(want)[:16])
-	if _, err := os.Stat(filepath.Join(final, installedMarker)); err == nil {
-		return final, nil
+// prefix and the package's manifest. npm is not given the tarball but a
+// copy written from what was read of it, so that the manifest checked is
+// the one npm installs. The dependency tree is resolved first (a
+// lockfile, nothing downloaded) and refused when anything in it comes
+// from elsewhere than the registry. Set-id, sticky and world-writable bits
+// are stripped from the tree.
+func (n NPM) installTree(ctx context.Context, name, version, integrity, tarball string) (string, Manifest, error) {
+	_, digest, err := parseSRI(integrity)
+	if err != nil {
+		return "", Manifest{}, fmt.Errorf("%w: %s@%s: %w", ErrFetch, name, version, err)
 	}
+	dirName, err := treeDirName(name, version, digest)
+	if err != nil {
+		return "", Manifest{}, fmt.Errorf("%w: %s@%s: %w", ErrFetch, name, version, err)
+	}
+	final, err := cachePath(n.Cache, treesDir, dirName)
+	if err != nil {
+		return "", Manifest{}, fmt.Errorf("%w: %s@%s: %w", ErrFetch, name, version, err)
+	}
+	if _, err := os.Stat(filepath.Join(final, installedMarker)); err == nil {
+		m, err := readPackageFile(tarball, "")
+		if err != nil {
+			return "", Manifest{}, fmt.Errorf("%w: %s@%s: %w", ErrFetch, name, version, err)
+		}
+		// A tree installed by an earlier version kept its bits.
+		if err := stripModes(final); err != nil {
+			return "", Manifest{}, fmt.Errorf("%w: %s@%s: %w", ErrInstall, name, version, err)
+		}
+		return final, m, nil
+	}
+	base := filepath.Dir(final)
 	if err := os.MkdirAll(base, 0o755); err != nil {
-		return "", fmt.Errorf("%w: %w", ErrInstall, err)
+		return "", Manifest{}, fmt.Errorf("%w: %w", ErrInstall, err)
 	}
 	tmp, err := os.MkdirTemp(base, ".install-")
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrInstall, err)
+		return "", Manifest{}, fmt.Errorf("%w: %w", ErrInstall, err)
 	}
 	defer os.RemoveAll(tmp) // gone once renamed
-	pj, _ := json.Marshal(map[string]any{"name": installPackageName, "private": true, "dependencies": map[string]string{name: "file:" + tarball}})
+	own := filepath.Join(tmp, packageTarball)
+	m, err := readPackageFile(tarball, own)
+	if err != nil {
+		return "", Manifest{}, fmt.Errorf("%w: %s@%s: %w", ErrFetch, name, version, err)
+	}
+	if err := refuseDeps(m); err != nil {
+		return "", Manifest{}, fmt.Errorf("%w: %s@%s: %w", ErrFetch, name, version, err)
+	}
+	pj, _ := json.Marshal(map[string]any{"name": installPackageName, "private": true, "dependencies": map[string]string{name: "file:" + packageTarball}})
 	if err := os.WriteFile(filepath.Join(tmp, "package.json"), pj, 0o644); err != nil {
-		return "", fmt.Errorf("%w: %w", ErrInstall, err)
+		return "", Manifest{}, fmt.Errorf("%w: %w", ErrInstall, err)
 	}
-	cli := NPMCLI{Cache: filepath.Join(n.Cache, "npm")}
-	flags := []string{"--ignore-scripts", "--no-audit", "--no-fund", "--no-update-notifier", "--install-links=false"}
+	npmCache, err := cachePath(n.Cache, npmCacheDir)
+	if err != nil {
+		return "", Manifest{}, fmt.Errorf("%w: %w", ErrInstall, err)
+	}
+	cli := NPMCLI{Cache: npmCache, Registry: n.registryURL()}
+	flags := npmInstallFlags()
 	if _, err := cli.npm(ctx, tmp, append([]string{"install", "--package-lock-only"}, flags...)...); err != nil {
-		return "", fmt.Errorf("%w: resolving the dependencies: %w", ErrFetch, err)
+		return "", Manifest{}, fmt.Errorf("%w: resolving the dependencies: %w", ErrFetch, err)
 	}
-	if err := n.checkLock(filepath.Join(tmp, "package-lock.json"), name, tarball, tmp); err != nil {
-		return "", fmt.Errorf("%w: %s@%s: %w", ErrFetch, name, version, err)
+	if err := n.checkLock(filepath.Join(tmp, "package-lock.json"), name, own, tmp); err != nil {
+		return "", Manifest{}, fmt.Errorf("%w: %s@%s: %w", ErrFetch, name, version, err)
 	}
 	if _, err := cli.npm(ctx, tmp, append([]string{"ci"}, flags...)...); err != nil {
 		// npm ci refuses a lockfile npm install --package-lock-only just
@@ -391,26 +494,33 @@ func (n NPM) installTree(ctx context.Context, name, version, integrity, tarball 
 		// dependencies): install from it instead, and check what that
 		// installed the same way.
 		if _, ierr := cli.npm(ctx, tmp, append([]string{"install"}, flags...)...); ierr != nil {
-			return "", fmt.Errorf("%w: %w", ErrInstall, errors.Join(err, ierr))
+			return "", Manifest{}, fmt.Errorf("%w: %w", ErrInstall, errors.Join(err, ierr))
 		}
-		if err := n.checkLock(filepath.Join(tmp, "package-lock.json"), name, tarball, tmp); err != nil {
-			return "", fmt.Errorf("%w: %s@%s: %w", ErrFetch, name, version, err)
+		if err := n.checkLock(filepath.Join(tmp, "package-lock.json"), name, own, tmp); err != nil {
+			return "", Manifest{}, fmt.Errorf("%w: %s@%s: %w", ErrFetch, name, version, err)
 		}
+	}
+	if err := os.Remove(own); err != nil {
+		return "", Manifest{}, fmt.Errorf("%w: %w", ErrInstall, err)
+	}
+	// The registry's packages npm extracted itself, bits and all.
+	if err := stripModes(tmp); err != nil {
+		return "", Manifest{}, fmt.Errorf("%w: %s@%s: %w", ErrInstall, name, version, err)
 	}
 	mark, _ := json.Marshal(map[string]string{"name": name, "version": version, "integrity": integrity})
 	if err := os.WriteFile(filepath.Join(tmp, installedMarker), mark, 0o644); err != nil {
-		return "", fmt.Errorf("%w: %w", ErrInstall, err)
+		return "", Manifest{}, fmt.Errorf("%w: %w", ErrInstall, err)
 	}
 	if err := os.Rename(tmp, final); err != nil {
 		if _, serr := os.Stat(filepath.Join(final, installedMarker)); serr == nil {
-			return final, nil // another job installed it first
+			return final, m, nil // another job installed it first
 		}
 		os.RemoveAll(final) // an unfinished tree of an earlier run
 		if err := os.Rename(tmp, final); err != nil {
-			return "", fmt.Errorf("%w: %w", ErrInstall, err)
+			return "", Manifest{}, fmt.Errorf("%w: %w", ErrInstall, err)
 		}
 	}
-	return final, nil
+	return final, m, nil
 }
 
 // checkLock refuses a dependency tree with anything resolved elsewhere

@@ -15,14 +15,33 @@ func TestNonRegistryDependenciesRefused(t *testing.T) {
 		"^1.2.3": "", "latest": "", "npm:other@1": "", ">=1 <2": "",
 		"git+https://github.com/a/b.git": "a git dependency", "github:a/b": "a git dependency", "a/b": "a git dependency (GitHub shorthand)",
 		"https://example.com/x.tgz": "a tarball-URL dependency", "file:../x": "a local dependency", "link:../x": "a local dependency",
+		"~/x": "a local dependency", `C:\x`: "a local dependency", "c:x": "a local dependency", "..": "a local dependency",
+		"workspace:*": "a URL dependency", "npm:@s/x@^2": "", "npm:x@github:a/b": "an npm: alias of a git dependency",
+		"npm:../x@1": "an npm: alias of no package name", "~1.2": "", "1.x || >=2.5.0": "",
 	} {
 		if got := nonRegistry(spec); got != want {
 			t.Errorf("nonRegistry(%q) = %q, want %q", spec, got, want)
 		}
 	}
 	err := refuseDeps(Manifest{Dependencies: map[string]string{"ok": "^1", "bad": "github:evil/prepare"}})
-	if err == nil || !strings.Contains(err.Error(), `bad "github:evil/prepare" is a git dependency: refused`) {
+	if !errors.Is(err, ErrNonRegistryDependency) || !strings.Contains(err.Error(), `bad "github:evil/prepare" is a git dependency: refused`) {
 		t.Errorf("refuseDeps: %v", err)
+	}
+	// npm installs a dependency's peers and heeds its overrides only at
+	// the root: both are checked; its devDependencies are not installed.
+	for m, want := range map[*Manifest]string{
+		{PeerDependencies: map[string]string{"p": "git+file:///x"}}:              `p "git+file:///x" is a git dependency`,
+		{OptionalDependencies: map[string]string{"o": "file:../o"}}:              `o "file:../o" is a local dependency`,
+		{Overrides: []byte(`{"a": {".": "1", "b": "https://x/b.tgz"}}`)}:         `override a > b "https://x/b.tgz" is a tarball-URL dependency`,
+		{Overrides: []byte(`{"a": "$a", "b": "^2"}`)}:                            "",
+		{Overrides: []byte(`[1]`)}:                                               "neither a spec nor an object",
+		{Dependencies: map[string]string{"../x": "^1"}}:                          `"../x" is not a package name`,
+		{Dependencies: map[string]string{"JSONStream": "^1", "@s/x": "npm:y@2"}}: "",
+	} {
+		err := refuseDeps(*m)
+		if want == "" && err != nil || want != "" && (!errors.Is(err, ErrNonRegistryDependency) || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%+v: %v, want %q", *m, err, want)
+		}
 	}
 }
 
