@@ -9,7 +9,7 @@ import (
 )
 
 // SchemaVersion names the shape of the report.
-const SchemaVersion = "mcpsandbox.report/v1.4"
+const SchemaVersion = "mcpsandbox.report/v1.5"
 
 // Report is everything one scan learned about one server.
 type Report struct {
