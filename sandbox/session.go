@@ -42,6 +42,9 @@ type SessionOptions struct {
 	// workspace: writable, copy-on-write, never modified, its changes
 	// file effects.
 	Package, PackageTarget string
+	// Source, if set, is the registry package Package holds, as a
+	// launcher line named it (for the report's server.package).
+	Source *report.PackageSource
 	// PackageIsWorkspace says the package is the workspace seen at its
 	// host path (run --same-path): a named run records it as the
 	// workspace, and its changes are the workspace's to list and apply.
@@ -281,6 +284,11 @@ func newSession(cli Engine, opts SessionOptions) *Session {
 	opts.Transport = opts.Transport.WithDefaults()
 	rep := report.New()
 	rep.Server.Command = append([]string{}, opts.Argv...)
+	if opts.Source != nil {
+		src := *opts.Source
+		src.Line = append([]string{}, src.Line...)
+		rep.Server.Package = &src
+	}
 	rep.Server.Image = opts.Image
 	if opts.Transport.Kind.OverHTTP() {
 		rep.Server.Transport = opts.Transport.Kind.String()

@@ -29,6 +29,8 @@ type Installed struct {
 	// Version is the version resolved (the spec's pinned), Integrity the
 	// package's as the registry gave it and the download matched.
 	Version, Integrity string
+	// Cached says the installed tree came from the cache.
+	Cached bool
 	// Entry is the entry point chosen, for packages.
 	Entry *Entry
 	// Notes say what the scan should know: an engines range the image's

@@ -257,7 +257,7 @@ func (n NPM) registryURL() string {
 // the tree with scripts off, the entry point (from the one manifest read
 // out of the tarball npm installs), the scripts in a sandbox.
 func (n NPM) installResolved(ctx context.Context, s Spec, r Resolved, integrity, tarball string) (Installed, error) {
-	dir, m, err := n.installTree(ctx, r.Name, r.Version, integrity, tarball)
+	dir, m, cached, err := n.installTree(ctx, r.Name, r.Version, integrity, tarball)
 	if err != nil {
 		return Installed{}, err
 	}
@@ -276,7 +276,7 @@ func (n NPM) installResolved(ctx context.Context, s Spec, r Resolved, integrity,
 	if _, err := os.Stat(entry); err != nil {
 		return Installed{}, fmt.Errorf("%w: %s@%s: entry %s (%s): %w", ErrInstall, s.Name, r.Version, e.Path, e.Why, err)
 	}
-	in := Installed{Dir: dir, Version: r.Version, Integrity: integrity, Entry: &e}
+	in := Installed{Dir: dir, Version: r.Version, Integrity: integrity, Entry: &e, Cached: cached}
 	script := PackageTarget + "/node_modules/" + r.Name + "/" + e.Path
 	if interp := shebang(entry); interp != "" && !strings.Contains(interp, "node") {
 		in.Argv = append([]string{script}, s.Args...) // its own interpreter
@@ -431,62 +431,62 @@ const packageTarball = "mcpsandbox-package.tgz"
 // lockfile, nothing downloaded) and refused when anything in it comes
 // from elsewhere than the registry. Set-id, sticky and world-writable bits
 // are stripped from the tree.
-func (n NPM) installTree(ctx context.Context, name, version, integrity, tarball string) (string, Manifest, error) {
+func (n NPM) installTree(ctx context.Context, name, version, integrity, tarball string) (dir string, m Manifest, cached bool, err error) {
 	_, digest, err := parseSRI(integrity)
 	if err != nil {
-		return "", Manifest{}, fmt.Errorf("%w: %s@%s: %w", ErrFetch, name, version, err)
+		return "", Manifest{}, false, fmt.Errorf("%w: %s@%s: %w", ErrFetch, name, version, err)
 	}
 	dirName, err := treeDirName(name, version, digest)
 	if err != nil {
-		return "", Manifest{}, fmt.Errorf("%w: %s@%s: %w", ErrFetch, name, version, err)
+		return "", Manifest{}, false, fmt.Errorf("%w: %s@%s: %w", ErrFetch, name, version, err)
 	}
 	final, err := cachePath(n.Cache, treesDir, dirName)
 	if err != nil {
-		return "", Manifest{}, fmt.Errorf("%w: %s@%s: %w", ErrFetch, name, version, err)
+		return "", Manifest{}, false, fmt.Errorf("%w: %s@%s: %w", ErrFetch, name, version, err)
 	}
 	if _, err := os.Stat(filepath.Join(final, installedMarker)); err == nil {
-		m, err := readPackageFile(tarball, "")
+		m, err = readPackageFile(tarball, "")
 		if err != nil {
-			return "", Manifest{}, fmt.Errorf("%w: %s@%s: %w", ErrFetch, name, version, err)
+			return "", Manifest{}, false, fmt.Errorf("%w: %s@%s: %w", ErrFetch, name, version, err)
 		}
 		// A tree installed by an earlier version kept its bits.
 		if err := stripModes(final); err != nil {
-			return "", Manifest{}, fmt.Errorf("%w: %s@%s: %w", ErrInstall, name, version, err)
+			return "", Manifest{}, false, fmt.Errorf("%w: %s@%s: %w", ErrInstall, name, version, err)
 		}
-		return final, m, nil
+		return final, m, true, nil
 	}
 	base := filepath.Dir(final)
 	if err := os.MkdirAll(base, 0o755); err != nil {
-		return "", Manifest{}, fmt.Errorf("%w: %w", ErrInstall, err)
+		return "", Manifest{}, false, fmt.Errorf("%w: %w", ErrInstall, err)
 	}
 	tmp, err := os.MkdirTemp(base, ".install-")
 	if err != nil {
-		return "", Manifest{}, fmt.Errorf("%w: %w", ErrInstall, err)
+		return "", Manifest{}, false, fmt.Errorf("%w: %w", ErrInstall, err)
 	}
 	defer os.RemoveAll(tmp) // gone once renamed
 	own := filepath.Join(tmp, packageTarball)
-	m, err := readPackageFile(tarball, own)
+	m, err = readPackageFile(tarball, own)
 	if err != nil {
-		return "", Manifest{}, fmt.Errorf("%w: %s@%s: %w", ErrFetch, name, version, err)
+		return "", Manifest{}, false, fmt.Errorf("%w: %s@%s: %w", ErrFetch, name, version, err)
 	}
 	if err := refuseDeps(m); err != nil {
-		return "", Manifest{}, fmt.Errorf("%w: %s@%s: %w", ErrFetch, name, version, err)
+		return "", Manifest{}, false, fmt.Errorf("%w: %s@%s: %w", ErrFetch, name, version, err)
 	}
 	pj, _ := json.Marshal(map[string]any{"name": installPackageName, "private": true, "dependencies": map[string]string{name: "file:" + packageTarball}})
 	if err := os.WriteFile(filepath.Join(tmp, "package.json"), pj, 0o644); err != nil {
-		return "", Manifest{}, fmt.Errorf("%w: %w", ErrInstall, err)
+		return "", Manifest{}, false, fmt.Errorf("%w: %w", ErrInstall, err)
 	}
 	npmCache, err := cachePath(n.Cache, npmCacheDir)
 	if err != nil {
-		return "", Manifest{}, fmt.Errorf("%w: %w", ErrInstall, err)
+		return "", Manifest{}, false, fmt.Errorf("%w: %w", ErrInstall, err)
 	}
 	cli := NPMCLI{Cache: npmCache, Registry: n.registryURL()}
 	flags := npmInstallFlags()
 	if _, err := cli.npm(ctx, tmp, append([]string{"install", "--package-lock-only"}, flags...)...); err != nil {
-		return "", Manifest{}, fmt.Errorf("%w: resolving the dependencies: %w", ErrFetch, err)
+		return "", Manifest{}, false, fmt.Errorf("%w: resolving the dependencies: %w", ErrFetch, err)
 	}
 	if err := n.checkLock(filepath.Join(tmp, "package-lock.json"), name, own, tmp); err != nil {
-		return "", Manifest{}, fmt.Errorf("%w: %s@%s: %w", ErrFetch, name, version, err)
+		return "", Manifest{}, false, fmt.Errorf("%w: %s@%s: %w", ErrFetch, name, version, err)
 	}
 	if _, err := cli.npm(ctx, tmp, append([]string{"ci"}, flags...)...); err != nil {
 		// npm ci refuses a lockfile npm install --package-lock-only just
@@ -494,33 +494,33 @@ func (n NPM) installTree(ctx context.Context, name, version, integrity, tarball 
 		// dependencies): install from it instead, and check what that
 		// installed the same way.
 		if _, ierr := cli.npm(ctx, tmp, append([]string{"install"}, flags...)...); ierr != nil {
-			return "", Manifest{}, fmt.Errorf("%w: %w", ErrInstall, errors.Join(err, ierr))
+			return "", Manifest{}, false, fmt.Errorf("%w: %w", ErrInstall, errors.Join(err, ierr))
 		}
 		if err := n.checkLock(filepath.Join(tmp, "package-lock.json"), name, own, tmp); err != nil {
-			return "", Manifest{}, fmt.Errorf("%w: %s@%s: %w", ErrFetch, name, version, err)
+			return "", Manifest{}, false, fmt.Errorf("%w: %s@%s: %w", ErrFetch, name, version, err)
 		}
 	}
 	if err := os.Remove(own); err != nil {
-		return "", Manifest{}, fmt.Errorf("%w: %w", ErrInstall, err)
+		return "", Manifest{}, false, fmt.Errorf("%w: %w", ErrInstall, err)
 	}
 	// The registry's packages npm extracted itself, bits and all.
 	if err := stripModes(tmp); err != nil {
-		return "", Manifest{}, fmt.Errorf("%w: %s@%s: %w", ErrInstall, name, version, err)
+		return "", Manifest{}, false, fmt.Errorf("%w: %s@%s: %w", ErrInstall, name, version, err)
 	}
 	mark, _ := json.Marshal(map[string]string{"name": name, "version": version, "integrity": integrity})
 	if err := os.WriteFile(filepath.Join(tmp, installedMarker), mark, 0o644); err != nil {
-		return "", Manifest{}, fmt.Errorf("%w: %w", ErrInstall, err)
+		return "", Manifest{}, false, fmt.Errorf("%w: %w", ErrInstall, err)
 	}
 	if err := os.Rename(tmp, final); err != nil {
 		if _, serr := os.Stat(filepath.Join(final, installedMarker)); serr == nil {
-			return final, m, nil // another job installed it first
+			return final, m, false, nil // another job installed it first
 		}
 		os.RemoveAll(final) // an unfinished tree of an earlier run
 		if err := os.Rename(tmp, final); err != nil {
-			return "", Manifest{}, fmt.Errorf("%w: %w", ErrInstall, err)
+			return "", Manifest{}, false, fmt.Errorf("%w: %w", ErrInstall, err)
 		}
 	}
-	return final, m, nil
+	return final, m, false, nil
 }
 
 // checkLock refuses a dependency tree with anything resolved elsewhere

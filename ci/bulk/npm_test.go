@@ -151,3 +151,43 @@ func TestNPMErrorsQuoteTheCause(t *testing.T) {
 		t.Errorf("npmErrors without npm error lines: %q", got)
 	}
 }
+
+// TestParseLauncher: the launcher lines clients' configurations give, as
+// the package, version, bin and arguments they name.
+func TestParseLauncher(t *testing.T) {
+	for _, c := range []struct {
+		argv                []string
+		name, version, bin  string
+		args                []string
+		notLauncher, failed bool
+	}{
+		{argv: []string{"npx", "-y", "@modelcontextprotocol/server-filesystem", "/workspace"}, name: "@modelcontextprotocol/server-filesystem", args: []string{"/workspace"}},
+		{argv: []string{"/usr/bin/npx", "--yes", "pkg@1.2.3"}, name: "pkg", version: "1.2.3"},
+		{argv: []string{"npx", "-p", "pkg@^2", "pkg-serve", "--stdio"}, name: "pkg", version: "^2", bin: "pkg-serve", args: []string{"--stdio"}},
+		{argv: []string{"npm", "exec", "--yes", "--", "pkg", "a"}, name: "pkg", args: []string{"a"}},
+		{argv: []string{"npm", "x", "pkg"}, name: "pkg"},
+		{argv: []string{"pnpm", "dlx", "pkg@latest"}, name: "pkg", version: "latest"},
+		{argv: []string{"pnpx", "pkg"}, name: "pkg"},
+		{argv: []string{"bunx", "pkg", "x"}, name: "pkg", args: []string{"x"}},
+		{argv: []string{"yarn", "dlx", "pkg"}, name: "pkg"},
+		{argv: []string{"node", "server.js"}, notLauncher: true},
+		{argv: []string{"npm", "start"}, notLauncher: true},
+		{argv: []string{"npx", "-c", "rm -rf /"}, failed: true},
+		{argv: []string{"npx", "-y"}, failed: true},
+		{argv: []string{"npx", "git+https://example.com/x.git"}, failed: true},
+	} {
+		s, ok, err := ParseLauncher(c.argv)
+		switch {
+		case c.notLauncher:
+			if ok || err != nil {
+				t.Errorf("%q: a launcher (%+v, %v)", c.argv, s, err)
+			}
+		case c.failed:
+			if !ok || err == nil {
+				t.Errorf("%q: %+v %v %v, want refused", c.argv, s, ok, err)
+			}
+		case !ok || err != nil || s.Kind != KindNPM || s.Name != c.name || s.Version != c.version || s.Bin != c.bin || strings.Join(s.Args, " ") != strings.Join(c.args, " "):
+			t.Errorf("%q: %+v %v %v", c.argv, s, ok, err)
+		}
+	}
+}

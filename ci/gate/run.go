@@ -59,6 +59,10 @@ type Options struct {
 	Stdout  io.Writer
 	// Notice receives one-line notices for the user (a kept container).
 	Notice io.Writer
+	// Amend, if set, adds to each round's report, before the verdict, what
+	// the scan did not see (a package's install, run in a sandbox of its
+	// own before it).
+	Amend func(*report.Report)
 }
 
 // ErrFindings is returned when the scan ran and the gate fails.
@@ -89,6 +93,11 @@ func Run(ctx context.Context, cli sandbox.Engine, opts Options) (_ *report.Repor
 	}
 	results, reps, scanErr := scanRounds(ctx, cli, opts)
 	res := results[0]
+	if opts.Amend != nil {
+		for _, r := range reps {
+			opts.Amend(r)
+		}
+	}
 	// The published tools are written as the server listed them, before
 	// the report bound cuts their descriptions.
 	published := contract.FromReport(reps[0])

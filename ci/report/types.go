@@ -143,7 +143,10 @@ type Ignored struct {
 
 // Server describes the server under test, as it started and ended.
 type Server struct {
-	Command         []string `json:"command"`
+	Command []string `json:"command"`
+	// Package is the registry package a launcher line named (npx -y PKG),
+	// as it was fetched: Command then runs it from where it was installed.
+	Package         *PackageSource `json:"package,omitempty"`
 	Image           string   `json:"image"`
 	ProtocolVersion string   `json:"protocolVersion"`
 	// ServerInfo is the initialize result's serverInfo, as sent.
@@ -813,6 +816,20 @@ const ProblemLingerBound = "linger-bound"
 // journal did not tell, found by the teardown's walk; the journal-missed
 // rule raises a finding on it.
 const ProblemJournal = "journal"
+
+// PackageSource is a package a launcher line named, resolved and fetched
+// on the host with none of its code run (the fetch of mcpsandbox bulk).
+type PackageSource struct {
+	// Line is the command as given (npx -y PKG ARG...).
+	Line []string `json:"line"`
+	// Registry is "npm"; Name and Version what it resolved to (the
+	// version pinned), Integrity the registry's, which the download
+	// matched.
+	Registry  string `json:"registry"`
+	Name      string `json:"name"`
+	Version   string `json:"version"`
+	Integrity string `json:"integrity"`
+}
 
 // Summary counts what the report holds.
 type Summary struct {

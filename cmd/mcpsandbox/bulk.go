@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/bulk"
 	"github.com/mcpsandbox/mcpsandbox/ci/gate"
@@ -144,18 +145,7 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := session(&base.SessionOptions); err != nil {
 		return err
 	}
-	npm := bulk.NPM{Cache: *cache, Node: *node}
-	if !*noScripts {
-		npm.Scripts = &bulk.SandboxScripts{Engine: cli, RuntimeImage: *image, Cache: *cache, Timeout: *fetchTimeout,
-			Base: sandbox.SessionOptions{Agent: base.Agent, User: base.User, Limits: base.Limits, Changes: base.Changes,
-				Disk: base.Disk, DiskInterval: base.DiskInterval, Log: base.Log},
-			// The build image, built from the host's files the first time a
-			// package has install scripts.
-			BuildImage: func(ctx context.Context) (string, error) {
-				b, err := images.Build(ctx, cli, "build", images.BuildOptions{})
-				return b.Ref, err
-			}}
-	}
+	npm := newNPM(cli, *cache, *node, base.SessionOptions, *fetchTimeout, !*noScripts)
 	o := bulk.Options{Results: *results, Jobs: *jobs, Force: *force, Retry: *retry, Timeout: *timeout, FetchTimeout: *fetchTimeout, FailOn: statusAt,
 		Installers: map[bulk.Kind]bulk.Installer{
 			bulk.KindNPM:   npm,
@@ -208,4 +198,30 @@ func hostNode(ctx context.Context) string {
 		return ""
 	}
 	return strings.TrimPrefix(strings.TrimSpace(string(out)), "v")
+}
+
+// newNPM is bulk's fetcher, the one scan and run use for a launcher line
+// too: cache the cache directory, node the runtime's version for engines
+// ("" skips the check); with scripts, a package's install scripts run in
+// a sandbox under base's agent, user and bounds.
+func newNPM(cli engineImages, cache, node string, base sandbox.SessionOptions, timeout time.Duration, scripts bool) bulk.NPM {
+	npm := bulk.NPM{Cache: cache, Node: node}
+	if scripts {
+		npm.Scripts = &bulk.SandboxScripts{Engine: cli, RuntimeImage: base.Image, Cache: cache, Timeout: timeout,
+			Base: sandbox.SessionOptions{Agent: base.Agent, User: base.User, Limits: base.Limits, Changes: base.Changes,
+				Disk: base.Disk, DiskInterval: base.DiskInterval, Log: base.Log},
+			// The build image, built from the host's files the first time a
+			// package has install scripts.
+			BuildImage: func(ctx context.Context) (string, error) {
+				b, err := images.Build(ctx, cli, "build", images.BuildOptions{})
+				return b.Ref, err
+			}}
+	}
+	return npm
+}
+
+// engineImages is the engine as scans and image builds use it.
+type engineImages interface {
+	sandbox.Engine
+	images.Client
 }

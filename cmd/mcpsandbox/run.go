@@ -54,6 +54,13 @@ func runRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if opts.Log != nil {
 		defer opts.Log.(io.Closer).Close()
 	}
+	installed, err := launch(ctx, cli, &opts.Session, stderr)
+	if err != nil {
+		return err
+	}
+	if installed != nil && !installed.Cached {
+		fmt.Fprintf(stderr, "mcpsandbox: the package's install scripts ran in a sandbox of their own (a scan reports what they did)\n")
+	}
 	_, err = proxy.Run(ctx, cli, *opts)
 	return err
 }

@@ -9,9 +9,11 @@ import (
 	"strings"
 
 	"github.com/mcpsandbox/mcpsandbox/ci/baseline"
+	"github.com/mcpsandbox/mcpsandbox/ci/bulk"
 	"github.com/mcpsandbox/mcpsandbox/ci/contract"
 	"github.com/mcpsandbox/mcpsandbox/ci/formats"
 	"github.com/mcpsandbox/mcpsandbox/ci/gate"
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/ci/rules"
 	"github.com/mcpsandbox/mcpsandbox/ci/verdict"
 	"github.com/mcpsandbox/mcpsandbox/probes"
@@ -171,9 +173,17 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		return err
 	}
 	defer cli.Close()
+	installed, err := launch(ctx, cli, &opts.SessionOptions, stderr)
+	if err != nil {
+		return err
+	}
+	var amend func(*report.Report)
+	if installed != nil {
+		amend = func(r *report.Report) { bulk.MergeInstall(r, installed.Report) }
+	}
 	_, err = gate.Run(ctx, cli, gate.Options{Scan: opts, Verdict: verdict.Config{Policy: policy, Contract: pinned, Baseline: base},
 		FailOn: failGate, Outputs: outputs, Transcript: *transcript, Timings: *timingsFile, TranscriptUnredacted: *transcriptUnredacted, ContractOut: *contractOut, WriteBaseline: *writeBaseline,
-		NoReplay: *noReplay, Rounds: *rounds, MaxReport: maxReport(), Version: version(), Stdout: stdout, Notice: stderr})
+		NoReplay: *noReplay, Rounds: *rounds, MaxReport: maxReport(), Version: version(), Stdout: stdout, Notice: stderr, Amend: amend})
 	evictAfterScan(ctx, cli, cacheSize(), opts.Log, stderr)
 	return err
 }

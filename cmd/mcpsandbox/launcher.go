@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/bulk"
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
+	"github.com/mcpsandbox/mcpsandbox/sandbox"
+)
+
+// launch turns a launcher line in so.Argv (npx -y PKG ARG..., npm exec,
+// pnpm dlx, bunx, yarn dlx) into the package fetched on the host by
+// bulk's fetcher (its cache, integrity checks and sandboxed install; none
+// of the package's code runs on the host), mounted at bulk.PackageTarget
+// and started from there with the arguments as given. Any other command
+// is left as it is. What the install scripts did, if any ran, is
+// returned for the report.
+func launch(ctx context.Context, cli engineImages, so *sandbox.SessionOptions, stderr io.Writer) (*bulk.InstallRun, error) {
+	spec, ok, err := bulk.ParseLauncher(so.Argv)
+	if !ok {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, usageError{fmt.Sprintf("%v (run a package's server with its launcher line, npx -y PKG [ARG...], or mount its code with --package DIR)", err)}
+	}
+	if so.Package != "" && !so.PackageIsWorkspace {
+		return nil, usageError{fmt.Sprintf("%s fetches its package: --package is for a server's code on the host, not both", spec.Source)}
+	}
+	line := append([]string{}, so.Argv...)
+	npm := newNPM(cli, defaultBulkCache(), "", *so, bulk.DefaultFetchTimeout, true)
+	asked := spec.Name
+	if spec.Version != "" {
+		asked += "@" + spec.Version
+	}
+	fmt.Fprintf(stderr, "mcpsandbox: %s: resolving %s on the npm registry; none of its code runs on the host\n", report.Printable(spec.Source), report.Printable(asked))
+	fctx, cancel := context.WithTimeout(ctx, bulk.DefaultFetchTimeout)
+	defer cancel()
+	in, err := npm.Install(fctx, spec)
+	if err != nil {
+		if errors.Is(err, bulk.ErrFetch) {
+			return nil, usageError{fmt.Sprintf("%s: %v", spec.Source, err)}
+		}
+		return nil, fmt.Errorf("%s: %w", spec.Source, err)
+	}
+	for _, n := range in.Notes {
+		fmt.Fprintf(stderr, "mcpsandbox: %s: %s\n", spec.Name, report.Printable(n))
+	}
+	from := "fetched with scripts off into " + npm.Cache
+	if in.Cached {
+		from = "from the cache " + npm.Cache
+	}
+	fmt.Fprintf(stderr, "mcpsandbox: %s@%s (%s), %s; the server runs as %s\n", spec.Name, in.Version, in.Integrity, report.Printable(from), report.Printable(strings.Join(in.Argv, " ")))
+	so.Argv = in.Argv
+	if so.PackageIsWorkspace {
+		// The package slot is the workspace's (--same-path): the tree is
+		// bound read-only, as --mount binds.
+		so.Mounts = append(so.Mounts, sandbox.Mount{Source: in.Dir, Target: bulk.PackageTarget})
+	} else {
+		so.Package, so.PackageTarget = in.Dir, bulk.PackageTarget
+	}
+	if in.Image != "" {
+		so.Image = in.Image
+	}
+	so.Source = &report.PackageSource{Line: line, Registry: "npm", Name: spec.Name, Version: in.Version, Integrity: in.Integrity}
+	return in.Install, nil
+}
