@@ -84,8 +84,41 @@ func OpenJournal(maxDirs int) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening a change journal: %w", err)
 	}
-	return &Journal{fd: fd, buf: make([]byte, 64<<10), wds: map[int32]string{}, byPath: map[string]int32{},
-		dirty: map[string]uint8{}, maxWatches: maxDirs, maxDirty: 50_000}, nil
+	j := &Journal{fd: fd, buf: make([]byte, 64<<10), wds: map[int32]string{}, byPath: map[string]int32{},
+		dirty: map[string]uint8{}, maxWatches: maxDirs, maxDirty: 50_000}
+	go j.drain()
+	return j, nil
+}
+
+// drainPoll is how long the drain waits for events before it looks
+// whether the journal was closed.
+const drainPoll = 100 // ms
+
+// drain moves the kernel's events into dirty as they come, until the
+// journal is closed or given up: the kernel queues at most 16,384 (past
+// them the journal could not tell, and the next snapshot would walk),
+// whereas dirty holds each path once, however often it changed.
+func (j *Journal) drain() {
+	for {
+		j.mu.Lock()
+		fd := j.fd
+		j.mu.Unlock()
+		if fd < 0 {
+			return
+		}
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, drainPoll)
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return
+		}
+		if n > 0 {
+			j.mu.Lock()
+			if j.fd == fd {
+				j.read()
+			}
+			j.mu.Unlock()
+		}
+	}
 }
 
 // Broken says why the journal was given up ("" while it works).
