@@ -11,7 +11,7 @@ all: build
 
 # One static binary: the runner, and the agent it puts in every sandbox.
 build:
-	CGO_ENABLED=0 $(GO) build -o $(BIN) ./cmd/mcpsandbox
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto -o $(BIN) ./cmd/mcpsandbox
 	CGO_ENABLED=0 $(GO) build -o $(FIXTURE) ./sandbox/internal/fixtureserver
 
 # The Docker engine and the host files the images are built from.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -140,14 +141,31 @@ func exitCode(err error, stderr io.Writer) int {
 }
 
 func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		v := bi.Main.Version
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				return v + " (" + s.Value[:12] + ")"
-			}
-		}
-		return v
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
 	}
-	return "unknown"
+	return buildVersion(bi.Main.Version, bi.Settings)
+}
+
+// buildVersion is the module version with the VCS revision it was built
+// from (12 digits) and "+dirty" when the tree had uncommitted changes:
+// "(devel) (0b7bd0c1a2b3+dirty)" for a build from a clone.
+func buildVersion(v string, settings []debug.BuildSetting) string {
+	rev, dirty := "", false
+	for _, s := range settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value[:min(len(s.Value), 12)]
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if rev == "" || strings.Contains(v, rev) {
+		return v // a pseudo-version names the revision (and +dirty) itself
+	}
+	if dirty {
+		rev += "+dirty"
+	}
+	return v + " (" + rev + ")"
 }
