@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -121,6 +124,19 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		}
 		outputs = append(outputs, gate.Output{Format: f, Path: p})
 	}
+	// Every file the scan will write, checked before it starts: a path
+	// that cannot be written is exit 2 now, not a report lost after the
+	// whole scan.
+	for flag, p := range map[string]string{"--transcript": *transcript, "--timings": *timingsFile, "--contract-out": *contractOut, "--write-baseline": *writeBaseline} {
+		if err := checkWritable(p); err != nil {
+			return usageError{fmt.Sprintf("%s: %v", flag, err)}
+		}
+	}
+	for _, o := range outputs {
+		if err := checkWritable(o.Path); err != nil {
+			return usageError{fmt.Sprintf("the %s report: %v", o.Format, err)}
+		}
+	}
 	failGate, err := verdict.ParseFailOn(*failOn)
 	if err != nil {
 		return usageError{fmt.Sprintf("--fail-on: %v", err)}
@@ -199,4 +215,25 @@ const maxRelistMiB = 1 << 20
 func isTerminal(v any) bool {
 	f, ok := v.(interface{ Fd() uintptr })
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// checkWritable says why a file could not be written at p ("" is
+// stdout: nothing to check), without leaving anything there: its
+// directory must take a new file, and p must not be a directory.
+func checkWritable(p string) error {
+	if p == "" {
+		return nil
+	}
+	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s is a directory", p)
+	}
+	f, err := os.CreateTemp(filepath.Dir(p), ".mcpsandbox-check-*")
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the temporary name is ours, not the user's
+		}
+		return fmt.Errorf("cannot write %s: %w", p, err)
+	}
+	return errors.Join(f.Close(), os.Remove(f.Name()))
 }
