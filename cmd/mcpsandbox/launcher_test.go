@@ -70,3 +70,25 @@ func TestLauncherLine(t *testing.T) {
 		t.Errorf("npx -c: exit %d %s", code, stderr)
 	}
 }
+
+// TestHostScriptScan: `scan -- node HOST/PATH/index.js` runs a server
+// whose code is on the host: its project (the npm prefix above
+// node_modules) is mounted at /project as --package mounts, and said.
+func TestHostScriptScan(t *testing.T) {
+	cli := sandboxtest.Docker(t)
+	sandboxtest.NodeImage(t, cli)
+	npm := sandboxtest.NPM(t)
+	script := filepath.Join(npm.Source, "@modelcontextprotocol/server-filesystem/dist/index.js")
+	var stdout, stderr bytes.Buffer
+	out := filepath.Join(t.TempDir(), "r.json")
+	code := exitCode(run(context.Background(), []string{"scan", "--format", "json", "--out", out, "--agent", sandboxtest.Agent(t),
+		"--linger", sandboxtest.Linger.String(), "--no-replay", "--no-boundary", "--", "node", script, "/workspace"}, &stdout, &stderr), &stderr)
+	root := filepath.Dir(npm.Source)
+	if code == 2 || !strings.Contains(stderr.String(), "its project "+root+" is mounted at /project") {
+		t.Fatalf("exit %d:\n%s", code, stderr.String())
+	}
+	var r report.Report
+	if b, err := os.ReadFile(out); err != nil || json.Unmarshal(b, &r) != nil || len(r.Tools) < 5 {
+		t.Fatalf("report: %v, %d tools", err, len(r.Tools))
+	}
+}

@@ -58,6 +58,11 @@ func runRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return err
 	}
+	if opts.Session.Source == nil {
+		if err := hostScript(&opts.Session, stderr); err != nil {
+			return err
+		}
+	}
 	if installed != nil && !installed.Cached {
 		fmt.Fprintf(stderr, "mcpsandbox: the package's install scripts ran in a sandbox of their own (a scan reports what they did)\n")
 	}

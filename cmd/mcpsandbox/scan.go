@@ -193,6 +193,11 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	if err != nil {
 		return err
 	}
+	if opts.Source == nil {
+		if err := hostScript(&opts.SessionOptions, stderr); err != nil {
+			return err
+		}
+	}
 	var amend func(*report.Report)
 	if installed != nil {
 		amend = func(r *report.Report) { bulk.MergeInstall(r, installed.Report) }
