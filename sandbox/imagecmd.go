@@ -19,7 +19,16 @@ func (s *Session) imageCommand(ctx context.Context) error {
 	}
 	var argv []string
 	if img.Config != nil {
-		argv = append(append(argv, img.Config.Entrypoint...), img.Config.Cmd...)
+		entry, cmd := img.Config.Entrypoint, img.Config.Cmd
+		// A docker run line's: its --entrypoint replaces the image's
+		// (and its command, as docker's does), its arguments the command.
+		if s.opts.ImageEntrypoint != nil {
+			entry, cmd = s.opts.ImageEntrypoint, nil
+		}
+		if s.opts.ImageArgs != nil {
+			cmd = s.opts.ImageArgs
+		}
+		argv = append(append(argv, entry...), cmd...)
 		s.workDir = img.Config.WorkingDir
 	}
 	if len(argv) == 0 {

@@ -45,6 +45,10 @@ type SessionOptions struct {
 	// Source, if set, is the registry package Package holds, as a
 	// launcher line named it (for the report's server.package).
 	Source *report.PackageSource
+	// ImageEntrypoint and ImageArgs, with no Argv, are a docker run
+	// line's --entrypoint and the arguments after its image: they replace
+	// the image's entrypoint (and command) and its command, as docker's.
+	ImageEntrypoint, ImageArgs []string
 	// PackageIsWorkspace says the package is the workspace seen at its
 	// host path (run --same-path): a named run records it as the
 	// workspace, and its changes are the workspace's to list and apply.

@@ -54,6 +54,9 @@ func runRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if opts.Log != nil {
 		defer opts.Log.(io.Closer).Close()
 	}
+	if _, err := dockerLine(&opts.Session); err != nil {
+		return err
+	}
 	installed, err := launch(ctx, cli, &opts.Session, stderr)
 	if err != nil {
 		return err

@@ -189,6 +189,9 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 		return err
 	}
 	defer cli.Close()
+	if _, err := dockerLine(&opts.SessionOptions); err != nil {
+		return err
+	}
 	installed, err := launch(ctx, cli, &opts.SessionOptions, stderr)
 	if err != nil {
 		return err
