@@ -113,6 +113,14 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		}
 		defer c.Close()
 		cli = c
+		// A client's launcher line (npx -y PKG), fetched as a server's is.
+		so := opts.SessionOptions
+		so.Argv = opts.Command
+		if _, err := launch(ctx, c, &so, stderr); err != nil {
+			return err
+		}
+		opts.Command, so.Argv = so.Argv, nil
+		opts.SessionOptions = so
 	}
 	rep, runErr := clientrun.Run(ctx, cli, opts)
 	if err := writeClientReport(rep, *format, *out, *jsonOut, *junit, stdout); err != nil {
