@@ -55,8 +55,13 @@ func dockerLine(so *sandbox.SessionOptions) (ok bool, err error) {
 	}
 	var refused []string
 	var entrypoint []string
+	argv = expandShort(argv)
 	i := 2
 	for ; i < len(argv) && strings.HasPrefix(argv[i], "-") && argv[i] != "-"; i++ {
+		if argv[i] == "--" {
+			i++
+			break
+		}
 		flag, val, hasVal := strings.Cut(argv[i], "=")
 		if dockerValued[flag] && !hasVal {
 			if i+1 >= len(argv) {
@@ -163,4 +168,42 @@ func isDigits(s string) bool {
 		}
 	}
 	return true
+}
+
+// expandShort splits docker's combined one-letter options before the
+// image (-it is -i -t); the last letter may take a value (-ie K=V).
+func expandShort(argv []string) []string {
+	out := append([]string{}, argv[:min(2, len(argv))]...)
+	i := 2
+	for ; i < len(argv); i++ {
+		a := argv[i]
+		if !strings.HasPrefix(a, "-") || strings.HasPrefix(a, "--") || a == "-" {
+			break
+		}
+		if len(a) > 2 && !strings.Contains(a, "=") && isLetters(a[1:]) {
+			for _, c := range a[1:] {
+				out = append(out, "-"+string(c))
+			}
+			if dockerValued["-"+a[len(a)-1:]] && i+1 < len(argv) {
+				i++
+				out = append(out, argv[i])
+			}
+			continue
+		}
+		out = append(out, a)
+		if dockerValued[a] && i+1 < len(argv) {
+			i++
+			out = append(out, argv[i])
+		}
+	}
+	return append(out, argv[min(i, len(argv)):]...)
+}
+
+func isLetters(s string) bool {
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return s != ""
 }

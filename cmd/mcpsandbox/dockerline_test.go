@@ -40,6 +40,17 @@ func TestDockerLineRefuses(t *testing.T) {
 	if _, err := dockerLine(so); err == nil || strings.Count(err.Error(), "\n") != 1 {
 		t.Errorf("two refused: %v, want two lines", err)
 	}
+	so = &sandbox.SessionOptions{Argv: []string{"docker", "run", "-it", "--rm", "--", "img"}}
+	if ok, err := dockerLine(so); !ok || err != nil || so.Image != "img" {
+		t.Errorf("-it --rm -- img: %v %v %+v", ok, err, so)
+	}
+	so = &sandbox.SessionOptions{Argv: []string{"docker", "run", "-ie", "K=V", "img"}}
+	if ok, err := dockerLine(so); !ok || err != nil || so.Image != "img" || strings.Join(so.Env, " ") != "K=V" {
+		t.Errorf("-ie K=V img: %v %v %+v", ok, err, so)
+	}
+	if _, err := dockerLine(&sandbox.SessionOptions{Argv: []string{"docker", "run", "-itd", "img"}}); err == nil || !strings.Contains(err.Error(), "docker run -d") {
+		t.Errorf("-itd: %v, want -d refused", err)
+	}
 	so = &sandbox.SessionOptions{Workspace: ws, Argv: []string{"podman", "run", "-i", "--rm", "-e", "K=V", "--env-file", inside, "-u", "1000:1000",
 		"--entrypoint", "/bin/server", "--name", "x", "img:1", "--stdio"}}
 	ok, err := dockerLine(so)
