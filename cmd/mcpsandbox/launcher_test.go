@@ -18,6 +18,22 @@ import (
 // launcherPackage is the real server the launcher tests fetch, pinned.
 const launcherPackage = "@modelcontextprotocol/server-filesystem@2026.8.31"
 
+// sharedLaunchCache is an XDG_CACHE_HOME kept between test runs, for the
+// tests that fetch a launcher line's package but do not test the first
+// fetch (TestLauncherLine does, in a cache of its own).
+func sharedLaunchCache(t *testing.T) string {
+	t.Helper()
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	dir = filepath.Join(dir, "mcpsandbox-test", "launch")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 // TestLauncherLine: the line an MCP client's configuration has, npx -y
 // PKG ARG, is scanned as given: the package fetched on the host with
 // scripts off (said on stderr), pinned in the report with its

@@ -48,7 +48,7 @@ func TestReadmeQuickStart(t *testing.T) {
 	sandboxtest.NodeImage(t, cli)
 	bin := t.TempDir()
 	t.Setenv("GOBIN", bin)
-	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv("XDG_CACHE_HOME", sharedLaunchCache(t))
 	lines := readmeQuickStart(t)
 	if len(lines) < 3 || lines[0][0] != "go" || lines[len(lines)-1][1] != "scan" {
 		t.Fatalf("the Quick start is not install, build, scan: %q", lines)

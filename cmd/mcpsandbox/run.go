@@ -31,6 +31,7 @@ func runRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs := newFlags("run", runSynopsis, stderr)
 	opts, finish := runFlags(fs, stderr)
 	printConfig := fs.String("print-config", "", "print a client configuration that runs this command (vscode, claude or generic) and exit")
+	fromCfg := fs.String("from-config", "", "FILE[#SERVER]: serve a server entry of an MCP client's configuration (Claude Desktop, Cursor, VS Code mcp.json, .mcp.json, Gemini's settings.json) with its command line and environment as written")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -38,6 +39,13 @@ func runRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return err
 	}
 	opts.Session.Argv = fs.Args()
+	if *fromCfg != "" {
+		argv, env, err := fromConfig(*fromCfg, opts.Session.Argv, false, nil)
+		if err != nil {
+			return err
+		}
+		opts.Session.Argv, opts.Session.Env = argv, append(opts.Session.Env, env...)
+	}
 	if len(opts.Session.Argv) == 0 {
 		fs.Usage()
 		return usageError{"run needs the server command after --"}

@@ -68,11 +68,12 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	maxReport := reportBoundFlag(fs)
 	cacheSize := cacheSizeFlag(fs)
 	named := nameFlag(fs)
+	fromCfg := fs.String("from-config", "", "FILE[#SERVER]: scan a server entry of an MCP client's configuration (Claude Desktop, Cursor, VS Code mcp.json, .mcp.json, Gemini's settings.json) as its client starts it; variables named as secrets get honeytokens")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	opts.Argv = fs.Args()
-	if len(opts.Argv) == 0 && !fs.Changed("image") {
+	if len(opts.Argv) == 0 && !fs.Changed("image") && *fromCfg == "" {
 		fs.Usage()
 		return usageError{"scan needs the server command after --, or --image REF to run the image's own entrypoint and command"}
 	}
@@ -84,6 +85,13 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 			return usageError{fmt.Sprintf("--bait-seed %d: want 0 to %d", *baitSeed, uint64(probes.MaxSeed))}
 		}
 		opts.BaitSeed = baitSeed
+	}
+	if *fromCfg != "" {
+		argv, env, err := fromConfig(*fromCfg, opts.Argv, true, &opts.BaitSeed)
+		if err != nil {
+			return err
+		}
+		opts.Argv, opts.Env = argv, append(opts.Env, env...)
 	}
 	if *relist < 1 || *relist > maxRelistMiB {
 		return usageError{fmt.Sprintf("--max-relist %d: want 1 to %d", *relist, maxRelistMiB)}
