@@ -37,6 +37,8 @@ Usage:
   mcpsandbox runs                               list the named runs and the server states
   mcpsandbox changes RUN [PATH...]              what a run changed in its workspace, with diffs
   mcpsandbox apply RUN [PATH...]                write a run's workspace changes into the host directory
+  mcpsandbox wrap [--dry-run] CLIENT|FILE       make each stdio server of a client's configuration start through run
+  mcpsandbox unwrap CLIENT|FILE                 put a wrapped configuration back, byte for byte
   mcpsandbox version                            print the version
 
 Run 'mcpsandbox COMMAND --help' for a command's flags.
@@ -76,6 +78,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runChanges(ctx, args[1:], stdout, stderr)
 	case "apply":
 		return runApply(ctx, args[1:], stdout, stderr)
+	case "wrap":
+		return runWrap(args[1:], stdout, stderr)
+	case "unwrap":
+		return runUnwrap(args[1:], stdout, stderr)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "mcpsandbox", version())
 		return nil

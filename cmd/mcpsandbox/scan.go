@@ -137,12 +137,12 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	// whole scan.
 	for flag, p := range map[string]string{"--transcript": *transcript, "--timings": *timingsFile, "--contract-out": *contractOut, "--write-baseline": *writeBaseline} {
 		if err := checkWritable(p); err != nil {
-			return usageError{fmt.Sprintf("%s: %v", flag, err)}
+			return fmt.Errorf("%s: %w", flag, err)
 		}
 	}
 	for _, o := range outputs {
 		if err := checkWritable(o.Path); err != nil {
-			return usageError{fmt.Sprintf("the %s report: %v", o.Format, err)}
+			return fmt.Errorf("the %s report: %w", o.Format, err)
 		}
 	}
 	failGate, err := verdict.ParseFailOn(*failOn)
