@@ -3,6 +3,7 @@ module github.com/mcpsandbox/mcpsandbox
 go 1.26.8
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/Masterminds/semver/v3 v3.5.0
 	github.com/containerd/continuity v0.4.5
 	github.com/containerd/errdefs v1.0.0

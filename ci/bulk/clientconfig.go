@@ -13,11 +13,11 @@ import (
 // Code's mcp.json (servers), Claude Desktop's, Cursor's and .mcp.json
 // (mcpServers).
 type clientServer struct {
-	Type    string            `json:"type"`
-	Command string            `json:"command"`
-	Args    []string          `json:"args"`
-	Env     map[string]string `json:"env"`
-	URL     string            `json:"url"`
+	Type    string            `json:"type" toml:"type"`
+	Command string            `json:"command" toml:"command"`
+	Args    []string          `json:"args" toml:"args"`
+	Env     map[string]string `json:"env" toml:"env"`
+	URL     string            `json:"url" toml:"url"`
 }
 
 // parseClientConfig reads a configuration's server map, each entry

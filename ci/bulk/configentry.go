@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/BurntSushi/toml"
 )
 
 // ConfigEntry is one server entry of an MCP client's configuration, as
@@ -25,6 +27,25 @@ type ConfigEntry struct {
 // ErrNoSuchServer marks a --from-config naming a server the file does
 // not have.
 var ErrNoSuchServer = errors.New("no such server in the configuration")
+
+// ReadConfigFile reads the entry named server of a configuration file
+// named name (by its extension: Codex's config.toml is TOML, with its
+// servers under mcp_servers; the others JSON, as ReadConfigEntry).
+func ReadConfigFile(name string, b []byte, server string) (ConfigEntry, error) {
+	if !strings.HasSuffix(name, ".toml") {
+		return ReadConfigEntry(b, server)
+	}
+	var doc struct {
+		Servers map[string]clientServer `toml:"mcp_servers"`
+	}
+	if _, err := toml.Decode(string(b), &doc); err != nil {
+		return ConfigEntry{}, fmt.Errorf("not TOML: %w", err)
+	}
+	if doc.Servers == nil {
+		return ConfigEntry{}, fmt.Errorf("no mcp_servers in it")
+	}
+	return pickEntry(doc.Servers, server)
+}
 
 // ReadConfigEntry reads the entry named server ("" for the only one) of
 // a client configuration: Claude Desktop's, Cursor's, .mcp.json, Gemini's
@@ -47,6 +68,11 @@ func ReadConfigEntry(b []byte, server string) (ConfigEntry, error) {
 	if err := json.Unmarshal(raw, &servers); err != nil {
 		return ConfigEntry{}, fmt.Errorf("its servers are not entries by name: %w", err)
 	}
+	return pickEntry(servers, server)
+}
+
+// pickEntry is the entry named server ("" for the only one).
+func pickEntry(servers map[string]clientServer, server string) (ConfigEntry, error) {
 	names := sortedKeys(servers)
 	if server == "" {
 		if len(names) != 1 {

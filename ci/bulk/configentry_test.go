@@ -25,3 +25,22 @@ func TestReadConfigEntry(t *testing.T) {
 		t.Error("a document with no servers read")
 	}
 }
+
+// TestReadConfigFileTOML: Codex's config.toml, its servers under
+// mcp_servers.
+func TestReadConfigFileTOML(t *testing.T) {
+	doc := `model = "o3"
+
+[mcp_servers.fs]
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-filesystem", "/workspace"]
+env = { "GITHUB_TOKEN" = "ghp_x" }
+`
+	e, err := ReadConfigFile("config.toml", []byte(doc), "")
+	if err != nil || e.Name != "fs" || e.Command != "npx" || len(e.Args) != 3 || e.Env["GITHUB_TOKEN"] != "ghp_x" {
+		t.Errorf("%+v %v", e, err)
+	}
+	if _, err := ReadConfigFile("config.toml", []byte("model = 1\n"), ""); err == nil {
+		t.Error("a TOML with no servers read")
+	}
+}

@@ -33,7 +33,7 @@ func configEntry(spec string) (bulk.ConfigEntry, error) {
 	if n > maxConfigFile {
 		return bulk.ConfigEntry{}, usageError{fmt.Sprintf("--from-config %s: larger than %d MiB", spec, maxConfigFile>>20)}
 	}
-	e, err := bulk.ReadConfigEntry(b[:n], server)
+	e, err := bulk.ReadConfigFile(file, b[:n], server)
 	if err != nil {
 		return bulk.ConfigEntry{}, usageError{fmt.Sprintf("--from-config %s: %v", spec, err)}
 	}

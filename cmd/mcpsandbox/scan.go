@@ -68,7 +68,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	maxReport := reportBoundFlag(fs)
 	cacheSize := cacheSizeFlag(fs)
 	named := nameFlag(fs)
-	fromCfg := fs.String("from-config", "", "FILE[#SERVER]: scan a server entry of an MCP client's configuration (Claude Desktop, Cursor, VS Code mcp.json, .mcp.json, Gemini's settings.json) as its client starts it; variables named as secrets get honeytokens")
+	fromCfg := fs.String("from-config", "", "FILE[#SERVER]: scan a server entry of an MCP client's configuration (Claude Desktop, Cursor, VS Code mcp.json, .mcp.json, Gemini's settings.json, Codex's config.toml) as its client starts it; variables named as secrets get honeytokens")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
