@@ -160,6 +160,7 @@ func TestParseLauncher(t *testing.T) {
 		name, version, bin  string
 		args                []string
 		notLauncher, failed bool
+		pypi                bool
 	}{
 		{argv: []string{"npx", "-y", "@modelcontextprotocol/server-filesystem", "/workspace"}, name: "@modelcontextprotocol/server-filesystem", args: []string{"/workspace"}},
 		{argv: []string{"/usr/bin/npx", "--yes", "pkg@1.2.3"}, name: "pkg", version: "1.2.3"},
@@ -171,6 +172,10 @@ func TestParseLauncher(t *testing.T) {
 		{argv: []string{"bunx", "pkg", "x"}, name: "pkg", args: []string{"x"}},
 		{argv: []string{"yarn", "dlx", "pkg"}, name: "pkg"},
 		{argv: []string{"node", "server.js"}, notLauncher: true},
+		{argv: []string{"uvx", "mcp-server-fetch", "--x"}, name: "mcp-server-fetch", args: []string{"--x"}, pypi: true},
+		{argv: []string{"uvx", "--from", "x", "pkg@1.2"}, pypi: true, name: "x", args: []string{"pkg@1.2"}},
+		{argv: []string{"pipx", "run", "pkg==2.0"}, name: "pkg", version: "2.0", pypi: true},
+		{argv: []string{"uv", "tool", "run", "pkg"}, name: "pkg", pypi: true},
 		{argv: []string{"npm", "start"}, notLauncher: true},
 		{argv: []string{"npx", "-c", "rm -rf /"}, failed: true},
 		{argv: []string{"npx", "-y"}, failed: true},
@@ -185,6 +190,10 @@ func TestParseLauncher(t *testing.T) {
 		case c.failed:
 			if !ok || err == nil {
 				t.Errorf("%q: %+v %v %v, want refused", c.argv, s, ok, err)
+			}
+		case c.pypi:
+			if !ok || err != nil || s.Kind != KindPyPI || s.Name != c.name || s.Version != c.version || strings.Join(s.Args, " ") != strings.Join(c.args, " ") {
+				t.Errorf("%q: %+v %v %v", c.argv, s, ok, err)
 			}
 		case !ok || err != nil || s.Kind != KindNPM || s.Name != c.name || s.Version != c.version || s.Bin != c.bin || strings.Join(s.Args, " ") != strings.Join(c.args, " "):
 			t.Errorf("%q: %+v %v %v", c.argv, s, ok, err)

@@ -27,6 +27,9 @@ func launch(ctx context.Context, cli engineImages, so *sandbox.SessionOptions, s
 	if err != nil {
 		return nil, usageError{fmt.Sprintf("%v (run a package's server with its launcher line, npx -y PKG [ARG...], or mount its code with --package DIR)", err)}
 	}
+	if spec.Kind == bulk.KindPyPI {
+		return nil, usageError{fmt.Sprintf("%s: a Python package, which comes from a package index: not fetched yet (PyPI is not reachable from here; issue #38); put its code in with --package DIR and give its command line", spec.Source)}
+	}
 	if so.Package != "" && !so.PackageIsWorkspace {
 		return nil, usageError{fmt.Sprintf("%s fetches its package: --package is for a server's code on the host, not both", spec.Source)}
 	}
