@@ -147,8 +147,8 @@ type Server struct {
 	// Package is the registry package a launcher line named (npx -y PKG),
 	// as it was fetched: Command then runs it from where it was installed.
 	Package         *PackageSource `json:"package,omitempty"`
-	Image           string   `json:"image"`
-	ProtocolVersion string   `json:"protocolVersion"`
+	Image           string         `json:"image"`
+	ProtocolVersion string         `json:"protocolVersion"`
 	// ServerInfo is the initialize result's serverInfo, as sent.
 	ServerInfo   json.RawMessage `json:"serverInfo"`
 	Capabilities json.RawMessage `json:"capabilities"`
