@@ -60,6 +60,10 @@ type Limits struct {
 	CPUs     float64 // CPU share
 }
 
+// ErrReservedEnv marks a server's environment naming a variable the
+// sandbox's agent reserves.
+var ErrReservedEnv = errors.New("a reserved variable in the server's environment")
+
 // DefaultLimits are the limits of a sandbox unless told otherwise.
 func DefaultLimits() Limits { return Limits{Pids: 256, MemoryMB: 1024, CPUs: 1} }
 
@@ -163,6 +167,11 @@ type Container struct {
 // Start creates, attaches to and starts a container. On error nothing is
 // left behind: the container is removed before Start returns.
 func Start(ctx context.Context, cli Engine, opts ContainerOptions) (_ *Container, err error) {
+	for _, e := range opts.Env {
+		if k, _, _ := strings.Cut(e, "="); k == agent.ChildEnv {
+			return nil, fmt.Errorf("%w: the variable %s is the agent's own", ErrReservedEnv, k)
+		}
+	}
 	if opts.User == "" {
 		opts.User = images.User()
 	}

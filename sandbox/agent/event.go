@@ -233,3 +233,8 @@ func frameHead(b []byte) Event {
 	}
 	return e
 }
+
+// ChildEnv is the variable the agent marks its own traced child with
+// (its value is never read from a container's environment by PID 1): a
+// session refuses it among a server's variables.
+const ChildEnv = "MCPSANDBOX_AGENT_CHILD"

@@ -24,7 +24,7 @@ import (
 // the child that installs the seccomp filter and execs the server. It is
 // in the environment, not argv (which the server can read in
 // /proc/PID/cmdline), and is removed before the server's exec.
-const childEnv = "MCPSANDBOX_AGENT_CHILD"
+const childEnv = ChildEnv
 
 // Defaults of the agent's settings, for a config that leaves them out.
 const (
@@ -48,9 +48,13 @@ func init() {
 // one-binary agent's, "[--] SERVER..." (as Docker's --init runs
 // /sbin/docker-init), whose settings come as a Config frame on stdin.
 func Main(args []string) int {
-	if os.Getenv(childEnv) != "" {
+	// The marker is the agent's own, for its own child: as PID 1 (the
+	// sandbox's init) it is never the child, whatever the container's
+	// environment says (a server's configuration can set any variable).
+	if os.Getenv(childEnv) != "" && os.Getpid() != 1 {
 		return child(args)
 	}
+	os.Unsetenv(childEnv)
 	setName(Name)
 	ignoreSignals()
 	// Nobody but root may attach to or read the agent: the server runs as
