@@ -34,23 +34,60 @@ var ErrComments = errors.New("the file has comments, which a rewrite would not k
 // each. An entry whose command is bin and first argument run is wrapped
 // already and left as it is.
 func Wrap(doc []byte, bin string, runArgs []string) ([]byte, []Entry, error) {
+	// Comments first: the reader would take /*c*/"x" for one value.
+	if hasComments(doc) {
+		return nil, nil, ErrComments
+	}
+	if !json.Valid(doc) {
+		return nil, nil, errors.New("not JSON")
+	}
 	top, err := wire.ParseObject(doc)
 	if err != nil {
-		if hasComments(doc) {
-			return nil, nil, ErrComments
-		}
 		return nil, nil, fmt.Errorf("not a JSON object: %w", err)
 	}
-	servers, ok := member(top, "mcpServers")
-	if !ok {
-		servers, ok = member(top, "servers")
+	if err := unique(top, "the file"); err != nil {
+		return nil, nil, err
 	}
-	if !ok {
+	// Every place a client reads servers from: mcpServers (Claude, Cursor,
+	// Gemini...), servers (VS Code), and Claude Code's projects.
+	var places []json.RawMessage
+	for _, k := range []string{"mcpServers", "servers"} {
+		if v, ok := member(top, k); ok {
+			places = append(places, v)
+		}
+	}
+	if projects, ok := member(top, "projects"); ok {
+		if ps, err := wire.ParseObject(projects); err == nil {
+			if err := unique(ps, "projects"); err != nil {
+				return nil, nil, err
+			}
+			for _, p := range ps {
+				fields, err := wire.ParseObject(p.Val)
+				if err != nil {
+					continue
+				}
+				if err := unique(fields, "project "+p.Key); err != nil {
+					return nil, nil, err
+				}
+				if v, ok := member(fields, "mcpServers"); ok {
+					places = append(places, v)
+				}
+			}
+		}
+	}
+	if len(places) == 0 {
 		return nil, nil, errors.New("no mcpServers or servers in it")
 	}
-	entries, err := wire.ParseObject(servers)
-	if err != nil {
-		return nil, nil, fmt.Errorf("its servers are not entries by name: %w", err)
+	var entries wire.Object
+	for _, servers := range places {
+		es, err := wire.ParseObject(servers)
+		if err != nil {
+			return nil, nil, fmt.Errorf("its servers are not entries by name: %w", err)
+		}
+		if err := unique(es, "the servers"); err != nil {
+			return nil, nil, err
+		}
+		entries = append(entries, es...)
 	}
 	var edits []edit
 	var out []Entry
@@ -59,6 +96,9 @@ func Wrap(doc []byte, bin string, runArgs []string) ([]byte, []Entry, error) {
 		if err != nil {
 			out = append(out, Entry{Name: e.Key, Why: "not an object"})
 			continue
+		}
+		if err := unique(fields, "server "+e.Key); err != nil {
+			return nil, nil, err
 		}
 		cmdVal, hasCmd := member(fields, "command")
 		var command string
@@ -107,6 +147,22 @@ func Unwrap(cur, backup []byte, wrote string) ([]byte, error) {
 func Sum(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
+}
+
+// ErrDuplicateKey marks a file with a key twice in one object: a client
+// reads the last (JSON.parse), another reader the first: refused.
+var ErrDuplicateKey = errors.New("a key twice in one object")
+
+// unique refuses an object with a key twice.
+func unique(o wire.Object, where string) error {
+	seen := map[string]bool{}
+	for _, m := range o {
+		if seen[m.Key] {
+			return fmt.Errorf("%w: %q in %s", ErrDuplicateKey, m.Key, where)
+		}
+		seen[m.Key] = true
+	}
+	return nil
 }
 
 func member(o wire.Object, key string) (json.RawMessage, bool) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mcpsandbox/mcpsandbox/sandbox"
+	"github.com/mcpsandbox/mcpsandbox/sandbox/agent"
 )
 
 // dockerRefused are docker run's options that would weaken the sandbox,
@@ -76,6 +77,10 @@ func dockerLine(so *sandbox.SessionOptions) (ok bool, err error) {
 		}
 		switch flag {
 		case "-e", "--env":
+			if k, _, _ := strings.Cut(val, "="); k == agent.ChildEnv {
+				refused = append(refused, fmt.Sprintf("docker run %s %s: refused: the variable is the sandbox agent's own", flag, k))
+				continue
+			}
 			if !strings.Contains(val, "=") {
 				refused = append(refused, fmt.Sprintf("docker run -e %s: give the value (-e %s=VALUE): a scan does not pass the host's environment to the server", val, val))
 				continue
@@ -91,10 +96,11 @@ func dockerLine(so *sandbox.SessionOptions) (ok bool, err error) {
 		case "-u", "--user":
 			u, g, _ := strings.Cut(val, ":")
 			switch {
-			case u == "0" || u == "root":
-				refused = append(refused, fmt.Sprintf("docker run %s %s: refused: root in the sandbox is --user 0, said in so many words", flag, val))
 			case !isDigits(u) || (g != "" && !isDigits(g)):
 				refused = append(refused, fmt.Sprintf("docker run %s %s: give a numeric UID[:GID]", flag, val))
+			case numericZero(u) || numericZero(g):
+				// 00 and 0000 are root too.
+				refused = append(refused, fmt.Sprintf("docker run %s %s: refused: root (uid or gid 0) in the sandbox is --user 0, said in so many words", flag, val))
 			default:
 				so.User = val
 			}
@@ -133,6 +139,14 @@ func envFile(p, workspace string) ([]string, error) {
 	}
 	ws, err := filepath.Abs(workspace)
 	if err != nil {
+		return nil, err
+	}
+	// Where the links lead, both: a link in the workspace to ~/.npmrc is
+	// outside it.
+	if ws, err = filepath.EvalSymlinks(ws); err != nil {
+		return nil, err
+	}
+	if abs, err = filepath.EvalSymlinks(abs); err != nil {
 		return nil, err
 	}
 	if rel, err := filepath.Rel(ws, abs); err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
@@ -207,3 +221,6 @@ func isLetters(s string) bool {
 	}
 	return s != ""
 }
+
+// numericZero says whether a number's digits are all 0 ("" is not).
+func numericZero(s string) bool { return s != "" && strings.Trim(s, "0") == "" }

@@ -41,9 +41,11 @@ func hostScript(so *sandbox.SessionOptions, stderr io.Writer) error {
 	if err != nil || fi.IsDir() {
 		return nil // not the host's: the container's path
 	}
+	if real, err := filepath.EvalSymlinks(script); err == nil {
+		script = real // the project is the file's, wherever a link put it
+	}
 	root, ok := projectRoot(script)
-	home, _ := os.UserHomeDir()
-	if !ok || root == "/" || (home != "" && root == filepath.Clean(home)) {
+	if !ok || sharedDir(root) {
 		return usageError{fmt.Sprintf("%s is a host path, which the sandbox does not see, and no project directory (with a %s) above it can be mounted for it: put its code in with --package DIR, or --mount DIR:/PATH and the path in the sandbox",
 			so.Argv[i], strings.Join(projectMarkers, " or "))}
 	}
@@ -68,6 +70,36 @@ func hostScript(so *sandbox.SessionOptions, stderr io.Writer) error {
 // of its own, readable by the sandbox's user wherever the host keeps it
 // (/root/... is not).
 const hostProjectTarget = "/project"
+
+// sharedDir says whether dir holds more than one project's code: /, the
+// home directory or one above it (/home: every user's), a temporary
+// directory (every program's), any world-writable sticky directory.
+func sharedDir(dir string) bool {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return true
+	}
+	if real == "/" {
+		return true
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		if h, err := filepath.EvalSymlinks(home); err == nil && (h == real || strings.HasPrefix(h, real+"/")) {
+			return true
+		}
+	}
+	for _, tmp := range []string{os.TempDir(), "/tmp", "/var/tmp", "/dev/shm"} {
+		if t, err := filepath.EvalSymlinks(tmp); err == nil && t == real {
+			return true
+		}
+	}
+	fi, err := os.Stat(real)
+	return err != nil || fi.Mode()&os.ModeSticky != 0 && fi.Mode().Perm()&0o002 != 0
+}
+
+// valueFlags are interpreters' options whose value is the next argument
+// (node --require FILE, python -W ARG): not the script.
+var valueFlags = []string{"-r", "--require", "--import", "--loader", "--experimental-loader", "-C", "--conditions",
+	"--env-file", "--title", "--input-type", "-W", "-X", "--config", "--tsconfig"}
 
 // systemPrefixes hold what an image has too: a path there is the
 // image's (/usr/bin/node, /opt/server), whatever the host has.
@@ -94,8 +126,11 @@ func scriptArg(argv []string) int {
 		if !strings.HasPrefix(argv[i], "-") {
 			return i
 		}
-		if argv[i] == "-e" || argv[i] == "-c" || argv[i] == "--eval" || argv[i] == "-m" {
+		switch {
+		case argv[i] == "-e" || argv[i] == "-c" || argv[i] == "--eval" || argv[i] == "-p" || argv[i] == "--print" || argv[i] == "-m":
 			return -1 // code or a module, not a script
+		case slices.Contains(valueFlags, argv[i]):
+			i++ // its value
 		}
 	}
 	return -1

@@ -44,9 +44,9 @@ func runWrap(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return usageError{"wrap needs a client's name or a configuration file"}
 	}
-	path, err := wrap.ConfigPath(fs.Arg(0))
+	path, err := configFile(fs.Arg(0))
 	if err != nil {
-		return usageError{err.Error()}
+		return err
 	}
 	doc, mode, err := readConfig(path)
 	if err != nil {
@@ -103,9 +103,9 @@ func runUnwrap(args []string, stdout, stderr io.Writer) error {
 		fs.Usage()
 		return usageError{"unwrap needs a client's name or a configuration file"}
 	}
-	path, err := wrap.ConfigPath(fs.Arg(0))
+	path, err := configFile(fs.Arg(0))
 	if err != nil {
-		return usageError{err.Error()}
+		return err
 	}
 	cur, mode, err := readConfig(path)
 	if err != nil {
@@ -134,6 +134,21 @@ func runUnwrap(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "unwrapped %s\n", report.Printable(path))
 	return nil
+}
+
+// configFile is the file a client's name or a path names, where its
+// links lead: a configuration kept in a dotfiles repository and linked
+// stays a link, its target rewritten (and the backup beside it).
+func configFile(clientOrFile string) (string, error) {
+	path, err := wrap.ConfigPath(clientOrFile)
+	if err != nil {
+		return "", usageError{err.Error()}
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", usageError{err.Error()}
+	}
+	return real, nil
 }
 
 // readConfig reads a configuration and its mode, bounded.
