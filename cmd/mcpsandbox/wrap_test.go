@@ -24,6 +24,9 @@ func TestWrapThenClient(t *testing.T) {
 	fx := sandboxtest.Fixture(t)
 	sdk := sandboxtest.TSSDK(t)
 	if _, err := exec.LookPath("node"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true and no node on the host (ci/host-deps.sh installs it)")
+		}
 		t.Skip("no node on the host")
 	}
 	home := t.TempDir()
