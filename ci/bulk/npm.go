@@ -177,6 +177,9 @@ type NPM struct {
 // defaultRegistryURL is npm's registry.
 const defaultRegistryURL = "https://registry.npmjs.org/"
 
+// treeDirMode is an installed tree's own directory's mode.
+const treeDirMode = 0o755
+
 // installedMarker is written last in an installed tree: a tree without it
 // is unfinished and installed again.
 const installedMarker = ".mcpsandbox-installed.json"
@@ -453,6 +456,10 @@ func (n NPM) installTree(ctx context.Context, name, version, integrity, tarball 
 		if err := stripModes(final); err != nil {
 			return "", Manifest{}, false, fmt.Errorf("%w: %s@%s: %w", ErrInstall, name, version, err)
 		}
+		// A tree cached by an earlier version is 0700.
+		if err := os.Chmod(final, treeDirMode); err != nil {
+			return "", Manifest{}, false, fmt.Errorf("%w: %s@%s: %w", ErrInstall, name, version, err)
+		}
 		return final, m, true, nil
 	}
 	base := filepath.Dir(final)
@@ -464,6 +471,11 @@ func (n NPM) installTree(ctx context.Context, name, version, integrity, tarball 
 		return "", Manifest{}, false, fmt.Errorf("%w: %w", ErrInstall, err)
 	}
 	defer os.RemoveAll(tmp) // gone once renamed
+	// Readable as npm leaves the rest (MkdirTemp makes it 0700): a tree
+	// bound into a sandbox is read by the sandbox's user.
+	if err := os.Chmod(tmp, treeDirMode); err != nil {
+		return "", Manifest{}, false, fmt.Errorf("%w: %w", ErrInstall, err)
+	}
 	own := filepath.Join(tmp, packageTarball)
 	m, err = readPackageFile(tarball, own)
 	if err != nil {

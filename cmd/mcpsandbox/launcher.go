@@ -19,7 +19,9 @@ import (
 // and started from there with the arguments as given. Any other command
 // is left as it is. What the install scripts did, if any ran, is
 // returned for the report.
-func launch(ctx context.Context, cli engineImages, so *sandbox.SessionOptions, stderr io.Writer) (*bulk.InstallRun, error) {
+// bind: the package slot is the workspace's (run --same-path): the tree is
+// bound read-only instead, as --mount binds.
+func launch(ctx context.Context, cli engineImages, so *sandbox.SessionOptions, bind bool, stderr io.Writer) (*bulk.InstallRun, error) {
 	spec, ok, err := bulk.ParseLauncher(so.Argv)
 	if !ok {
 		return nil, nil
@@ -30,7 +32,7 @@ func launch(ctx context.Context, cli engineImages, so *sandbox.SessionOptions, s
 	if spec.Kind == bulk.KindPyPI {
 		return nil, usageError{fmt.Sprintf("%s: a Python package, which comes from a package index: not fetched yet (PyPI is not reachable from here; issue #38); put its code in with --package DIR and give its command line", spec.Source)}
 	}
-	if so.Package != "" && !so.PackageIsWorkspace {
+	if so.Package != "" && !so.PackageIsWorkspace && !bind {
 		return nil, usageError{fmt.Sprintf("%s fetches its package: --package is for a server's code on the host, not both", spec.Source)}
 	}
 	line := append([]string{}, so.Argv...)
@@ -58,9 +60,9 @@ func launch(ctx context.Context, cli engineImages, so *sandbox.SessionOptions, s
 	}
 	fmt.Fprintf(stderr, "mcpsandbox: %s@%s (%s), %s; the server runs as %s\n", spec.Name, in.Version, in.Integrity, report.Printable(from), report.Printable(strings.Join(in.Argv, " ")))
 	so.Argv = in.Argv
-	if so.PackageIsWorkspace {
+	if so.PackageIsWorkspace || bind {
 		// The package slot is the workspace's (--same-path): the tree is
-		// bound read-only, as --mount binds.
+		// bound read-only, as --mount binds (it is readable: treeDirMode).
 		so.Mounts = append(so.Mounts, sandbox.Mount{Source: in.Dir, Target: bulk.PackageTarget})
 	} else {
 		so.Package, so.PackageTarget = in.Dir, bulk.PackageTarget

@@ -112,3 +112,20 @@ func TestHostScriptScan(t *testing.T) {
 		t.Fatalf("report: %v, %d tools", err, len(r.Tools))
 	}
 }
+
+// TestLauncherLineSamePath: run --same-path (the package slot is the
+// workspace's) binds the fetched tree read-only, and the sandbox's user
+// reads it.
+func TestLauncherLineSamePath(t *testing.T) {
+	cli := sandboxtest.Docker(t)
+	sandboxtest.NodeImage(t, cli)
+	t.Setenv("XDG_CACHE_HOME", sharedLaunchCache(t))
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	ws := t.TempDir()
+	cs, _, stderr := runProxy(t, nil, "--workspace", ws, "--same-path", "--", "npx", "-y", launcherPackage, ws)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "list_allowed_directories", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("list_allowed_directories: %v %+v\n%s", err, res, stderr)
+	}
+	cs.Close()
+}

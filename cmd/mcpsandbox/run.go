@@ -65,7 +65,7 @@ func runRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if _, err := dockerLine(&opts.Session); err != nil {
 		return err
 	}
-	installed, err := launch(ctx, cli, &opts.Session, stderr)
+	installed, err := launch(ctx, cli, &opts.Session, opts.SamePath, stderr)
 	if err != nil {
 		return err
 	}

@@ -200,7 +200,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	if _, err := dockerLine(&opts.SessionOptions); err != nil {
 		return err
 	}
-	installed, err := launch(ctx, cli, &opts.SessionOptions, stderr)
+	installed, err := launch(ctx, cli, &opts.SessionOptions, false, stderr)
 	if err != nil {
 		return err
 	}
