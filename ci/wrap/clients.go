@@ -39,12 +39,9 @@ func ConfigPath(clientOrFile string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("%s's configuration: %w", clientOrFile, err)
 		}
-		if strings.HasSuffix(p, ".toml") {
-			return "", fmt.Errorf("%s's configuration (%s) is TOML, which is not read yet", clientOrFile, p)
-		}
 		return p, nil
 	}
-	if !strings.ContainsAny(clientOrFile, `/\`) && !strings.HasSuffix(clientOrFile, ".json") {
+	if !strings.ContainsAny(clientOrFile, `/\`) && !strings.HasSuffix(clientOrFile, ".json") && !strings.HasSuffix(clientOrFile, ".toml") {
 		return "", fmt.Errorf("%q is neither a client (%s) nor a file", clientOrFile, strings.Join(ClientNames(), ", "))
 	}
 	return clientOrFile, nil

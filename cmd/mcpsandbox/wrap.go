@@ -61,7 +61,11 @@ func runWrap(args []string, stdout, stderr io.Writer) error {
 			bin = b
 		}
 	}
-	out, entries, err := wrap.Wrap(doc, bin, strings.Fields(*runFlags))
+	rewrite := wrap.Wrap
+	if strings.HasSuffix(path, ".toml") {
+		rewrite = wrap.WrapTOML // Codex's config.toml
+	}
+	out, entries, err := rewrite(doc, bin, strings.Fields(*runFlags))
 	if err != nil {
 		return usageError{fmt.Sprintf("%s: %v", path, err)}
 	}
