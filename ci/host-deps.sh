@@ -45,3 +45,13 @@ if [ ${#build[@]} -gt 0 ] || [ ${#node_headers[@]} -gt 0 ]; then
     apt_install "${build[@]}" "${node_headers[@]}" || echo "host-deps: warning: could not install ${build[*]} ${node_headers[*]}; bulk's install scripts fail without" >&2
   fi
 fi
+# The Python fixture's wheels (the tests' package index) are built with
+# Debian's python3-build, python3-wheel and python3-setuptools, for
+# /usr/bin/python3 (the python image's); only those tests need them.
+if ! /usr/bin/python3 -c 'import build, setuptools, wheel' >/dev/null 2>&1; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "host-deps: warning: the Python fixture needs python3-build python3-wheel python3-setuptools (as root)" >&2
+  else
+    apt_install python3-build python3-wheel python3-setuptools || echo "host-deps: warning: could not install python3-build python3-wheel python3-setuptools; the Python fixture's tests fail under CI=true" >&2
+  fi
+fi

@@ -173,8 +173,19 @@ func TestParseLauncher(t *testing.T) {
 		{argv: []string{"yarn", "dlx", "pkg"}, name: "pkg"},
 		{argv: []string{"node", "server.js"}, notLauncher: true},
 		{argv: []string{"uvx", "mcp-server-fetch", "--x"}, name: "mcp-server-fetch", args: []string{"--x"}, pypi: true},
-		{argv: []string{"uvx", "--from", "x", "pkg@1.2"}, pypi: true, name: "x", args: []string{"pkg@1.2"}},
-		{argv: []string{"pipx", "run", "pkg==2.0"}, name: "pkg", version: "2.0", pypi: true},
+		{argv: []string{"uvx", "--from", "x", "serve", "--a"}, pypi: true, name: "x", bin: "serve", args: []string{"--a"}},
+		{argv: []string{"uvx", "pkg@1.2", "a"}, pypi: true, name: "pkg", version: "==1.2", args: []string{"a"}},
+		{argv: []string{"uvx", "-q", "--python", "3.11", "--with", "a,b>=2", "Pkg[X]@latest"}, pypi: true, name: "Pkg"},
+		{argv: []string{"pipx", "run", "pkg==2.0"}, name: "pkg", version: "==2.0", pypi: true},
+		{argv: []string{"pipx", "run", "--spec", "pkg>=1,<2", "app"}, name: "pkg", version: ">=1,<2", bin: "app", pypi: true},
+		{argv: []string{"uvx", "--index-url", "http://10.0.0.1/", "pkg"}, failed: true},
+		{argv: []string{"uvx", "--default-index=http://x/", "pkg"}, failed: true},
+		{argv: []string{"uvx", "--bogus", "pkg"}, failed: true},
+		{argv: []string{"uvx", "--from"}, failed: true},
+		{argv: []string{"uvx", "--from", "pkg"}, failed: true},
+		{argv: []string{"uvx", "pkg@https://example.com/x.whl"}, failed: true},
+		{argv: []string{"uvx", "pkg @ https://example.com/x.whl"}, failed: true},
+		{argv: []string{"uvx", "../../etc"}, failed: true},
 		{argv: []string{"uv", "tool", "run", "pkg"}, name: "pkg", pypi: true},
 		{argv: []string{"npm", "start"}, notLauncher: true},
 		{argv: []string{"npx", "-c", "rm -rf /"}, failed: true},
@@ -192,7 +203,7 @@ func TestParseLauncher(t *testing.T) {
 				t.Errorf("%q: %+v %v %v, want refused", c.argv, s, ok, err)
 			}
 		case c.pypi:
-			if !ok || err != nil || s.Kind != KindPyPI || s.Name != c.name || s.Version != c.version || strings.Join(s.Args, " ") != strings.Join(c.args, " ") {
+			if !ok || err != nil || s.Kind != KindPyPI || s.Name != c.name || s.Version != c.version || s.Bin != c.bin || strings.Join(s.Args, " ") != strings.Join(c.args, " ") {
 				t.Errorf("%q: %+v %v %v", c.argv, s, ok, err)
 			}
 		case !ok || err != nil || s.Kind != KindNPM || s.Name != c.name || s.Version != c.version || s.Bin != c.bin || strings.Join(s.Args, " ") != strings.Join(c.args, " "):

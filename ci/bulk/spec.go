@@ -75,6 +75,10 @@ type Spec struct {
 	// Bin is the entry point the input names (a bin of the package), ""
 	// for none.
 	Bin string `json:"bin,omitempty"`
+	// Extras are a Python package's extras asked for (pkg[a,b]); With,
+	// the requirements a uvx --with line adds beside it.
+	Extras []string `json:"extras,omitempty"`
+	With   []string `json:"with,omitempty"`
 	// Args follow the server's command.
 	Args []string `json:"args,omitempty"`
 	Env  []EnvVar `json:"env,omitempty"`
@@ -118,7 +122,11 @@ func (s Spec) Key() string {
 	if s.Tarball {
 		kind = tarballPrefix
 	}
-	return fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%q\x00%q", kind, s.Name, s.Version, s.Bin, s.Args, env)
+	key := fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%q\x00%q", kind, s.Name, s.Version, s.Bin, s.Args, env)
+	if len(s.Extras) > 0 || len(s.With) > 0 {
+		key += fmt.Sprintf("\x00%q\x00%q", s.Extras, s.With)
+	}
+	return key
 }
 
 // Slug names the spec's files in the results directory: readable, and

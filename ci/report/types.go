@@ -822,7 +822,7 @@ const ProblemJournal = "journal"
 type PackageSource struct {
 	// Line is the command as given (npx -y PKG ARG...).
 	Line []string `json:"line"`
-	// Registry is "npm"; Name and Version what it resolved to (the
+	// Registry is "npm" or "pypi"; Name and Version what it resolved to (the
 	// version pinned), Integrity the registry's, which the download
 	// matched.
 	Registry  string `json:"registry"`

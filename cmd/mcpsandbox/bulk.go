@@ -42,7 +42,7 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fetchTimeout := fs.Duration("fetch-timeout", bulk.DefaultFetchTimeout, "bound on each package's fetch and install")
 	failOn := fs.String("fail-on", "never", "exit 1 when a package has findings at or above: critical, error, warning, note; never: findings do not change the exit code")
 	findingsAt := fs.String("findings-at", "error", "a package's status is findings when it has a finding at or above this severity (critical, error, warning, note)")
-	image := fs.String("image", "mcpsandbox/node:latest", "image npm packages are scanned in (must be in the local engine; never pulled); by default the node image, built from the host's files when missing, by its content tag")
+	image := fs.String("image", defaultImage, "image npm packages are scanned in (must be in the local engine; never pulled); by default the node image, built from the host's files when missing, by its content tag")
 	node := fs.String("node", "", "the image's node version, for engines ranges (default: the host's node --version: images are built from the host's files)")
 	session := sessionFlags(fs, flagNetwork|flagAgent|flagStart|flagCall, stderr)
 	linger := fs.Duration("linger", scan.DefaultLinger, "after the last call, keep observing at least this long, unless nothing in the sandbox can still act; 0: not at all")

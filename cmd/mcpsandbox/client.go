@@ -116,7 +116,7 @@ func runClient(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		// A client's launcher line (npx -y PKG), fetched as a server's is.
 		so := opts.SessionOptions
 		so.Argv = opts.Command
-		if _, err := launch(ctx, c, &so, false, stderr); err != nil {
+		if _, err := launch(ctx, c, &so, false, "", stderr); err != nil {
 			return err
 		}
 		opts.Command, so.Argv = so.Argv, nil

@@ -85,10 +85,6 @@ func TestLauncherLine(t *testing.T) {
 	if _, stderr, code := cmd("scan", "--", "npx", "-c", "node x.js"); code != 2 || !strings.Contains(stderr, "a shell command") || !strings.Contains(stderr, "--package") {
 		t.Errorf("npx -c: exit %d %s", code, stderr)
 	}
-	// A Python package's line is named, not waited on: one line.
-	if _, stderr, code := cmd("scan", "--", "uvx", "mcp-server-fetch"); code != 2 || !strings.Contains(stderr, "a Python package") {
-		t.Errorf("uvx: exit %d %s", code, stderr)
-	}
 }
 
 // TestHostScriptScan: `scan -- node HOST/PATH/index.js` runs a server

@@ -31,6 +31,7 @@ func runRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs := newFlags("run", runSynopsis, stderr)
 	opts, finish := runFlags(fs, stderr)
 	printConfig := fs.String("print-config", "", "print a client configuration that runs this command (vscode, claude or generic) and exit")
+	index := indexURLFlag(fs)
 	fromCfg := fs.String("from-config", "", "FILE[#SERVER]: serve a server entry of an MCP client's configuration (Claude Desktop, Cursor, VS Code mcp.json, .mcp.json, Gemini's settings.json) with its command line and environment as written")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -65,7 +66,7 @@ func runRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if _, err := dockerLine(&opts.Session); err != nil {
 		return err
 	}
-	installed, err := launch(ctx, cli, &opts.Session, opts.SamePath, stderr)
+	installed, err := launch(ctx, cli, &opts.Session, opts.SamePath, *index, stderr)
 	if err != nil {
 		return err
 	}

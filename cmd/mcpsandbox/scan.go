@@ -68,6 +68,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	maxReport := reportBoundFlag(fs)
 	cacheSize := cacheSizeFlag(fs)
 	named := nameFlag(fs)
+	index := indexURLFlag(fs)
 	fromCfg := fs.String("from-config", "", "FILE[#SERVER]: scan a server entry of an MCP client's configuration (Claude Desktop, Cursor, VS Code mcp.json, .mcp.json, Gemini's settings.json, Codex's config.toml) as its client starts it; variables named as secrets get honeytokens")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -200,7 +201,7 @@ func runScan(ctx context.Context, args []string, stdout, stderr io.Writer) (err 
 	if _, err := dockerLine(&opts.SessionOptions); err != nil {
 		return err
 	}
-	installed, err := launch(ctx, cli, &opts.SessionOptions, false, stderr)
+	installed, err := launch(ctx, cli, &opts.SessionOptions, false, *index, stderr)
 	if err != nil {
 		return err
 	}

@@ -37,6 +37,11 @@ const (
 	flagState                             // --state
 )
 
+// defaultImage is --image's default: the node image, built from the
+// host's files when missing. A Python launcher line runs in the python
+// image instead, unless --image names another.
+const defaultImage = "mcpsandbox/node:latest"
+
 // serverFlags are the session flags of the commands that run a server
 // for a client of their own: scan (with flagCall) and run.
 const serverFlags = flagImage | flagWorkspace | flagCode | flagUser | flagLimits | flagStart | flagAgent | flagNoAgent |
@@ -51,7 +56,7 @@ func sessionFlags(fs *pflag.FlagSet, which sessionFlag, stderr io.Writer) func(s
 	var fills []func(so *sandbox.SessionOptions) error
 	add := func(f func(so *sandbox.SessionOptions) error) { fills = append(fills, f) }
 	if which&flagImage != 0 {
-		image := fs.String("image", "mcpsandbox/node:latest", "image to run the server in, or for client the client (must be in the local engine; never pulled)")
+		image := fs.String("image", defaultImage, "image to run the server in, or for client the client (must be in the local engine; never pulled)")
 		add(func(so *sandbox.SessionOptions) error { so.Image = *image; return nil })
 	}
 	if which&flagWorkspace != 0 {

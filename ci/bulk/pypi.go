@@ -1,0 +1,618 @@
+package bulk
+
+// pypi.go fetches Python packages from a package index (PEP 503's simple
+// API) as wheels, each checked against the hash the index gives and its
+// own RECORD, resolves their dependencies for the python image, and
+// installs them into a tree in the cache, in Go: no pip, uv or pipx runs
+// on the host, and none of the package's code. A project that has only
+// an sdist is refused: building one runs its code.
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// DefaultIndexURL is PyPI's simple index, the default of --index-url.
+const DefaultIndexURL = "https://pypi.org/simple/"
+
+// ErrSdistOnly is wrapped when a project has no wheel that fits, only a
+// source distribution: building it would run its code, so it is refused.
+var ErrSdistOnly = errors.New("only a source distribution")
+
+// ErrIntegrity is wrapped when a download does not match the hash its
+// index gave.
+var ErrIntegrity = errors.New("integrity mismatch")
+
+const (
+	// maxIndexPage bounds a project's page of the index.
+	maxIndexPage = 64 << 20
+	// pypiDir is the cache's directory for the Python side: wheels by
+	// hash, trees by what they hold.
+	pypiDir = "pypi"
+)
+
+// PyPI installs PyPI specs (KindPyPI) from an index into the cache.
+type PyPI struct {
+	// Cache is the cache directory.
+	Cache string
+	// IndexURL is the simple index (DefaultIndexURL when empty).
+	IndexURL string
+	// Target is the python image's interpreter.
+	Target PyTarget
+	// Image is the python image the server runs in.
+	Image string
+	// Client fetches (a client with no timeout of its own when nil: the
+	// context bounds each fetch).
+	Client *http.Client
+}
+
+// pyFile is one file an index lists for a project.
+type pyFile struct {
+	file     string
+	url      string
+	sha256   []byte
+	requires string // data-requires-python
+	yanked   bool
+	wheel    wheelName
+	version  pyVersion
+	sdist    bool
+}
+
+// pyDist is a distribution chosen: a wheel downloaded and checked.
+type pyDist struct {
+	name    string // normalized
+	file    pyFile
+	path    string
+	info    wheelInfo
+	extras  []string
+	from    string // what asked for it
+	reqs    []pyRequirement
+	applied map[string]bool // requirement texts already queued
+}
+
+// pyTreeMarker is what an installed tree's marker holds.
+type pyTreeMarker struct {
+	Dists   []string          `json:"dists"` // file names, in install order
+	Scripts map[string]string `json:"scripts"`
+	Version string            `json:"version"`
+}
+
+func (p PyPI) index() string {
+	u := p.IndexURL
+	if u == "" {
+		u = DefaultIndexURL
+	}
+	if !strings.HasSuffix(u, "/") {
+		u += "/"
+	}
+	return u
+}
+
+func (p PyPI) client() *http.Client {
+	if p.Client != nil {
+		return p.Client
+	}
+	return &http.Client{CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if len(via) >= 10 {
+			return errors.New("more than 10 redirects")
+		}
+		if req.URL.Scheme != "https" && req.URL.Scheme != "http" {
+			return fmt.Errorf("a redirect to %s: refused", req.URL.Scheme)
+		}
+		return nil
+	}}
+}
+
+// Install implements Installer.
+func (p PyPI) Install(ctx context.Context, s Spec) (Installed, error) {
+	root, err := pySpecRequirement(s)
+	if err != nil {
+		return Installed{}, fmt.Errorf("%w: %w", ErrFetch, err)
+	}
+	if u, err := url.Parse(p.index()); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return Installed{}, fmt.Errorf("%w: --index-url %q is not an http(s) URL", ErrFetch, p.IndexURL)
+	}
+	reqs := []pyRequirement{root}
+	for _, w := range s.With {
+		r, err := parsePyRequirement(w)
+		if err != nil {
+			return Installed{}, fmt.Errorf("%w: --with %q: %w", ErrFetch, w, err)
+		}
+		reqs = append(reqs, r)
+	}
+	dists, err := p.resolve(ctx, reqs)
+	if err != nil {
+		return Installed{}, err
+	}
+	rootDist := dists[0]
+	tree, cached, marker, err := p.installTree(dists)
+	if err != nil {
+		return Installed{}, err
+	}
+	cmd, note, err := chooseScript(marker.Scripts, s)
+	if err != nil {
+		return Installed{}, fmt.Errorf("%s %s: %w", s.Name, rootDist.file.version, err)
+	}
+	in := Installed{Dir: tree, Version: rootDist.file.version.String(), Integrity: "sha256-" + hex.EncodeToString(rootDist.file.sha256),
+		Cached: cached, Image: p.Image, Argv: append([]string{"python3", PackageTarget + "/bin/" + cmd}, s.Args...),
+		Entry: &Entry{Path: "bin/" + cmd, Why: "the console script " + cmd}}
+	if note != "" {
+		in.Notes = append(in.Notes, note)
+	}
+	if len(dists) > 1 {
+		names := make([]string, 0, len(dists)-1)
+		for _, d := range dists[1:] {
+			names = append(names, d.name+" "+d.file.version.String())
+		}
+		in.Notes = append(in.Notes, fmt.Sprintf("with %d dependencies: %s", len(names), strings.Join(names, ", ")))
+	}
+	return in, nil
+}
+
+// pySpecRequirement is the spec's package as a requirement.
+func pySpecRequirement(s Spec) (pyRequirement, error) {
+	text := s.Name
+	if len(s.Extras) > 0 {
+		text += "[" + strings.Join(s.Extras, ",") + "]"
+	}
+	text += s.Version
+	r, err := parsePyRequirement(text)
+	if err != nil {
+		return r, err
+	}
+	if r.marker != nil {
+		return r, fmt.Errorf("%w: %q: a marker on the package asked for", ErrInvalidPackage, text)
+	}
+	return r, nil
+}
+
+// chooseScript picks the console script to run: the one the spec names
+// (--from/--spec), else the one named like the package, as uvx and pipx
+// do; else the only one, with a note.
+func chooseScript(scripts map[string]string, s Spec) (string, string, error) {
+	names := slices.Sorted(mapKeys(scripts))
+	want := s.Bin
+	if want == "" {
+		want = s.Name
+	}
+	if _, ok := scripts[want]; ok {
+		return want, "", nil
+	}
+	for _, n := range names {
+		if s.Bin == "" && normalizePyPI(n) == normalizePyPI(want) {
+			return n, "", nil
+		}
+	}
+	if s.Bin == "" && len(names) == 1 {
+		return names[0], fmt.Sprintf("no console script named %s: ran its only one, %s", want, names[0]), nil
+	}
+	if len(names) == 0 {
+		return "", "", fmt.Errorf("%w: the package has no console script to run", ErrInstall)
+	}
+	return "", "", fmt.Errorf("%w: no console script named %s; it has %s (name one with --from PKG CMD)", ErrInstall, want, strings.Join(names, ", "))
+}
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// resolve picks a wheel for each requirement and, in turn, for each of
+// theirs that the image's environment keeps: breadth first, the newest
+// version every requirement so far allows; one that a later requirement
+// excludes is refused (no backtracking: the error names both).
+func (p PyPI) resolve(ctx context.Context, roots []pyRequirement) ([]*pyDist, error) {
+	env := newPyEnv(p.Target.Version, p.Target.Machine)
+	type queued struct {
+		req  pyRequirement
+		from string
+	}
+	var queue []queued
+	for _, r := range roots {
+		queue = append(queue, queued{r, "the command line"})
+	}
+	chosen := map[string]*pyDist{}
+	var order []*pyDist
+	pages := map[string][]pyFile{}
+	specsOf := map[string][]string{}
+	for len(queue) > 0 {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("%w: resolving: %w", ErrFetch, err)
+		}
+		q := queue[0]
+		queue = queue[1:]
+		name := normalizePyPI(q.req.name)
+		if len(q.req.specs) > 0 {
+			specsOf[name] = append(specsOf[name], q.req.text+" (from "+q.from+")")
+		}
+		if d := chosen[name]; d != nil {
+			if !q.req.specs.contains(d.file.version) {
+				return nil, fmt.Errorf("%w: %s %s was chosen, but %s asks for %s: not resolved (%s)", ErrFetch, name, d.file.version, q.from, q.req.text, strings.Join(specsOf[name], "; "))
+			}
+			for _, x := range q.req.extras {
+				if !slices.Contains(d.extras, x) {
+					d.extras = append(d.extras, x)
+				}
+			}
+		} else {
+			if len(order) >= maxResolved {
+				return nil, fmt.Errorf("%w: more than %d distributions to install", ErrFetch, maxResolved)
+			}
+			files, ok := pages[name]
+			if !ok {
+				var err error
+				if files, err = p.page(ctx, name); err != nil {
+					return nil, err
+				}
+				pages[name] = files
+			}
+			f, err := p.pick(name, files, q.req)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s (asked by %s): %w", ErrFetch, q.req.text, q.from, err)
+			}
+			wpath, err := p.download(ctx, f)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s: %w", ErrFetch, f.file, err)
+			}
+			zr, info, err := checkWheel(wpath, f.file)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrFetch, err)
+			}
+			zr.Close()
+			if info.requiresPython != "" {
+				if ok, err := p.pythonFits(info.requiresPython); err != nil || !ok {
+					return nil, fmt.Errorf("%w: %s needs Python %s; the image's is %s", ErrFetch, f.file, info.requiresPython, p.Target.Version)
+				}
+			}
+			d := &pyDist{name: name, file: f, path: wpath, info: info, extras: q.req.extras, from: q.from, applied: map[string]bool{}}
+			for _, rd := range info.requires {
+				r, err := parsePyRequirement(rd)
+				if err != nil {
+					return nil, fmt.Errorf("%w: %s: Requires-Dist: %w", ErrFetch, f.file, err)
+				}
+				d.reqs = append(d.reqs, r)
+			}
+			chosen[name] = d
+			order = append(order, d)
+		}
+		d := chosen[name]
+		for _, r := range d.reqs {
+			if d.applied[r.text] || r.marker != nil && !r.marker.eval(env, d.extras) {
+				continue
+			}
+			d.applied[r.text] = true
+			queue = append(queue, queued{r, d.name + " " + d.file.version.String()})
+		}
+	}
+	return order, nil
+}
+
+// pythonFits says whether the image's python satisfies a Requires-Python.
+func (p PyPI) pythonFits(requires string) (bool, error) {
+	specs, err := parsePySpecifiers(requires)
+	if err != nil {
+		return false, err
+	}
+	v, err := parsePyVersion(p.Target.Version)
+	if err != nil {
+		return false, err
+	}
+	return specs.contains(v), nil
+}
+
+// pick chooses the newest version the requirement allows that has a
+// wheel for the image, and its best-fitting wheel. Yanked files and
+// pre-releases are taken only when pinned (PEP 592, PEP 440).
+func (p PyPI) pick(name string, files []pyFile, r pyRequirement) (pyFile, error) {
+	allowPre := r.specs.pinned() || r.specs.allowsPre()
+	var best *pyFile
+	bestFit, sdists, versions := 0, 0, 0
+	for i := range files {
+		f := &files[i]
+		if !r.specs.contains(f.version) || f.yanked && !r.specs.pinned() || f.version.prerelease() && !allowPre {
+			continue
+		}
+		versions++
+		if f.requires != "" {
+			if ok, err := p.pythonFits(f.requires); err == nil && !ok {
+				continue
+			}
+		}
+		if f.sdist {
+			sdists++
+			continue
+		}
+		fit := p.Target.fits(f.wheel)
+		if fit == 0 {
+			continue
+		}
+		if best == nil || f.version.compare(best.version) > 0 || f.version.compare(best.version) == 0 && fit > bestFit {
+			best, bestFit = f, fit
+		}
+	}
+	if best == nil {
+		switch {
+		case versions == 0:
+			return pyFile{}, fmt.Errorf("no version on the index fits %q", r.text)
+		case sdists > 0:
+			return pyFile{}, fmt.Errorf("%w: no wheel for Python %s on %s; building its sdist would run its code on the host: refused", ErrSdistOnly, p.Target.Version, p.Target.Machine)
+		}
+		return pyFile{}, fmt.Errorf("no wheel for Python %s on %s", p.Target.Version, p.Target.Machine)
+	}
+	return *best, nil
+}
+
+var (
+	anchorRE = regexp.MustCompile(`(?is)<a\s([^>]*)>`)
+	attrRE   = regexp.MustCompile(`(?is)([a-z-]+)\s*(?:=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+)))?`)
+)
+
+// page reads a project's page of the simple index: its anchors, each a
+// file with its sha256 in the URL's fragment (a file without one is not
+// taken: it could not be verified).
+func (p PyPI) page(ctx context.Context, name string) ([]pyFile, error) {
+	base, err := url.Parse(p.index() + name + "/")
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrFetch, name, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base.String(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrFetch, err)
+	}
+	req.Header.Set("Accept", "text/html")
+	resp, err := p.client().Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrFetch, name, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return nil, fmt.Errorf("%w: %s is not on the index %s", ErrFetch, name, p.index())
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%w: %s: the index answered %s", ErrFetch, base, resp.Status)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxIndexPage+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrFetch, base, err)
+	}
+	if len(body) > maxIndexPage {
+		return nil, fmt.Errorf("%w: %s: a page of over %d bytes", ErrFetch, base, maxIndexPage)
+	}
+	return parseIndexPage(resp.Request.URL, name, body), nil
+}
+
+// parseIndexPage reads the anchors of a project's page: files of that
+// project (by the name in the file name), with a sha256, over http(s).
+func parseIndexPage(base *url.URL, name string, body []byte) []pyFile {
+	var out []pyFile
+	for _, m := range anchorRE.FindAllSubmatch(body, -1) {
+		attrs := map[string]string{}
+		for _, a := range attrRE.FindAllSubmatch(m[1], -1) {
+			attrs[strings.ToLower(string(a[1]))] = html.UnescapeString(string(a[2]) + string(a[3]) + string(a[4]))
+			if a[2] == nil && a[3] == nil && a[4] == nil {
+				attrs[strings.ToLower(string(a[1]))] = "\x00present"
+			}
+		}
+		href, ok := attrs["href"]
+		if !ok {
+			continue
+		}
+		u, err := base.Parse(href)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
+			continue
+		}
+		algo, sum, _ := strings.Cut(u.Fragment, "=")
+		digest, err := hex.DecodeString(sum)
+		if algo != "sha256" || err != nil || len(digest) != sha256.Size {
+			continue
+		}
+		u.Fragment = ""
+		file := path.Base(u.Path)
+		if checkFileName(file) != nil {
+			continue
+		}
+		f := pyFile{file: file, url: u.String(), sha256: digest, requires: attrs["data-requires-python"]}
+		if f.requires == "\x00present" {
+			f.requires = ""
+		}
+		_, f.yanked = attrs["data-yanked"]
+		if wn, err := parseWheelName(file); err == nil {
+			v, err := parsePyVersion(wn.version)
+			if err != nil || normalizePyPI(wn.name) != name {
+				continue
+			}
+			f.wheel, f.version = wn, v
+		} else if v, ok := sdistVersion(file, name); ok {
+			f.sdist, f.version = true, v
+		} else {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// sdistVersion reads NAME-VERSION.tar.gz (or .zip) of the project.
+func sdistVersion(file, name string) (pyVersion, bool) {
+	base, ok := strings.CutSuffix(file, ".tar.gz")
+	if !ok {
+		if base, ok = strings.CutSuffix(file, ".zip"); !ok {
+			return pyVersion{}, false
+		}
+	}
+	i := strings.LastIndex(base, "-")
+	if i < 0 || normalizePyPI(base[:i]) != name {
+		return pyVersion{}, false
+	}
+	v, err := parsePyVersion(base[i+1:])
+	return v, err == nil
+}
+
+// download fetches a wheel into the cache by its sha256, bounded, and
+// checks the hash the index gave: a wheel already there is not fetched
+// again (its name is its hash, checked when it was written).
+func (p PyPI) download(ctx context.Context, f pyFile) (string, error) {
+	dir, err := cachePath(p.Cache, pypiDir, "wheels")
+	if err != nil {
+		return "", err
+	}
+	final := filepath.Join(dir, hex.EncodeToString(f.sha256)+".whl")
+	if _, err := os.Stat(final); err == nil {
+		return final, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := p.client().Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("the index answered %s", resp.Status)
+	}
+	tmp, err := os.CreateTemp(dir, ".download-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name())
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(tmp, h), io.LimitReader(resp.Body, maxWheel+1))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", err
+	}
+	if n > maxWheel {
+		return "", fmt.Errorf("over %d bytes: refused", maxWheel)
+	}
+	if !bytes.Equal(h.Sum(nil), f.sha256) {
+		return "", fmt.Errorf("%w: its sha256 is %x, the index says %x", ErrIntegrity, h.Sum(nil), f.sha256)
+	}
+	if err := os.Rename(tmp.Name(), final); err != nil {
+		return "", err
+	}
+	return final, nil
+}
+
+// installTree installs the chosen wheels into one tree of the cache,
+// named by their hashes: lib (the site directory), bin (the console
+// scripts' launchers and the wheels' scripts), data. It is built beside
+// and renamed into place, its marker written last.
+func (p PyPI) installTree(dists []*pyDist) (string, bool, pyTreeMarker, error) {
+	h := sha256.New()
+	for _, d := range dists {
+		fmt.Fprintf(h, "%s\x00%x\x00%q\n", d.file.file, d.file.sha256, d.extras)
+	}
+	fmt.Fprintf(h, "lib=%s\n", PackageTarget+"/lib")
+	root := dists[0]
+	dirName := root.name + "@" + root.file.version.String() + "-" + hex.EncodeToString(h.Sum(nil))[:treeDigest]
+	trees, err := cachePath(p.Cache, pypiDir, treesDir)
+	if err != nil {
+		return "", false, pyTreeMarker{}, err
+	}
+	tree, err := cachePath(trees, dirName)
+	if err != nil {
+		return "", false, pyTreeMarker{}, fmt.Errorf("%w: %w", ErrInstall, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(tree, installedMarker)); err == nil {
+		var m pyTreeMarker
+		if json.Unmarshal(b, &m) == nil {
+			return tree, true, m, nil
+		}
+	}
+	if err := os.MkdirAll(trees, 0o755); err != nil {
+		return "", false, pyTreeMarker{}, fmt.Errorf("%w: %w", ErrInstall, err)
+	}
+	tmp, err := os.MkdirTemp(trees, ".install-*")
+	if err != nil {
+		return "", false, pyTreeMarker{}, fmt.Errorf("%w: %w", ErrInstall, err)
+	}
+	defer os.RemoveAll(tmp)
+	m := pyTreeMarker{Scripts: root.info.scripts, Version: root.file.version.String()}
+	owner := map[string]string{}
+	for _, d := range dists {
+		zr, err := zip.OpenReader(d.path)
+		if err != nil {
+			return "", false, m, fmt.Errorf("%w: %s: %w", ErrInstall, d.file.file, err)
+		}
+		// Checked again: the file is read a second time, and the cache is
+		// only ours until proved otherwise.
+		wn, _ := parseWheelName(d.file.file)
+		info, err := checkWheelZip(&zr.Reader, wn, d.file.file)
+		if err == nil {
+			err = installWheel(&zr.Reader, info, tmp, owner)
+		}
+		zr.Close()
+		if err != nil {
+			return "", false, m, err
+		}
+		m.Dists = append(m.Dists, d.file.file)
+	}
+	lib := PackageTarget + "/lib"
+	names := slices.Sorted(mapKeys(root.info.scripts))
+	for _, name := range names {
+		rel := "bin/" + name
+		if prev, ok := owner[rel]; ok {
+			return "", false, m, fmt.Errorf("%w: %s installs %s, which is also a console script", ErrWheel, prev, rel)
+		}
+		b, err := launcher(name, root.info.scripts[name], lib)
+		if err != nil {
+			return "", false, m, fmt.Errorf("%w: %w", ErrWheel, err)
+		}
+		if err := os.MkdirAll(filepath.Join(tmp, "bin"), treeDirMode); err != nil {
+			return "", false, m, fmt.Errorf("%w: %w", ErrInstall, err)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, "bin", name), b, 0o755); err != nil {
+			return "", false, m, fmt.Errorf("%w: %w", ErrInstall, err)
+		}
+	}
+	for _, sub := range []string{"lib", "bin"} {
+		if err := os.MkdirAll(filepath.Join(tmp, sub), treeDirMode); err != nil {
+			return "", false, m, fmt.Errorf("%w: %w", ErrInstall, err)
+		}
+	}
+	mb, err := json.Marshal(m)
+	if err != nil {
+		return "", false, m, err
+	}
+	if err := os.WriteFile(filepath.Join(tmp, installedMarker), mb, 0o644); err != nil {
+		return "", false, m, fmt.Errorf("%w: %w", ErrInstall, err)
+	}
+	if err := os.Chmod(tmp, treeDirMode); err != nil {
+		return "", false, m, fmt.Errorf("%w: %w", ErrInstall, err)
+	}
+	if err := os.RemoveAll(tree); err != nil {
+		return "", false, m, fmt.Errorf("%w: %w", ErrInstall, err)
+	}
+	if err := os.Rename(tmp, tree); err != nil {
+		return "", false, m, fmt.Errorf("%w: %w", ErrInstall, err)
+	}
+	return tree, false, m, nil
+}
