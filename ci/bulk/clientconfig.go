@@ -107,8 +107,19 @@ func clientSpec(cs clientServer) (Spec, error) {
 		if err := dockerSpec(&s, cs.Args, &missing); err != nil {
 			return Spec{}, err
 		}
-	case "uvx", "uv", "python", "python3", "pipx":
-		return Spec{Kind: KindPyPI, Name: strings.Join(append([]string{cs.Command}, cs.Args...), " "), Status: StatusNotScannedHere, Why: whyPyPI}, nil
+	case "uvx", "uv", "pipx":
+		ps, ok, err := ParseLauncher(append([]string{cs.Command}, cs.Args...))
+		if err != nil {
+			return Spec{}, err
+		}
+		if !ok {
+			return Spec{Kind: KindOther, Name: strings.Join(append([]string{cs.Command}, cs.Args...), " "), Status: StatusNotScannedHere,
+				Why: fmt.Sprintf("%s %s is not a line that runs a package", cmd, strings.Join(cs.Args, " "))}, nil
+		}
+		ps.Env, ps.Source = s.Env, s.Source
+		s = ps
+	case "python", "python3":
+		return Spec{Kind: KindOther, Name: strings.Join(append([]string{cs.Command}, cs.Args...), " "), Status: StatusNotScannedHere, Why: whyHostScript}, nil
 	default:
 		return Spec{Kind: KindOther, Name: strings.Join(append([]string{cs.Command}, cs.Args...), " "), Status: StatusNotScannedHere,
 			Why: fmt.Sprintf("command %q is neither npx, node nor docker run: not a package this command can fetch", cs.Command)}, nil

@@ -103,7 +103,14 @@ func parseLine(line string) (Spec, error) {
 		return Spec{}, fmt.Errorf("%q: want npm:NAME[@VERSION] or image:REF", f[0])
 	}
 	s := Spec{Kind: kind, Name: ref}
-	if kind == KindNPM || kind == KindPyPI {
+	if kind == KindPyPI {
+		name, extras, version, err := pythonPackageArg(ref)
+		if err != nil {
+			return Spec{}, err
+		}
+		s.Name, s.Extras, s.Version = name, extras, version
+	}
+	if kind == KindNPM {
 		name, version, err := splitNPM(ref)
 		if err != nil {
 			return Spec{}, err
@@ -126,16 +133,13 @@ func withOptions(s Spec, opts []string, args string) (Spec, error) {
 			s.Env = append(s.Env, EnvVar{Name: k, Value: v})
 		case strings.HasPrefix(a, "secret:") && len(a) > len("secret:"):
 			s.Env = append(s.Env, EnvVar{Name: strings.TrimPrefix(a, "secret:"), Secret: true})
-		case strings.HasPrefix(a, "bin:") && len(a) > len("bin:") && kind == KindNPM:
+		case strings.HasPrefix(a, "bin:") && len(a) > len("bin:") && (kind == KindNPM || kind == KindPyPI):
 			s.Bin = strings.TrimPrefix(a, "bin:")
 		default:
 			return Spec{}, fmt.Errorf("%q: want env:KEY=VAL, secret:KEY, bin:NAME or -- before the arguments", a)
 		}
 	}
 	s.Args = strings.Fields(args)
-	if kind == KindPyPI {
-		s.Status, s.Why = StatusNotScannedHere, whyPyPI
-	}
 	return s, nil
 }
 
@@ -188,7 +192,7 @@ func validNPMName(n string) bool {
 
 // Why strings of the kinds not scanned here.
 const (
-	whyPyPI   = "PyPI packages are not scanned here yet (only npm and local images are)"
+	whyHostScript = "a script on the user's machine, not a package: scan it with mcpsandbox scan -- python3 PATH"
 	whyRemote = "a remote server (reached over HTTP) runs elsewhere: there is nothing to sandbox"
 	whyMCPB   = "MCPB bundles are not scanned here yet"
 )

@@ -29,7 +29,7 @@ npm:pkg --
 		{Kind: KindNPM, Name: "time-mcp", Source: "list.txt:3"},
 		{Kind: KindImage, Name: "mcpsandbox/demo:1", Env: []EnvVar{{Name: "MODE", Value: "x"}}, Args: []string{"/srv/server", "--stdio"}, Source: "list.txt:5"},
 		{Kind: KindNPM, Name: "@scope/pkg", Version: "^1.2", Bin: "pkg-server", Env: []EnvVar{{Name: "A", Value: "1"}, {Name: "API_KEY", Secret: true}}, Source: "list.txt:6"},
-		{Kind: KindPyPI, Name: "mcp-server-fetch", Source: "list.txt:7", Status: StatusNotScannedHere, Why: whyPyPI},
+		{Kind: KindPyPI, Name: "mcp-server-fetch", Source: "list.txt:7"},
 		{Kind: KindNPM, Name: "pkg", Source: "list.txt:13"},
 	}
 	for i := range want {
@@ -111,7 +111,10 @@ func TestParseServerJSON(t *testing.T) {
 	if o := specs[2]; o.Kind != KindImage || o.Name != "ghcr.io/example/weather:1.2.0" || o.Status != 0 {
 		t.Errorf("oci: %+v", o)
 	}
-	for i, want := range map[int]string{3: "PyPI", 4: "MCPB", 5: `transport "streamable-http"`, 6: "remote server"} {
+	if py := specs[3]; py.Kind != KindPyPI || py.Status != 0 {
+		t.Errorf("pypi: %+v", py)
+	}
+	for i, want := range map[int]string{4: "MCPB", 5: `transport "streamable-http"`, 6: "remote server"} {
 		if specs[i].Status != StatusNotScannedHere || !strings.Contains(specs[i].Why, want) {
 			t.Errorf("spec %d: %s %q, want not-scanned-here naming %q", i, specs[i].Status, specs[i].Why, want)
 		}
@@ -168,7 +171,7 @@ func TestParseClientConfigs(t *testing.T) {
 	if s := by["web"]; s.Kind != KindRemote || s.Status != StatusNotScannedHere {
 		t.Errorf("web: %+v", s)
 	}
-	if s := by["py"]; s.Status != StatusNotScannedHere || !strings.Contains(s.Why, "PyPI") {
+	if s := by["py"]; s.Kind != KindPyPI || s.Name != "mcp-server-fetch" || s.Status != 0 {
 		t.Errorf("py: %+v", s)
 	}
 	if s := by["db"]; s.Status != StatusNeedsConfig || !strings.Contains(s.Why, "DB_PATH") {

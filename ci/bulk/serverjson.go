@@ -112,7 +112,18 @@ func packageSpec(p packageDef) (Spec, error) {
 			s.Name, s.Version = p.Identifier+":"+p.Version, ""
 		}
 	case "pypi":
-		s.Kind, s.Status, s.Why = KindPyPI, StatusNotScannedHere, whyPyPI
+		s.Kind = KindPyPI
+		name, extras, version, err := pythonPackageArg(p.Identifier)
+		if err != nil || len(extras) > 0 || version != "" {
+			return Spec{}, fmt.Errorf("PyPI package %q: not a project name", p.Identifier)
+		}
+		s.Name = name
+		if p.Version != "" {
+			if _, err := parsePyVersion(p.Version); err != nil {
+				return Spec{}, fmt.Errorf("PyPI package %q version %q: %w", p.Identifier, p.Version, err)
+			}
+			s.Version = "==" + p.Version
+		}
 	case "mcpb":
 		s.Kind, s.Status, s.Why = KindOther, StatusNotScannedHere, whyMCPB
 	default:

@@ -16,7 +16,8 @@ const (
 	KindNPM Kind = iota + 1
 	// KindImage is a container image in the local engine.
 	KindImage
-	// KindPyPI is a package of PyPI (not scanned here yet).
+	// KindPyPI is a package of a Python package index (PyPI), fetched as
+	// wheels.
 	KindPyPI
 	// KindRemote is a server reached over HTTP (not scanned here).
 	KindRemote
@@ -97,7 +98,12 @@ type Spec struct {
 // String is the spec as a list line takes it (without env or source).
 func (s Spec) String() string {
 	v := s.Name
-	if s.Version != "" {
+	if len(s.Extras) > 0 {
+		v += "[" + strings.Join(s.Extras, ",") + "]"
+	}
+	if s.Version != "" && s.Kind == KindPyPI {
+		v += s.Version // a PEP 440 specifier: ==1.2, >=1
+	} else if s.Version != "" {
 		v += "@" + s.Version
 	}
 	out := s.Kind.String() + ":" + v

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,6 +55,7 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	shardFlag := fs.String("shard", "", "I/N: scan only shard I of N of the lists (by a hash of each spec; N machines given 0..N-1 cover the lists once; see bulk merge)")
 	noScripts := fs.Bool("no-scripts", false, "leave npm install scripts unrun (the package is scanned as fetched, a note says so); by default they run offline in a sandbox of the build image, recorded as the install phase")
 	cacheSize := cacheSizeFlag(fs)
+	index := indexURLFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -155,6 +157,14 @@ func runBulk(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		Version: version(), Log: stderr}
 	if isTerminal(stderr) && !*verbose {
 		o.Progress = &barProgress{w: stderr}
+	}
+	if slices.ContainsFunc(specs, func(s bulk.Spec) bool { return s.Kind == bulk.KindPyPI && s.Status == 0 }) {
+		// Python packages run in the python image, wheels for its Python.
+		pypi, err := pythonInstaller(ctx, cli, *cache, *index)
+		if err != nil {
+			return fmt.Errorf("%w: %w", bulk.ErrBatch, err)
+		}
+		o.Installers[bulk.KindPyPI] = pypi
 	}
 	res, runErr := bulk.Run(ctx, specs, o)
 	evictAfterScan(ctx, cli, cacheSize(), base.Log, stderr)

@@ -85,25 +85,19 @@ func launch(ctx context.Context, cli engineImages, so *sandbox.SessionOptions, b
 // --image names another.
 func launchPython(ctx context.Context, cli engineImages, so *sandbox.SessionOptions, spec bulk.Spec, bind bool, index string, stderr io.Writer) error {
 	line := append([]string{}, so.Argv...)
-	py, err := images.PythonOf(ctx)
-	if err != nil {
-		return err
-	}
-	image := so.Image
-	if image == defaultImage {
-		built, err := images.Build(ctx, cli, "python", images.BuildOptions{})
-		if err != nil {
-			return err
-		}
-		image = built.Ref
-	}
 	if index == "" {
 		index = bulk.DefaultIndexURL
 	}
-	pypi := bulk.PyPI{Cache: defaultBulkCache(), IndexURL: index, Image: image,
-		Target: bulk.PyTarget{Version: py.Version, Machine: py.Machine, GlibcMajor: py.GlibcMajor, GlibcMinor: py.GlibcMinor}}
+	pypi, err := pythonInstaller(ctx, cli, defaultBulkCache(), index)
+	if err != nil {
+		return err
+	}
+	image := pypi.Image
+	if so.Image != defaultImage {
+		image, pypi.Image = so.Image, so.Image
+	}
 	fmt.Fprintf(stderr, "mcpsandbox: %s: resolving %s on %s as wheels for Python %s; none of its code runs on the host\n",
-		report.Printable(spec.Source), report.Printable(spec.Name+spec.Version), report.Printable(index), py.Version)
+		report.Printable(spec.Source), report.Printable(spec.Name+spec.Version), report.Printable(index), pypi.Target.Version)
 	fctx, cancel := context.WithTimeout(ctx, bulk.DefaultFetchTimeout)
 	defer cancel()
 	in, err := pypi.Install(fctx, spec)
@@ -135,4 +129,20 @@ func launchPython(ctx context.Context, cli engineImages, so *sandbox.SessionOpti
 // package comes from.
 func indexURLFlag(fs *pflag.FlagSet) *string {
 	return fs.String("index-url", bulk.DefaultIndexURL, "package index (PEP 503's simple API) a uvx, pipx run or uv tool run line's package and its dependencies are fetched from, as wheels checked against its hashes")
+}
+
+// pythonInstaller is the fetch of Python packages: wheels from index
+// into cache, for the python image (built from the host's files when
+// missing, by its content tag) and its interpreter.
+func pythonInstaller(ctx context.Context, cli engineImages, cache, index string) (bulk.PyPI, error) {
+	py, err := images.PythonOf(ctx)
+	if err != nil {
+		return bulk.PyPI{}, err
+	}
+	built, err := images.Build(ctx, cli, "python", images.BuildOptions{})
+	if err != nil {
+		return bulk.PyPI{}, fmt.Errorf("the python image: %w", err)
+	}
+	return bulk.PyPI{Cache: cache, IndexURL: index, Image: built.Ref,
+		Target: bulk.PyTarget{Version: py.Version, Machine: py.Machine, GlibcMajor: py.GlibcMajor, GlibcMinor: py.GlibcMinor}}, nil
 }

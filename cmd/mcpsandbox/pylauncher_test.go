@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpsandbox/mcpsandbox/ci/bulk"
 	"github.com/mcpsandbox/mcpsandbox/ci/bulk/pyindextest"
 	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"github.com/mcpsandbox/mcpsandbox/sandbox/sandboxtest"
@@ -91,5 +92,39 @@ func TestPythonLauncherLine(t *testing.T) {
 		if _, stderr, code := cmd(append([]string{"scan", "--agent", agent}, c.args...)...); code != 2 || !strings.Contains(stderr, c.want) {
 			t.Errorf("scan %q: exit %d, want 2 and %q:\n%s", c.args, code, c.want, stderr)
 		}
+	}
+}
+
+// TestBulkPython: bulk takes Python packages from a list and from a
+// client's configuration (a uvx line), fetched from --index-url as scan
+// fetches them: the fixture's lie is a finding, a project the index
+// lacks a failed fetch.
+func TestBulkPython(t *testing.T) {
+	sandboxtest.Docker(t)
+	ix := &pyindextest.Index{}
+	for name, b := range pyindextest.BuildFixture(t) {
+		ix.Files = append(ix.Files, pyindextest.File{Name: name, Data: b})
+	}
+	index := ix.Serve(t)
+	dir := t.TempDir()
+	list := writeFile(t, dir, "list.txt", "pypi:mcp-fixture-py@0.3.1\npypi:not-on-the-index\n")
+	cfg := writeFile(t, dir, "mcp.json", `{"mcpServers": {"py": {"command": "uvx", "args": ["--from", "mcp-fixture-py", "mcp-fixture-py-other"]}}}`)
+	results := filepath.Join(dir, "results")
+	var out, errb bytes.Buffer
+	err := run(context.Background(), []string{"bulk", "--agent", sandboxtest.Agent(t), "--results", results, "--cache", filepath.Join(dir, "cache"),
+		"--index-url", index, "--no-replay", "--linger", sandboxtest.Linger.String(), list, cfg}, &out, &errb)
+	if code := exitCode(err, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	b, err := os.ReadFile(filepath.Join(results, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s bulk.Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Totals.Packages != 3 || s.Totals.ByStatus["findings"] != 2 || s.Totals.ByStatus["failed-fetch"] != 1 {
+		t.Errorf("summary totals %+v\n%s", s.Totals, errb.String())
 	}
 }
