@@ -193,8 +193,8 @@ func validNPMName(n string) bool {
 // Why strings of the kinds not scanned here.
 const (
 	whyHostScript = "a script on the user's machine, not a package: scan it with mcpsandbox scan -- python3 PATH"
-	whyRemote = "a remote server (reached over HTTP) runs elsewhere: there is nothing to sandbox"
-	whyMCPB   = "MCPB bundles are not scanned here yet"
+	whyRemote     = "a remote server (reached over HTTP) runs elsewhere: there is nothing to sandbox"
+	whyMCPB       = "MCPB bundles are not scanned here yet"
 )
 
 // parseJSON reads a JSON document: a client configuration (an object with

@@ -18,7 +18,9 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"io/fs"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path"
@@ -34,6 +36,10 @@ const DefaultIndexURL = "https://pypi.org/simple/"
 // ErrSdistOnly is wrapped when a project has no wheel that fits, only a
 // source distribution: building it would run its code, so it is refused.
 var ErrSdistOnly = errors.New("only a source distribution")
+
+// ErrOffIndex is wrapped when the index sends the fetch somewhere it
+// may not go (see checkFileURL).
+var ErrOffIndex = errors.New("a URL off the index")
 
 // ErrIntegrity is wrapped when a download does not match the hash its
 // index gave.
@@ -112,11 +118,41 @@ func (p PyPI) client() *http.Client {
 		if len(via) >= 10 {
 			return errors.New("more than 10 redirects")
 		}
-		if req.URL.Scheme != "https" && req.URL.Scheme != "http" {
-			return fmt.Errorf("a redirect to %s: refused", req.URL.Scheme)
-		}
-		return nil
+		return p.checkFileURL(req.URL)
 	}}
+}
+
+// checkFileURL refuses a URL the index sends the host to (a file's, a
+// redirect's) on another host than the index's unless it is https to a
+// name or a public address: an index page is not to make the host ask
+// its loopback, its link-local metadata service or the private network
+// (the hash check keeps the answer from being used, not the request
+// from being made). A name that resolves to such an address is not
+// caught here.
+func (p PyPI) checkFileURL(u *url.URL) error {
+	if u.Scheme != "https" && u.Scheme != "http" {
+		return fmt.Errorf("%w: %s: not http(s)", ErrOffIndex, u.Redacted())
+	}
+	ix, err := url.Parse(p.index())
+	if err != nil {
+		return err
+	}
+	if strings.EqualFold(u.Host, ix.Host) && (u.Scheme == ix.Scheme || u.Scheme == "https") {
+		return nil
+	}
+	if u.Scheme != "https" {
+		return fmt.Errorf("%w: %s: another host than the index's, over http", ErrOffIndex, u.Redacted())
+	}
+	if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil {
+		ip = ip.Unmap()
+		if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsUnspecified() || ip.IsMulticast() {
+			return fmt.Errorf("%w: %s: a loopback, private or link-local address", ErrOffIndex, u.Redacted())
+		}
+	}
+	if h := strings.ToLower(u.Hostname()); h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return fmt.Errorf("%w: %s: localhost", ErrOffIndex, u.Redacted())
+	}
+	return nil
 }
 
 // Install implements Installer.
@@ -478,8 +514,14 @@ func (p PyPI) download(ctx context.Context, f pyFile) (string, error) {
 		return "", err
 	}
 	final := filepath.Join(dir, hex.EncodeToString(f.sha256)+".whl")
-	if _, err := os.Stat(final); err == nil {
+	if err := hashFile(final, f.sha256); err == nil {
 		return final, nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		// Not what its name says: fetched again, over it.
+		os.Remove(final)
+	}
+	if err := p.checkFileURL(mustParse(f.url)); err != nil {
+		return "", err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
@@ -519,6 +561,31 @@ func (p PyPI) download(ctx context.Context, f pyFile) (string, error) {
 		return "", err
 	}
 	return final, nil
+}
+
+// hashFile checks that the file at p has the sha256 want.
+func hashFile(p string, want []byte) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, io.LimitReader(f, maxWheel+1)); err != nil {
+		return err
+	}
+	if !bytes.Equal(h.Sum(nil), want) {
+		return fmt.Errorf("%w: %s", ErrIntegrity, p)
+	}
+	return nil
+}
+
+func mustParse(s string) *url.URL {
+	u, err := url.Parse(s)
+	if err != nil {
+		return &url.URL{Scheme: "invalid"}
+	}
+	return u
 }
 
 // installTree installs the chosen wheels into one tree of the cache,

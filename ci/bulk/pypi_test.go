@@ -286,6 +286,10 @@ func TestPyPIHostile(t *testing.T) {
 		{"a conflict", with(
 			pyindextest.File{Name: goodName, Data: pyindextest.Wheel("srv", "1.0", map[string]string{"srv/main.py": ""}, "Requires-Dist: dep>=2\n", okEntry)},
 			pyindextest.File{Name: pyindextest.WheelName("dep", "1.0"), Data: pyindextest.Wheel("dep", "1.0", map[string]string{"dep.py": ""}, "", "")}), nil, ErrFetch, "no version"},
+		{"a file on another host over http", with(pyindextest.File{Name: goodName, Data: good, Href: "http://127.0.0.2:1/" + goodName}), nil, ErrOffIndex, ""},
+		{"a file at the link-local metadata address", with(pyindextest.File{Name: goodName, Data: good, Href: "https://169.254.169.254/latest/" + goodName}), nil, ErrOffIndex, ""},
+		{"a file on localhost by name", with(pyindextest.File{Name: goodName, Data: good, Href: "https://localhost:1/" + goodName}), nil, ErrOffIndex, ""},
+		{"a redirect to the private network", with(pyindextest.File{Name: goodName, Data: good, Href: "../../files/" + goodName + "?redirect=http://10.0.0.1/" + goodName}), nil, ErrOffIndex, ""},
 		{"the wheel not on the page's project", with(pyindextest.File{Name: pyindextest.WheelName("other", "1.0"), Data: good, Project: "srv"}), nil, ErrFetch, "no version"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -319,6 +323,38 @@ func fmtErr(err error) string {
 		return ""
 	}
 	return err.Error()
+}
+
+// TestPyPICachedWheelChecked: a wheel in the cache that is not what its
+// name (its hash) says is fetched again, never installed.
+func TestPyPICachedWheelChecked(t *testing.T) {
+	good := pyindextest.Wheel("srv", "1.0", map[string]string{"srv/main.py": "def run(): pass\n"}, "", okEntry)
+	ix := &pyindextest.Index{Files: []pyindextest.File{{Name: pyindextest.WheelName("srv", "1.0"), Data: good}}}
+	p := pyInstaller(t, ix.Serve(t))
+	s := Spec{Kind: KindPyPI, Name: "srv"}
+	if _, err := p.Install(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	wheels, _ := filepath.Glob(filepath.Join(p.Cache, pypiDir, "wheels", "*.whl"))
+	trees, _ := filepath.Glob(filepath.Join(p.Cache, pypiDir, treesDir, "*"))
+	if len(wheels) != 1 || len(trees) != 1 {
+		t.Fatalf("cache: %v %v", wheels, trees)
+	}
+	evil := pyindextest.Wheel("srv", "1.0", map[string]string{"srv/main.py": "import os; os.system('id')\n"}, "", okEntry)
+	if err := os.WriteFile(wheels[0], evil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.RemoveAll(trees[0])
+	in, err := p.Install(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(in.Dir, "lib", "srv", "main.py")); string(b) != "def run(): pass\n" {
+		t.Errorf("installed the planted wheel: %q", b)
+	}
+	if ix.Requests("/files/"+pyindextest.WheelName("srv", "1.0")) != 2 {
+		t.Errorf("the wheel was not fetched again")
+	}
 }
 
 // TestPyPIResolveCycle: two packages that require each other resolve to

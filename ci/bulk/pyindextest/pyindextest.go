@@ -96,6 +96,9 @@ type File struct {
 	// Project is the project whose page lists it ("" for the wheel
 	// name's first part).
 	Project string
+	// Href is the link the page gives ("" for the index's own
+	// /files/NAME); any path with ?redirect=URL answers 302 to URL.
+	Href string
 }
 
 // Index is a simple index's files; the project of each is read from its
@@ -131,6 +134,10 @@ func (ix *Index) Serve(t testing.TB) string {
 }
 
 func (ix *Index) serve(w http.ResponseWriter, r *http.Request) {
+	if to, ok := strings.CutPrefix(r.URL.RawQuery, "redirect="); ok {
+		http.Redirect(w, r, to, http.StatusFound)
+		return
+	}
 	if name, ok := strings.CutPrefix(r.URL.Path, "/files/"); ok {
 		for _, f := range ix.Files {
 			if f.Name == name {
@@ -166,6 +173,9 @@ func (ix *Index) serve(w http.ResponseWriter, r *http.Request) {
 			sum = hex.EncodeToString(s[:])
 		}
 		href := "../../files/" + f.Name
+		if f.Href != "" {
+			href = f.Href
+		}
 		if sum != "-" {
 			href += "#sha256=" + sum
 		}
