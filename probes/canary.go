@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,6 +38,9 @@ type SeedFile struct {
 // seen leaving the sandbox proves the tool sent a secret out.
 type Honeytokens struct {
 	AWSKeyID, AWSSecret, GitHubToken, SSHKey, DotEnvPassword string
+	// Vendor are the tokens of VendorKeys' shapes, by role (the GitHub
+	// one is GitHubToken).
+	Vendor map[string]string
 }
 
 // Canary is where the run's canary project lies: paths the synthesizer
@@ -154,7 +158,7 @@ func NewBait(seed uint64) Bait {
 	b.Tokens = Honeytokens{
 		AWSKeyID:       "AKIA" + str(upperDigits, 16),
 		AWSSecret:      str(alnum, 40),
-		GitHubToken:    "ghp_" + str(alnum, 36),
+		GitHubToken:    githubToken(str(alnum, 36)),
 		SSHKey:         str(alnum, 64),
 		DotEnvPassword: str(alnum, 24),
 	}
@@ -167,6 +171,15 @@ func NewBait(seed uint64) Bait {
 	// draw.
 	b.ages[boundaryRole] = time.Hour + time.Duration(r.IntN(6*7*24*3600))*time.Second
 	b.Boundary = newBoundaryMarker(b.Project, str(alnum, 32))
+	// The vendors' shapes, drawn last for the same reason.
+	b.Tokens.Vendor = map[string]string{}
+	for _, v := range VendorKeys {
+		if v.Role == githubRole {
+			b.Tokens.Vendor[v.Role] = b.Tokens.GitHubToken
+			continue
+		}
+		b.Tokens.Vendor[v.Role] = v.draw(r)
+	}
 	dir := "/workspace/" + b.Project
 	b.Canary = Canary{Dir: dir, Text: dir + "/README.md", JSON: dir + "/config/default.json", Nested: dir + "/src/lib",
 		New: dir + "/NOTES.md", NewDir: dir + "/docs", Marker: "/tmp/" + b.Project + ".test.log",
@@ -180,14 +193,36 @@ func DefaultCanary() Canary { return NewBait(0).Canary }
 
 // named lists the tokens by the name reports use.
 func (h Honeytokens) named() map[string]string {
-	return map[string]string{
-		"aws-access-key-id": h.AWSKeyID, "aws-secret-access-key": h.AWSSecret, "github-token": h.GitHubToken,
+	m := map[string]string{
+		"aws-access-key-id": h.AWSKeyID, "aws-secret-access-key": h.AWSSecret, githubRole: h.GitHubToken,
 		"ssh-private-key": h.SSHKey, "dotenv-password": h.DotEnvPassword,
 	}
+	for role, tok := range h.Vendor {
+		m[role] = tok
+	}
+	return m
 }
 
+// githubRole is the GitHub token's report name.
+const githubRole = "github-token"
+
+// githubToken makes 36 drawn characters a GitHub token whose last six
+// are its checksum, as GitHub's own are (so that a server's format check
+// takes it); the same draws as before the checksum, so that no later
+// draw moved.
+func githubToken(drawn string) string { return "ghp_" + drawn[:30] + crc32Base62(drawn[:30]) }
+
 // tokenNames are the tokens' report names, in order.
-var tokenNames = []string{"aws-access-key-id", "aws-secret-access-key", "dotenv-password", "github-token", "ssh-private-key"}
+var tokenNames = func() []string {
+	names := []string{"aws-access-key-id", "aws-secret-access-key", "dotenv-password", githubRole, "ssh-private-key"}
+	for _, v := range VendorKeys {
+		if v.Role != githubRole {
+			names = append(names, v.Role)
+		}
+	}
+	slices.Sort(names)
+	return names
+}()
 
 // Env is the tokens as environment variables for the server.
 func (h Honeytokens) Env() []string {

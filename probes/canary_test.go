@@ -13,7 +13,7 @@ import (
 
 func TestHoneytokensAreUniqueAndFoundEncoded(t *testing.T) {
 	a, b := NewBait(RandomSeed()).Tokens, NewBait(RandomSeed()).Tokens
-	if a == b || !strings.HasPrefix(a.AWSKeyID, "AKIA") || len(a.AWSKeyID) != 20 || !strings.HasPrefix(a.GitHubToken, "ghp_") {
+	if reflect.DeepEqual(a, b) || !strings.HasPrefix(a.AWSKeyID, "AKIA") || len(a.AWSKeyID) != 20 || !strings.HasPrefix(a.GitHubToken, "ghp_") {
 		t.Fatalf("tokens %+v %+v", a, b)
 	}
 	for _, data := range []string{

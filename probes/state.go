@@ -410,6 +410,44 @@ func encodeFor(ps map[string]any, v any) (json.RawMessage, bool) {
 // (zod, pydantic, ajv and hand-written messages).
 var validation = regexp.MustCompile(`(?i)\b(invalid|expected|required|must be|must have|must not|validation|not valid|not allowed|unrecognized|missing|unknown (?:argument|parameter|property|field)|too (?:small|big|long|short))\b`)
 
+// Errors that no other argument fixes: the server's credentials, its
+// network, or the state it acts on. A message that reads as one of these
+// is not retried as a refusal of the arguments, even when it also says
+// "invalid" ("Invalid API key format").
+var (
+	authError    = regexp.MustCompile(`(?i)(\bapi[ _-]?key\b|\b(?:access|auth|bearer|secret) ?token\b|\bunauthori[sz]ed\b|\bforbidden\b|\bauthenticat|\bcredential|\bpermission denied\b|\baccess denied\b|\b40[13]\b)`)
+	networkError = regexp.MustCompile(`(?i)(\bECONNREFUSED\b|\bENOTFOUND\b|\bEAI_AGAIN\b|\bECONNRESET\b|\bETIMEDOUT\b|\bgetaddrinfo\b|\bfetch failed\b|\bnetwork (?:error|is unreachable)\b|\bconnection (?:refused|reset|timed out)\b|\bcould not resolve\b|\brate limit|\bquota\b)`)
+	stateError   = regexp.MustCompile(`(?i)(\bnot found\b|\bdoes not exist\b|\bno such (?:file|directory|entity|item|record|table)\b|\bENOENT\b|\balready exists\b|\bEEXIST\b)`)
+)
+
+// Error classes, as ErrorClass names them.
+const (
+	ErrorArgument = "argument"
+	ErrorAuth     = "auth"
+	ErrorNetwork  = "network"
+	ErrorState    = "state"
+)
+
+// ErrorClass reads a failed call's message: an auth, network or state
+// error (which no other argument fixes), an argument error (a validation
+// message), or "" for neither.
+func ErrorClass(text string) string {
+	if len(text) > maxResultScan {
+		text = text[:maxResultScan]
+	}
+	switch {
+	case authError.MatchString(text):
+		return ErrorAuth
+	case networkError.MatchString(text):
+		return ErrorNetwork
+	case stateError.MatchString(text) && !validation.MatchString(text):
+		return ErrorState
+	case validation.MatchString(text):
+		return ErrorArgument
+	}
+	return ""
+}
+
 // mcpError is how the TypeScript SDK words an error in an isError result.
 var mcpError = regexp.MustCompile(`^\s*MCP error (-3[0-9]{4}):`)
 
@@ -435,11 +473,11 @@ func Refused(rpcCode int, isError bool, text string) bool {
 		return true
 	case rpcCode == codeInternalError || (rpcCode <= codeServerErrorMax && rpcCode >= codeServerErrorMin):
 		// A handler that threw on its arguments.
-		return validation.MatchString(text)
+		return ErrorClass(text) == ErrorArgument
 	case rpcCode != 0:
 		return false // method not found, a bad request: no argument fixes it
 	}
-	return isError && validation.MatchString(text)
+	return isError && ErrorClass(text) == ErrorArgument
 }
 
 // JSON-RPC's internal error and its range of server errors.

@@ -196,3 +196,25 @@ func TestRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestErrorClass(t *testing.T) {
+	for text, want := range map[string]string{
+		"Invalid Anthropic API key format":                             ErrorAuth,
+		"Error: 401 Unauthorized":                                      ErrorAuth,
+		"request to https://api.x failed: getaddrinfo ENOTFOUND api.x": ErrorNetwork,
+		"fetch failed":                                ErrorNetwork,
+		"Error: File does not exist":                  ErrorState,
+		"ENOENT: no such file or directory, open 'x'": ErrorState,
+		"Expected string, received number":            ErrorArgument,
+		"path: Required":                              ErrorArgument,
+		"Invalid path: file not found":                ErrorArgument,
+		"the weather is fine":                         "",
+	} {
+		if got := ErrorClass(text); got != want {
+			t.Errorf("%q: %q, want %q", text, got, want)
+		}
+	}
+	if Refused(0, true, "Invalid API key format") || !Refused(0, true, "Expected string") || !Refused(CodeInvalidParams, false, "API key") {
+		t.Error("Refused does not read the class")
+	}
+}

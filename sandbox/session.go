@@ -1161,6 +1161,9 @@ func (s *Session) Call(ctx context.Context, req CallRequest) report.Call {
 	case err == nil:
 		call.IsError = res.IsError
 		call.Result = resultText(res, s.opts.Bounds.MaxResultText)
+		if !res.IsError {
+			call.FailsBy = report.ResultFailure(call.Result, res.StructuredContent)
+		}
 		call.WholeBytes, call.WholeSha256 = whole.Bytes, whole.Sha256
 		call.Disclosed = s.disclosed(res)
 		if whole.Bytes > int64(s.opts.Bounds.MaxResultText) {

@@ -78,7 +78,7 @@ func Summarize(s Server, r report.Report) Row {
 	row := Row{Server: s, Tools: len(r.Tools), Calls: len(r.Calls), Findings: len(r.Findings), Problems: len(r.Problems), Complete: r.Complete}
 	ok := map[string]bool{}
 	for _, c := range r.Calls {
-		if c.IsError || c.Error != "" {
+		if !report.Succeeded(c) {
 			row.CallsFailed++
 			continue
 		}

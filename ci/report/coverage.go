@@ -15,8 +15,9 @@ const (
 	// CoverageExercised: at least one counted call returned a result that is not
 	// an error.
 	CoverageExercised CoverageStatus = iota + 1
-	// CoverageErrored: counted calls were made and every one failed (isError, a
-	// JSON-RPC error, a timeout, the server gone, a result refused).
+	// CoverageErrored: counted calls were made and every one failed (isError,
+	// a result that says it failed without it (Call.FailsBy), a JSON-RPC
+	// error, a timeout, the server gone, a result refused).
 	CoverageErrored
 	// CoverageNotCalled: no counted call was made.
 	CoverageNotCalled
@@ -105,10 +106,13 @@ func Counts(c Call) bool {
 	return c.Source != "repeat" && c.Source != "negative" && c.Source != "boundary"
 }
 
-// Succeeded says whether call c returned a result that is not an error.
-// A result the client refused over a bound (errorKind client) was not
-// read, so it is not one.
-func Succeeded(c Call) bool { return c.ErrorKind == "" && c.Error == "" && !c.IsError }
+// Succeeded says whether call c returned a result that is not an error:
+// no isError, and nothing in it that says it failed (FailsBy). A result
+// the client refused over a bound (errorKind client) was not read, so it
+// is not one.
+func Succeeded(c Call) bool {
+	return c.ErrorKind == "" && c.Error == "" && !c.IsError && c.FailsBy == ""
+}
 
 // Coverage computes each listed tool's coverage, in the order of r.Tools,
 // from its calls and the notCalled list. It reads only observations, so
@@ -170,6 +174,8 @@ func failure(c Call) string {
 			kind = "error"
 		}
 		return kind + ": " + c.Error
+	case c.FailsBy != "":
+		return "the result says it failed (" + c.FailsBy + "): " + c.Result
 	case c.Result == "":
 		return "isError, with no text"
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 // SchemaVersion names the shape of the report.
-const SchemaVersion = "mcpsandbox.report/v1.5"
+const SchemaVersion = "mcpsandbox.report/v1.6"
 
 // Report is everything one scan learned about one server.
 type Report struct {
@@ -389,6 +389,10 @@ type Call struct {
 	Boundary *Boundary `json:"boundary,omitempty"`
 	// IsError is the result's isError flag.
 	IsError bool `json:"isError"`
+	// FailsBy is set when a result without isError says it failed anyway
+	// (see ResultFailure): nested-iserror, success-false, error-field or
+	// error-text. Such a call did not exercise its tool.
+	FailsBy string `json:"failsBy,omitempty"`
 	// Error is set when the call got no result: a JSON-RPC error, a timeout,
 	// or the server going away. ErrorKind is "rpc", "timeout" or "transport".
 	Error     string `json:"error,omitempty"`

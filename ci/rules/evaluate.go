@@ -142,7 +142,7 @@ func (e *evaluator) call(r *report.Report, i int, c report.Call, t report.Tool, 
 	}
 	if full && c.Negative != "" {
 		args := "arguments " + string(c.Arguments)
-		if c.ErrorKind == "" && !c.IsError {
+		if report.Succeeded(c) {
 			e.add(SchemaViolationAccepted, c, "", []string{c.Negative, args}, nil)
 		}
 		ev, paths := []string{c.Negative}, []string{""}

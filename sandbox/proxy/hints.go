@@ -638,6 +638,7 @@ type RunRecord struct {
 	Candidates []string         `json:"candidates,omitempty"`
 	DurationMs *int64           `json:"durationMs,omitempty"`
 	IsError    bool             `json:"isError,omitempty"`
+	FailsBy    string           `json:"failsBy,omitempty"`
 	Error      string           `json:"error,omitempty"`
 	Phase      string           `json:"phase,omitempty"`
 	After      int              `json:"after,omitempty"`

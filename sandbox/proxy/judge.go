@@ -162,7 +162,7 @@ func (r *relay) judge(group []*callInfo, eff report.Effects, emit emitFn) bool {
 			continue
 		}
 		seen[c.Tool] = true
-		rep.Calls = append(rep.Calls, report.Call{Seq: c.Seq, Tool: c.Tool, Arguments: c.Arguments, Source: "client", IsError: c.IsError, Disclosed: c.Disclosed, Effects: eff})
+		rep.Calls = append(rep.Calls, report.Call{Seq: c.Seq, Tool: c.Tool, Arguments: c.Arguments, Source: "client", IsError: c.IsError, FailsBy: c.FailsBy, Disclosed: c.Disclosed, Effects: eff})
 	}
 	verdict.Finish(rep, r.opts.Verdict)
 	var earlier []report.Finding
@@ -233,7 +233,7 @@ func (r *relay) observe(c *callInfo, t report.Tool, eff report.Effects, emit emi
 	} {
 		t.Hints = h
 		rep := r.miniReport([]report.Tool{t})
-		rep.Calls = []report.Call{{Seq: c.Seq, Tool: c.Tool, Arguments: c.Arguments, Source: "client", IsError: c.IsError, Effects: eff}}
+		rep.Calls = []report.Call{{Seq: c.Seq, Tool: c.Tool, Arguments: c.Arguments, Source: "client", IsError: c.IsError, FailsBy: c.FailsBy, Effects: eff}}
 		verdict.Finish(rep, r.opts.Verdict)
 		for _, f := range rep.Findings {
 			fix, ok := hintFixes[f.Rule]

@@ -171,9 +171,12 @@ type callInfo struct {
 	// Set when it ends.
 	DurationMs int64
 	IsError    bool
-	Error      string
-	Cancelled  bool
-	Disclosed  []string
+	// FailsBy: the result did not set isError but says it failed
+	// (report.ResultFailure), as a scan reads it.
+	FailsBy   string
+	Error     string
+	Cancelled bool
+	Disclosed []string
 	// Declared is the tool as listed when the call began (nil: never
 	// listed): the claim it is judged against, whatever the server
 	// lists while its effects are read.
@@ -671,6 +674,11 @@ const maxServerRequests = 1024
 func (r *relay) endCall(ctx context.Context, c *callInfo, h *head, cancelled bool) func() {
 	var res struct {
 		IsError bool `json:"isError"`
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+		StructuredContent any `json:"structuredContent"`
 	}
 	var rpcErr struct {
 		Code    int    `json:"code"`
@@ -690,8 +698,13 @@ func (r *relay) endCall(ctx context.Context, c *callInfo, h *head, cancelled boo
 	if cancelled {
 		errText = "cancelled by the client"
 	}
+	failsBy := ""
+	if h != nil && !res.IsError && errText == "" {
+		failsBy = report.ResultFailure(resultTexts(res.Content), res.StructuredContent)
+	}
 	if g := r.calls.end(c, func(c *callInfo) {
 		c.DurationMs, c.IsError, c.Error, c.Cancelled, c.Disclosed = time.Since(c.start).Milliseconds(), res.IsError, errText, cancelled, disclosed
+		c.FailsBy = failsBy
 	}); g != nil {
 		// Not on the reader's goroutine: the server's next messages do
 		// not wait for the snapshot.
@@ -798,7 +811,7 @@ func (r *relay) logCall(group []*callInfo, eff report.Effects) {
 	}
 	for i, c := range group {
 		d := c.DurationMs
-		rec := RunRecord{Type: "call", Seq: c.Seq, ID: c.ID, Tool: c.Tool, DurationMs: &d, IsError: c.IsError, Error: c.Error, Overlap: overlap}
+		rec := RunRecord{Type: "call", Seq: c.Seq, ID: c.ID, Tool: c.Tool, DurationMs: &d, IsError: c.IsError, FailsBy: c.FailsBy, Error: c.Error, Overlap: overlap}
 		if i == 0 {
 			e := eff
 			rec.Effects = &e
@@ -1019,4 +1032,30 @@ func (t *tracker) unanswered() []*callInfo {
 		}
 	}
 	return out
+}
+
+// maxClassifiedText bounds the text a result's failure is read from, as
+// a scan's --max-result-text default keeps it.
+const maxClassifiedText = 4 << 10
+
+// resultTexts joins a result's text items, as a scan's report keeps
+// them, bounded.
+func resultTexts(content []struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}) string {
+	var b strings.Builder
+	for _, c := range content {
+		if c.Type != "text" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(c.Text)
+		if b.Len() > maxClassifiedText {
+			return b.String()[:maxClassifiedText]
+		}
+	}
+	return b.String()
 }

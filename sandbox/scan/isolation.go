@@ -128,7 +128,7 @@ func (sc *scanner) replaySetups(s *sandbox.Session, first int) {
 		}
 		sc.logf("call %d's session: replaying setup call %d (%s)", first+1, su.seq, su.call.Tool)
 		c := s.Call(sc.ctx, sandbox.CallRequest{Seq: su.seq, Tool: su.call.Tool, Arguments: su.call.Arguments, Source: "setup"})
-		if c.ErrorKind == "" && !c.IsError {
+		if report.Succeeded(c) {
 			sc.state.Harvest(su.seq, su.call.Tool, c.Result, s.Structured())
 		} else {
 			sc.logf("setup call %d failed when replayed: %s", su.seq, report.OneLine(c.Error+c.Result))

@@ -427,7 +427,7 @@ func (sc *scanner) replayOnce(name string, j *replayJob, with bool, l *legs) (ke
 		c := s.Call(sc.ctx, sandbox.CallRequest{Seq: i + 1, Tool: p.Tool, Arguments: args(p), Source: p.Source, Negative: p.Negative})
 		at.answered = time.Now()
 		leg.calls = append(leg.calls, at)
-		if c.ErrorKind == "" && !c.IsError {
+		if report.Succeeded(c) {
 			st.Harvest(i+1, p.Tool, c.Result, s.Structured())
 		}
 		if err := s.LostErr(sc.ctx, i+1); err != nil {

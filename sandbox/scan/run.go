@@ -566,7 +566,7 @@ func (sc *scanner) runCalls(s *sandbox.Session, plan []probes.Call, first int) e
 			notReached(plan[i+1:], "the sandbox was lost")
 			return err
 		}
-		if call.ErrorKind == "" && !call.IsError {
+		if report.Succeeded(call) {
 			if step.Boundary == nil { // what a path out of bounds listed is no id for later calls
 				sc.state.Harvest(seq, step.Tool, call.Result, s.Structured())
 			}
@@ -583,7 +583,7 @@ func (sc *scanner) runCalls(s *sandbox.Session, plan []probes.Call, first int) e
 			plan = slices.Insert(plan, i+1, r)
 		}
 		sc.relist(s, call)
-		if step.ExpectError && step.Negative == "" && call.ErrorKind == "" && !call.IsError {
+		if step.ExpectError && step.Negative == "" && report.Succeeded(call) {
 			s.Problem("probe", seq, "call %d to %s was expected to fail and succeeded", seq, step.Tool)
 		}
 		switch call.ErrorKind {
@@ -688,7 +688,7 @@ func retryOf(step probes.Call, call report.Call, repair func(args json.RawMessag
 	// words ("Provide one of: ...", a default URL that cannot be fetched
 	// offline): it is retried with them, unless the method itself is
 	// wanting.
-	failed := call.IsError || call.ErrorKind == "rpc"
+	failed := call.IsError || call.FailsBy != "" || call.ErrorKind == "rpc"
 	emptyFailed := step.Source == "empty" && failed && code != codeMethodNotFound && !strings.Contains(text, methodNotFound)
 	var repaired json.RawMessage
 	if repair != nil && failed && code != codeMethodNotFound {

@@ -154,6 +154,7 @@ func main() {
 	addPingFlood(s, sets["ping-flood"])
 	addWary(s, sets["wary"])
 	addCoverageTools(s, sets["coverage"])
+	addPosingTools(s, sets["posing"])
 	if sets["disk"] {
 		addDiskTools(s)
 	}
