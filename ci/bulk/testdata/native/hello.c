@@ -1,7 +1,8 @@
 #include <node_api.h>
+const char *greeting(void);
 static napi_value Hello(napi_env env, napi_callback_info info) {
   napi_value s;
-  napi_create_string_utf8(env, "hello from C", NAPI_AUTO_LENGTH, &s);
+  napi_create_string_utf8(env, greeting(), NAPI_AUTO_LENGTH, &s);
   return s;
 }
 static napi_value Init(napi_env env, napi_value exports) {
