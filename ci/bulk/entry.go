@@ -99,6 +99,9 @@ type Entry struct {
 	// Bin is the bin chosen, "" when Path is main or named by the input.
 	Bin string `json:"bin,omitempty"`
 	Why string `json:"why"`
+	// Args are the arguments the README's client configuration gives the
+	// bin, used when the input gives none.
+	Args []string `json:"args,omitempty"`
 }
 
 // bannedBinWords are words that, in a bin's name, say it edits a
@@ -122,6 +125,28 @@ func bannedBin(name string) bool {
 // remove, uninstall or config; else main (index.js when main is unset,
 // as node has it).
 func ChooseEntry(m Manifest, named string) (Entry, error) {
+	return ChooseEntryReadme(m, named, nil)
+}
+
+// serverBinWords are words that, in a bin's name, say it serves MCP.
+var serverBinWords = []string{"mcp", "server", "serve", "stdio"}
+
+// serverBin says whether a bin's name says mcp, server, serve or stdio.
+func serverBin(name string) bool {
+	for _, w := range strings.FieldsFunc(strings.ToLower(name), func(r rune) bool { return r == '-' || r == '_' || r == '.' || r == ':' }) {
+		if slices.Contains(serverBinWords, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// ChooseEntryReadme is ChooseEntry that, before the bins' names, takes
+// the line the package's README gives a client's configuration (the bin
+// it runs, and its arguments when none is a placeholder); and, of bins
+// none named like the package, the only one whose name says mcp, server,
+// serve or stdio.
+func ChooseEntryReadme(m Manifest, named string, readme []byte) (Entry, error) {
 	bins, err := m.Bins()
 	if err != nil {
 		return Entry{}, fmt.Errorf("%w: %w", ErrInstall, err)
@@ -160,6 +185,19 @@ func ChooseEntry(m Manifest, named string) (Entry, error) {
 	if len(banned) > 0 {
 		note = fmt.Sprintf(" (%s left out: the name says setup, install, remove or config)", strings.Join(banned, ", "))
 	}
+	if lines := ReadmeLines(readme, m.Name, bins); len(lines) > 0 {
+		l := lines[0]
+		n := l.Bin
+		if n == "" && slices.Contains(allowed, unscoped(m.Name)) {
+			n = unscoped(m.Name)
+		} else if n == "" && len(allowed) == 1 {
+			n = allowed[0]
+		}
+		if p, ok := bins[n]; ok && !bannedBin(n) {
+			c, err := clean(p)
+			return Entry{Path: c, Bin: n, Args: l.Args, Why: "the bin the README's client configuration runs" + note}, err
+		}
+	}
 	if n := unscoped(m.Name); slices.Contains(allowed, n) {
 		c, err := clean(bins[n])
 		return Entry{Path: c, Bin: n, Why: "the bin named like the package" + note}, err
@@ -167,6 +205,16 @@ func ChooseEntry(m Manifest, named string) (Entry, error) {
 	if len(allowed) == 1 {
 		c, err := clean(bins[allowed[0]])
 		return Entry{Path: c, Bin: allowed[0], Why: "the only bin" + note}, err
+	}
+	var servers []string
+	for _, n := range allowed {
+		if serverBin(n) {
+			servers = append(servers, n)
+		}
+	}
+	if len(servers) == 1 {
+		c, err := clean(bins[servers[0]])
+		return Entry{Path: c, Bin: servers[0], Why: "the only bin whose name says it serves (mcp, server)" + note}, err
 	}
 	why := "no bin"
 	if len(allowed) > 1 {

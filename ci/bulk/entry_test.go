@@ -134,3 +134,34 @@ func TestSatisfiesChanges(t *testing.T) {
 		}
 	}
 }
+
+func TestChooseEntryReadme(t *testing.T) {
+	m := Manifest{Name: "@s/pkg", Bin: json.RawMessage(`{"pkg":"cli.js","pkg-mcp":"m.js","pkg-setup":"s.js"}`)}
+	block := func(args string) []byte {
+		return []byte("# pkg\n\n```json\n{\"mcpServers\": {\"p\": {\"command\": \"npx\", \"args\": [" + args + "]}}}\n```\n")
+	}
+	for _, c := range []struct {
+		name   string
+		readme []byte
+		bin    string
+		args   []string
+	}{
+		{"no README: named like the package", nil, "pkg", nil},
+		{"npx -p PKG BIN", block(`"-y", "-p", "@s/pkg", "pkg-mcp"`), "pkg-mcp", nil},
+		{"npx PKG ARGS", block(`"-y", "@s/pkg", "serve", "--stdio"`), "pkg", []string{"serve", "--stdio"}},
+		{"placeholders are not taken", block(`"-y", "@s/pkg", "/path/to/dir"`), "pkg", nil},
+		{"another package's line", block(`"-y", "-p", "other", "pkg-mcp"`), "pkg", nil},
+		{"a setup bin is never taken", block(`"-y", "-p", "@s/pkg", "pkg-setup"`), "pkg", nil},
+		{"the bin as the command", []byte("```\n{\"mcpServers\": {\"p\": {\"command\": \"pkg-mcp\"}}}\n```"), "pkg-mcp", nil},
+	} {
+		e, err := ChooseEntryReadme(m, "", c.readme)
+		if err != nil || e.Bin != c.bin || strings.Join(e.Args, " ") != strings.Join(c.args, " ") {
+			t.Errorf("%s: %+v %v", c.name, e, err)
+		}
+	}
+	// Of bins none named like the package, the one that says it serves.
+	two := Manifest{Name: "pkg", Bin: json.RawMessage(`{"pkg-cli":"c.js","pkg-mcp-server":"m.js"}`)}
+	if e, err := ChooseEntry(two, ""); err != nil || e.Bin != "pkg-mcp-server" {
+		t.Errorf("server-named bin: %+v %v", e, err)
+	}
+}

@@ -239,3 +239,23 @@ func TestBulkScansAnImage(t *testing.T) {
 	}
 	noContainersOfThisProcess(t, cli)
 }
+
+// TestBulkEntryFromReadme: a package whose bin named like it is a CLI
+// that exits 0 is started as its README's client configuration starts
+// it (the other bin), and the result says why.
+func TestBulkEntryFromReadme(t *testing.T) {
+	cli := docker(t)
+	reg := packFixtures(t, "cli-first")
+	specs, bad := ParseList("list.txt", strings.NewReader("npm:cli-first-mcp\n"))
+	if len(bad) != 0 {
+		t.Fatal(bad)
+	}
+	res, err := Run(context.Background(), specs, integrationOptions(t, cli, reg, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || res[0].Status != StatusOK || res[0].Entry == nil || res[0].Entry.Bin != "cli-first-server" ||
+		!strings.Contains(res[0].Entry.Why, "README") || res[0].Exercised != 1 {
+		t.Fatalf("%+v", res)
+	}
+}

@@ -268,7 +268,7 @@ func (n NPM) installResolved(ctx context.Context, s Spec, r Resolved, integrity,
 	if err := inside(dir, pkgDir); err != nil {
 		return Installed{}, fmt.Errorf("%w: %s@%s: %w", ErrInstall, s.Name, r.Version, err)
 	}
-	e, err := ChooseEntry(m, s.Bin)
+	e, err := ChooseEntryReadme(m, s.Bin, readReadme(pkgDir))
 	if err != nil {
 		return Installed{}, fmt.Errorf("%s@%s: %w", s.Name, r.Version, err)
 	}
@@ -281,10 +281,15 @@ func (n NPM) installResolved(ctx context.Context, s Spec, r Resolved, integrity,
 	}
 	in := Installed{Dir: dir, Version: r.Version, Integrity: integrity, Entry: &e, Cached: cached}
 	script := PackageTarget + "/node_modules/" + r.Name + "/" + e.Path
+	args := s.Args
+	if len(args) == 0 && len(e.Args) > 0 {
+		args = e.Args // as the README's configuration gives them
+		in.Notes = append(in.Notes, fmt.Sprintf("started with the arguments the README's client configuration gives: %s", strings.Join(e.Args, " ")))
+	}
 	if interp := shebang(entry); interp != "" && !strings.Contains(interp, "node") {
-		in.Argv = append([]string{script}, s.Args...) // its own interpreter
+		in.Argv = append([]string{script}, args...) // its own interpreter
 	} else {
-		in.Argv = append([]string{"node", script}, s.Args...)
+		in.Argv = append([]string{"node", script}, args...)
 	}
 	if err := n.runScripts(ctx, s, &in, r.Name, r.Version, integrity); err != nil {
 		return in, err

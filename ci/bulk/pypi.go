@@ -187,7 +187,7 @@ func (p PyPI) Install(ctx context.Context, s Spec) (Installed, error) {
 	}
 	in := Installed{Dir: tree, Version: rootDist.file.version.String(), Integrity: "sha256-" + hex.EncodeToString(rootDist.file.sha256),
 		Cached: cached, Image: p.Image, Argv: append([]string{"python3", PackageTarget + "/bin/" + cmd}, s.Args...),
-		Entry: &Entry{Path: "bin/" + cmd, Why: "the console script " + cmd}}
+		Entry: &Entry{Path: "bin/" + cmd, Bin: cmd, Why: scriptWhy(cmd, s)}}
 	if note != "" {
 		in.Notes = append(in.Notes, note)
 	}
@@ -199,6 +199,17 @@ func (p PyPI) Install(ctx context.Context, s Spec) (Installed, error) {
 		in.Notes = append(in.Notes, fmt.Sprintf("with %d dependencies: %s", len(names), strings.Join(names, ", ")))
 	}
 	return in, nil
+}
+
+// scriptWhy says why the console script was chosen.
+func scriptWhy(cmd string, s Spec) string {
+	if s.Bin != "" {
+		return "the console script the line names (--from, --spec)"
+	}
+	if normalizePyPI(cmd) == normalizePyPI(s.Name) {
+		return "the console script named like the package, as uvx and pipx run it"
+	}
+	return "the package's only console script"
 }
 
 // pySpecRequirement is the spec's package as a requirement.

@@ -833,6 +833,19 @@ type PackageSource struct {
 	Name      string `json:"name"`
 	Version   string `json:"version"`
 	Integrity string `json:"integrity"`
+	// Entry is what of the package runs, and why it was chosen (the bin
+	// the README's client configuration runs, the one named like the
+	// package, a console script...).
+	Entry *PackageEntry `json:"entry,omitempty"`
+}
+
+// PackageEntry is the entry point chosen in a fetched package.
+type PackageEntry struct {
+	// Path is the file, relative to the package; Bin the bin (or console
+	// script) it is, if any; Why, why it was chosen.
+	Path string `json:"path"`
+	Bin  string `json:"bin,omitempty"`
+	Why  string `json:"why"`
 }
 
 // Summary counts what the report holds.

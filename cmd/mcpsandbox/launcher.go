@@ -73,7 +73,7 @@ func launch(ctx context.Context, cli engineImages, so *sandbox.SessionOptions, b
 	if in.Image != "" {
 		so.Image = in.Image
 	}
-	so.Source = &report.PackageSource{Line: line, Registry: "npm", Name: spec.Name, Version: in.Version, Integrity: in.Integrity}
+	so.Source = &report.PackageSource{Line: line, Registry: "npm", Name: spec.Name, Version: in.Version, Integrity: in.Integrity, Entry: packageEntry(in.Entry)}
 	return in.Install, nil
 }
 
@@ -121,7 +121,7 @@ func launchPython(ctx context.Context, cli engineImages, so *sandbox.SessionOpti
 	} else {
 		so.Package, so.PackageTarget = in.Dir, bulk.PackageTarget
 	}
-	so.Source = &report.PackageSource{Line: line, Registry: "pypi", Name: spec.Name, Version: in.Version, Integrity: in.Integrity}
+	so.Source = &report.PackageSource{Line: line, Registry: "pypi", Name: spec.Name, Version: in.Version, Integrity: in.Integrity, Entry: packageEntry(in.Entry)}
 	return nil
 }
 
@@ -145,4 +145,12 @@ func pythonInstaller(ctx context.Context, cli engineImages, cache, index string)
 	}
 	return bulk.PyPI{Cache: cache, IndexURL: index, Image: built.Ref,
 		Target: bulk.PyTarget{Version: py.Version, Machine: py.Machine, GlibcMajor: py.GlibcMajor, GlibcMinor: py.GlibcMinor}}, nil
+}
+
+// packageEntry is the entry point chosen, as the report says it.
+func packageEntry(e *bulk.Entry) *report.PackageEntry {
+	if e == nil {
+		return nil
+	}
+	return &report.PackageEntry{Path: e.Path, Bin: e.Bin, Why: e.Why}
 }
