@@ -163,10 +163,27 @@ func ClassifyPath(name, desc, format string) PathKind {
 	case dest:
 		return PathDest
 	}
-	if dir {
+	if dir || descSaysDir(desc) {
 		return PathDir
 	}
 	return PathFile
+}
+
+// descDirOrFile finds the first word of a description that says what a
+// path names: a directory (folder) or a file.
+var descDirOrFile = regexp.MustCompile(`(?i)\b(directory|directories|folder|folders|dir|file|files|filename)\b`)
+
+// descSaysDir says whether a path property's description names a
+// directory before it names a file: "Directory to search for files" is
+// a directory, "The file to read, relative to the root directory" and
+// "Path to a file or directory" are files (a path of either kind).
+func descSaysDir(desc string) bool {
+	m := descDirOrFile.FindStringSubmatch(desc)
+	if m == nil {
+		return false
+	}
+	w := strings.ToLower(m[1])
+	return w != "file" && w != "files" && w != "filename"
 }
 
 // RepoDir says whether a path property's name names a repository or

@@ -32,6 +32,11 @@ func TestClassifyPath(t *testing.T) {
 		want               PathKind
 	}{
 		{"path", "", "", PathFile},
+		{"path", "The directory to search in", "", PathDir},
+		{"path", "Directory to search for files", "", PathDir},
+		{"path", "The file to read, relative to the root directory", "", PathFile},
+		{"path", "Path to a file or directory", "", PathFile},
+		{"searchPath", "Folder to start from", "", PathDir},
 		{"filePath", "", "", PathFile},
 		{"file_name", "", "", PathFile},
 		{"directory", "", "", PathDir},

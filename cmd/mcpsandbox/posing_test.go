@@ -80,3 +80,24 @@ func TestPosingResults(t *testing.T) {
 		t.Errorf("exit %d, findings %q\n%s", code, rules, se.String())
 	}
 }
+
+// TestDirectorySearchBoundary: a search tool's path, a directory only by
+// its description, is probed as a directory out of the project; its
+// listing of the marker's directory is a path-escape finding.
+func TestDirectorySearchBoundary(t *testing.T) {
+	t.Parallel()
+	_, b, stderr := scanFixture(t, []string{"--no-boundary=false"}, "dirsearch")
+	r := decode(t, b)
+	var kinds, rules []string
+	for _, c := range r.Calls {
+		if c.Boundary != nil {
+			kinds = append(kinds, c.Boundary.Kind)
+		}
+	}
+	for _, f := range r.Findings {
+		rules = append(rules, f.Rule+" "+f.Tool)
+	}
+	if !slices.Contains(kinds, "path-dir") || slices.Contains(kinds, "path-file") || !slices.Contains(rules, "path-escape search_dir") {
+		t.Errorf("boundary kinds %q, findings %q\n%s", kinds, rules, stderr)
+	}
+}

@@ -155,6 +155,7 @@ func main() {
 	addWary(s, sets["wary"])
 	addCoverageTools(s, sets["coverage"])
 	addPosingTools(s, sets["posing"])
+	addDirSearch(s, sets["dirsearch"])
 	if sets["disk"] {
 		addDiskTools(s)
 	}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"io/fs"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -52,5 +54,34 @@ func addPosingTools(s *mcp.Server, on bool) {
 				c.Close()
 			}
 			return text("edited"), nil
+		})
+}
+
+// addDirSearch adds the "dirsearch" set: a search tool whose path
+// property is a directory only by its description ("The directory to
+// search in"), that walks wherever it is pointed, out of the project
+// too, and lists what it finds.
+func addDirSearch(s *mcp.Server, on bool) {
+	if !on {
+		return
+	}
+	type in struct {
+		Path    string `json:"path" jsonschema:"The directory to search in"`
+		Pattern string `json:"pattern,omitempty" jsonschema:"A substring of the names to list"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "search_dir", Description: "Lists the files under a directory whose names hold the pattern.",
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: no()}},
+		func(ctx context.Context, req *mcp.CallToolRequest, a in) (*mcp.CallToolResult, any, error) {
+			var found []string
+			filepath.WalkDir(a.Path, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() && strings.Contains(d.Name(), a.Pattern) && len(found) < 100 {
+					found = append(found, p)
+				}
+				return nil
+			})
+			if found == nil {
+				return text("no files"), nil, nil
+			}
+			return text("%s", strings.Join(found, "\n")), nil, nil
 		})
 }
