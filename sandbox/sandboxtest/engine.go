@@ -65,15 +65,25 @@ func NodeImage(t testing.TB, cli *client.Client) string {
 const Linger = 200 * time.Millisecond
 
 // NoLeftovers fails the test at its end if any container of run id is
-// still there.
+// still there once removalWait has passed: a teardown past the run's
+// deadline sends the removal and does not wait for the engine to finish
+// it (sandbox.TeardownGrace), so a container being removed is given the
+// time a loaded engine takes; one that stays is left behind.
 func NoLeftovers(t testing.TB, cli *client.Client, runID string) {
 	t.Helper()
 	t.Cleanup(func() {
-		list, err := cli.ContainerList(context.Background(), container.ListOptions{All: true,
-			Filters: filters.NewArgs(filters.Arg("label", label.Run+"="+runID))})
-		if err != nil {
-			t.Errorf("listing containers of run %s: %v", runID, err)
-			return
+		var list []container.Summary
+		for end := time.Now().Add(removalWait); ; time.Sleep(250 * time.Millisecond) {
+			var err error
+			list, err = cli.ContainerList(context.Background(), container.ListOptions{All: true,
+				Filters: filters.NewArgs(filters.Arg("label", label.Run+"="+runID))})
+			if err != nil {
+				t.Errorf("listing containers of run %s: %v", runID, err)
+				return
+			}
+			if len(list) == 0 || time.Now().After(end) {
+				break
+			}
 		}
 		for _, c := range list {
 			t.Errorf("container %.12s of run %s was left behind (state %s)", c.ID, runID, c.State)
@@ -81,6 +91,10 @@ func NoLeftovers(t testing.TB, cli *client.Client, runID string) {
 		}
 	})
 }
+
+// removalWait is how long NoLeftovers lets a removal the engine has been
+// sent finish: a loaded engine has taken over 30 s.
+const removalWait = time.Minute
 
 // Output runs argv in a sandbox from image and returns what it wrote to
 // stdout and stderr, removing the container after.
