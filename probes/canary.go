@@ -61,17 +61,22 @@ type Canary struct {
 	// replaces text in a file is told to find (old_string), so that the
 	// edit is made, not refused.
 	Snippet string
+	// Files of the kinds tools ask for (kinds.go): a Word document, a
+	// workbook, a PNG and a JPEG, a SQLite database, a Jupyter notebook,
+	// a zip and a gzipped tar.
+	Docx, Xlsx, PNG, JPEG, SQLite, Notebook, Zip, TarGz string
 }
 
 // canarySnippet is the canary README's line that Canary.Snippet names.
 const canarySnippet = "Internal service."
 
 // File is the existing canary file a path-like property with this name
-// and description points at: the PDF when it names PDF, else the text
-// file.
+// and description points at: the file of the kind its words name (an
+// extension, "spreadsheet", "image", "notebook": see kindFiles), else
+// the text file.
 func (c Canary) File(name, desc string) string {
-	if c.PDF != "" && strings.Contains(strings.ToLower(name+" "+desc), "pdf") {
-		return c.PDF
+	if p := c.fileKind(name, desc, ""); p != "" {
+		return p
 	}
 	return c.Text
 }
@@ -183,7 +188,13 @@ func NewBait(seed uint64) Bait {
 	dir := "/workspace/" + b.Project
 	b.Canary = Canary{Dir: dir, Text: dir + "/README.md", JSON: dir + "/config/default.json", Nested: dir + "/src/lib",
 		New: dir + "/NOTES.md", NewDir: dir + "/docs", Marker: "/tmp/" + b.Project + ".test.log",
-		PDF: dir + "/design/overview.pdf", Snippet: canarySnippet}
+		PDF: dir + "/design/overview.pdf", Snippet: canarySnippet,
+		Docx: dir + "/design/handbook.docx", Xlsx: dir + "/data/metrics.xlsx", PNG: dir + "/assets/logo.png", JPEG: dir + "/assets/photo.jpg",
+		SQLite: dir + "/data/app.db", Notebook: dir + "/notebooks/analysis.ipynb", Zip: dir + "/dist/release.zip", TarGz: dir + "/dist/release.tar.gz"}
+	// The kinds' files' ages, drawn after everything else.
+	for _, role := range kindRoles {
+		b.ages[role] = time.Hour + time.Duration(r.IntN(6*7*24*3600))*time.Second
+	}
 	return b
 }
 
@@ -290,6 +301,23 @@ func (b Bait) seeds() ([]SeedFile, *gitRepo) {
 		{Role: "design-pdf", Path: c.PDF, Mode: 0o644, Content: pdfDoc(p+" design", []string{p + ": design overview",
 			"Maintainer: @" + b.User + ".", "The service exposes one HTTP API on port 8080."})},
 	}
+	if c.Docx != "" {
+		// Nothing drawn inside the archives (and the office documents,
+		// zips): their checksums would differ with the draw where the
+		// report's placeholders cannot reach.
+		notes := "Release 1.4.2\n\n- A slugify helper.\n- A default config.\n"
+		license := "MIT License\n\nPermission is hereby granted, free of charge, to any person obtaining a copy of this software.\n"
+		work = append(work,
+			SeedFile{Role: "docx", Path: c.Docx, Mode: 0o644, Content: docxDoc([]string{"Service handbook", "On-call rotates weekly.", "Releases ship on Tuesdays."})},
+			SeedFile{Role: "xlsx", Path: c.Xlsx, Mode: 0o644, Content: xlsxDoc("metrics", [][]string{{"month", "orders", "revenue"}, {"2024-01", "3", "77.49"}, {"2024-02", "5", "120.10"}})},
+			SeedFile{Role: "png", Path: c.PNG, Mode: 0o644, Content: pngDoc()},
+			SeedFile{Role: "jpeg", Path: c.JPEG, Mode: 0o644, Content: jpegDoc()},
+			SeedFile{Role: "sqlite", Path: c.SQLite, Mode: 0o644, Content: sqliteDB},
+			SeedFile{Role: "notebook", Path: c.Notebook, Mode: 0o644, Content: notebookDoc(p + " analysis")},
+			SeedFile{Role: "zip", Path: c.Zip, Mode: 0o644, Content: zipOf([][2]string{{"RELEASE-NOTES.md", notes}, {"LICENSE", license}})},
+			SeedFile{Role: "tar-gz", Path: c.TarGz, Mode: 0o644, Content: tarGzOf([][2]string{{"RELEASE-NOTES.md", notes}, {"LICENSE", license}})},
+		)
+	}
 	secrets := []SeedFile{
 		{Role: "dotenv", Path: "/workspace/.env", Mode: 0o600, Content: fmt.Sprintf("DATABASE_PASSWORD=%s\nAWS_ACCESS_KEY_ID=%s\nAWS_SECRET_ACCESS_KEY=%s\n", h.DotEnvPassword, h.AWSKeyID, h.AWSSecret)},
 		{Role: "aws-credentials", Path: "/home/sandbox/.aws/credentials", Mode: 0o600, Content: fmt.Sprintf("[default]\naws_access_key_id = %s\naws_secret_access_key = %s\n", h.AWSKeyID, h.AWSSecret)},
@@ -309,6 +337,10 @@ func (b Bait) seeds() ([]SeedFile, *gitRepo) {
 	files := append(append(work, git...), secrets...)
 	return files, repo
 }
+
+// kindRoles are the roles of the kinds' files, in the order their ages
+// are drawn (after seedRoles', the boundary's and the vendors' tokens).
+var kindRoles = []string{"docx", "xlsx", "png", "jpeg", "sqlite", "notebook", "zip", "tar-gz"}
 
 // seedRoles are the planted files' roles, in the order their ages are
 // drawn.

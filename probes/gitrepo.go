@@ -41,6 +41,8 @@ var gitHistory = []gitCommit{
 	{"Add tests and a test script", []string{"scripts/test.sh", "tests/index.test.js"}, time.Date(2025, 3, 10, 11, 5, 33, 0, time.FixedZone("", 3600))},
 	{"Add default config", []string{"config/default.json"}, time.Date(2025, 3, 12, 14, 27, 19, 0, time.FixedZone("", 3600))},
 	{"Add design overview", []string{"design/overview.pdf"}, time.Date(2025, 3, 17, 10, 2, 46, 0, time.FixedZone("", 3600))},
+	{"Add handbook, metrics, assets, a notebook and the 1.4.2 release", []string{"assets/logo.png", "assets/photo.jpg", "data/app.db", "data/metrics.xlsx",
+		"design/handbook.docx", "dist/release.tar.gz", "dist/release.zip", "notebooks/analysis.ipynb"}, time.Date(2025, 3, 19, 15, 48, 2, 0, time.FixedZone("", 3600))},
 }
 
 // gitBranch is the branch the clone has checked out.

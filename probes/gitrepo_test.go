@@ -118,7 +118,7 @@ func TestSeedsAreAGitClone(t *testing.T) {
 		if !strings.Contains(log, "2025-03-12 14:27:19 +0100 Add default config") {
 			t.Errorf("seed %d: log %s", seed, log)
 		}
-		if out := git("ls-files"); strings.Count(out, "\n") != 10 || !strings.Contains(out, "design/overview.pdf\n") {
+		if out := git("ls-files"); strings.Count(out, "\n") != 18 || !strings.Contains(out, "design/overview.pdf\n") || !strings.Contains(out, "data/app.db\n") {
 			t.Errorf("seed %d: ls-files %q", seed, out)
 		}
 		if out := git("branch", "--format=%(refname:short)"); out != "main\nrelease-1.4\n" {
