@@ -101,3 +101,24 @@ func TestDirectorySearchBoundary(t *testing.T) {
 		t.Errorf("boundary kinds %q, findings %q\n%s", kinds, rules, stderr)
 	}
 }
+
+// TestEmptySchemaLearnt: a tool whose published schema is empty, and
+// whose error names the fields it wants (zod's issues), is retried with
+// them and exercised.
+func TestEmptySchemaLearnt(t *testing.T) {
+	t.Parallel()
+	_, b, stderr := scanFixture(t, nil, "learn")
+	r := decode(t, b)
+	if len(r.Coverage) != 1 || r.Coverage[0].Status != report.CoverageExercised {
+		t.Fatalf("coverage %+v\n%s", r.Coverage, stderr)
+	}
+	var retried bool
+	for _, c := range r.Calls {
+		if c.Source == "retry" && strings.Contains(string(c.Arguments), `"query"`) && strings.Contains(string(c.Arguments), `"path"`) {
+			retried = true
+		}
+	}
+	if !retried {
+		t.Errorf("no retry with the fields the error names: %+v", r.Calls)
+	}
+}

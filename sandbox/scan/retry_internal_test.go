@@ -22,7 +22,7 @@ func TestRetryOf(t *testing.T) {
 		{report.Call{Seq: 4, IsError: true, Result: "ENOENT"}, false},
 		{report.Call{Seq: 4, ErrorKind: "timeout", Error: "no result: invalid"}, false},
 	} {
-		r, ok := retryOf(step, c.call, nil)
+		r, ok := retryOf(step, c.call, nil, nil)
 		if ok != c.want {
 			t.Errorf("%+v: retry %v", c.call, ok)
 			continue
@@ -33,12 +33,12 @@ func TestRetryOf(t *testing.T) {
 	}
 	// A repair's arguments come before the next candidate's, and use it up.
 	fix := func(json.RawMessage, string) (json.RawMessage, bool) { return json.RawMessage(`{"n":5}`), true }
-	if r, ok := retryOf(step, report.Call{Seq: 4, ErrorKind: "rpc", Error: "JSON-RPC error -32602: n must be at least 5"}, fix); !ok || string(r.Arguments) != `{"n":5}` || len(r.Alternatives) != 1 {
+	if r, ok := retryOf(step, report.Call{Seq: 4, ErrorKind: "rpc", Error: "JSON-RPC error -32602: n must be at least 5"}, fix, nil); !ok || string(r.Arguments) != `{"n":5}` || len(r.Alternatives) != 1 {
 		t.Errorf("repaired retry %+v", r)
 	}
 	// An error that is no validation message but asks for a property is
 	// a refusal: the repair says so.
-	if r, ok := retryOf(step, report.Call{Seq: 4, IsError: true, Result: "Write rejected: no 'mode' was specified"}, fix); !ok || string(r.Arguments) != `{"n":5}` {
+	if r, ok := retryOf(step, report.Call{Seq: 4, IsError: true, Result: "Write rejected: no 'mode' was specified"}, fix, nil); !ok || string(r.Arguments) != `{"n":5}` {
 		t.Errorf("retry of a repairable error %+v, %v", r, ok)
 	}
 	empty := probes.Call{Tool: "t", Arguments: json.RawMessage(`{}`), Source: "empty", Alternatives: alts}
@@ -53,11 +53,11 @@ func TestRetryOf(t *testing.T) {
 		{report.Call{Seq: 2, ErrorKind: "transport", Error: "EOF"}, false},
 		{report.Call{Seq: 2, Result: "ok"}, false},
 	} {
-		if _, ok := retryOf(empty, c.call, nil); ok != c.want {
+		if _, ok := retryOf(empty, c.call, nil, nil); ok != c.want {
 			t.Errorf("empty call, %+v: retry %v", c.call, ok)
 		}
 	}
-	if _, ok := retryOf(probes.Call{Tool: "t", Source: "probe"}, report.Call{ErrorKind: "rpc", Error: "JSON-RPC error -32602: x"}, nil); ok {
+	if _, ok := retryOf(probes.Call{Tool: "t", Source: "probe"}, report.Call{ErrorKind: "rpc", Error: "JSON-RPC error -32602: x"}, nil, nil); ok {
 		t.Error("a probe step without candidates was retried")
 	}
 }

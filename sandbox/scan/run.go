@@ -578,7 +578,7 @@ func (sc *scanner) runCalls(s *sandbox.Session, plan []probes.Call, first int) e
 					s.Problem("probe", seq, "more than %d setup calls: from call %d on, a setup call is not replayed before the calls after it", maxSetups, seq)
 				}
 			}
-		} else if r, ok := retryOf(step, call, sc.repairer(step.Tool)); ok {
+		} else if r, ok := retryOf(step, call, sc.repairer(step.Tool), sc.learner(step.Tool)); ok {
 			follow(plan[i+1:], step.Tool, step.Arguments, r.Arguments)
 			plan = slices.Insert(plan, i+1, r)
 		}
@@ -649,6 +649,18 @@ func (sc *scanner) repairer(tool string) func(json.RawMessage, string) (json.Raw
 	}
 }
 
+// learner reads what properties a tool whose schema names none asks for
+// in its error (see probes.LearnIn).
+func (sc *scanner) learner(tool string) func(json.RawMessage, string) (json.RawMessage, bool) {
+	canary := probes.DefaultCanary()
+	if !sc.opts.NoSeed {
+		canary = sc.bait.Canary
+	}
+	return func(args json.RawMessage, errText string) (json.RawMessage, bool) {
+		return probes.LearnIn(canary, tool, sc.schemas[tool], args, errText)
+	}
+}
+
 // follow gives the repeats right after a call (which repeat it to check
 // idempotentHint) the arguments the call was made with at last: with the
 // values offered, or a retry's.
@@ -671,8 +683,13 @@ func follow(rest []probes.Call, tool string, old, args json.RawMessage) {
 // The retry's arguments are those repair (nil: none) makes of the call's
 // and its error (see probes.RepairIn), else the next candidate; either
 // way a retry uses up a candidate, so that retries stay bounded.
-func retryOf(step probes.Call, call report.Call, repair func(args json.RawMessage, errText string) (json.RawMessage, bool)) (probes.Call, bool) {
-	if len(step.Alternatives) == 0 {
+//
+// A tool whose schema names no property has no other candidate: its call
+// is retried once (not a retry's) with the properties its error asks for
+// (learn: see probes.LearnIn).
+func retryOf(step probes.Call, call report.Call, repair, learn func(args json.RawMessage, errText string) (json.RawMessage, bool)) (probes.Call, bool) {
+	learning := len(step.Alternatives) == 0 && (step.Source == "empty" || step.Source == "synth") && learn != nil
+	if len(step.Alternatives) == 0 && !learning {
 		return probes.Call{}, false
 	}
 	code := 0
@@ -691,6 +708,18 @@ func retryOf(step probes.Call, call report.Call, repair func(args json.RawMessag
 	failed := call.IsError || call.FailsBy != "" || call.ErrorKind == "rpc"
 	emptyFailed := step.Source == "empty" && failed && code != codeMethodNotFound && !strings.Contains(text, methodNotFound)
 	var repaired json.RawMessage
+	if learning {
+		if !failed || code == codeMethodNotFound {
+			return probes.Call{}, false
+		}
+		learnt, ok := learn(step.Arguments, text)
+		if !ok {
+			return probes.Call{}, false
+		}
+		r := step
+		r.Arguments, r.Source, r.Retries = learnt, "retry", call.Seq
+		return r, true
+	}
 	if repair != nil && failed && code != codeMethodNotFound {
 		repaired, _ = repair(step.Arguments, text)
 	}

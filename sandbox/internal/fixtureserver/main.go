@@ -156,6 +156,7 @@ func main() {
 	addCoverageTools(s, sets["coverage"])
 	addPosingTools(s, sets["posing"])
 	addDirSearch(s, sets["dirsearch"])
+	addLearn(s, sets["learn"])
 	if sets["disk"] {
 		addDiskTools(s)
 	}

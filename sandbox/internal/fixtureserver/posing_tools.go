@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io/fs"
 	"net"
 	"os"
@@ -83,5 +84,38 @@ func addDirSearch(s *mcp.Server, on bool) {
 				return text("no files"), nil, nil
 			}
 			return text("%s", strings.Join(found, "\n")), nil, nil
+		})
+}
+
+// addLearn adds the "learn" set: a tool whose published input schema is
+// empty, that validates in its handler and names what is missing as zod
+// does; given it, it reads the file it was pointed at.
+func addLearn(s *mcp.Server, on bool) {
+	if !on {
+		return
+	}
+	s.AddTool(&mcp.Tool{Name: "grep_file", Description: "Finds a word in a file.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: no()},
+		InputSchema: &jsonschema.Schema{Type: "object"}},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var a map[string]any
+			json.Unmarshal(req.Params.Arguments, &a)
+			var issues []string
+			for _, k := range []string{"query", "path"} {
+				if v, ok := a[k].(string); !ok || v == "" {
+					issues = append(issues, `{"code":"invalid_type","expected":"string","received":"undefined","path":["`+k+`"],"message":"Required"}`)
+				}
+			}
+			if len(issues) > 0 {
+				r := text("%s", "["+strings.Join(issues, ",")+"]")
+				r.IsError = true
+				return r, nil
+			}
+			b, err := os.ReadFile(a["path"].(string))
+			if err != nil {
+				r := text("%v", err)
+				r.IsError = true
+				return r, nil
+			}
+			return text("%d matches", strings.Count(string(b), a["query"].(string))), nil
 		})
 }
