@@ -39,6 +39,16 @@ type Installed struct {
 	// Install is set when lifecycle scripts ran in a sandbox: the tree
 	// they built is in Image, their record goes into the scan's report.
 	Install *InstallRun
+	// Alternatives are the other entry points a user could have started
+	// (a package's other bins, when the input named none), tried in turn
+	// when the chosen one does not answer initialize.
+	Alternatives []Alternative
+}
+
+// Alternative is another entry point of an installed package.
+type Alternative struct {
+	Entry Entry
+	Argv  []string
 }
 
 // PackageTarget is where the scan shows an installed package's directory

@@ -259,3 +259,23 @@ func TestBulkEntryFromReadme(t *testing.T) {
 		t.Fatalf("%+v", res)
 	}
 }
+
+// TestBulkEntryTrial: a package whose like-named bin exits 0 without
+// answering initialize, its README silent, is started by its other bin,
+// the first that answers, and the result says which was tried.
+func TestBulkEntryTrial(t *testing.T) {
+	cli := docker(t)
+	reg := packFixtures(t, "cli-only")
+	specs, bad := ParseList("list.txt", strings.NewReader("npm:cli-only-mcp\n"))
+	if len(bad) != 0 {
+		t.Fatal(bad)
+	}
+	res, err := Run(context.Background(), specs, integrationOptions(t, cli, reg, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || res[0].Status != StatusOK || res[0].Entry == nil || res[0].Entry.Bin != "cli-only-server" ||
+		!strings.Contains(res[0].Entry.Why, "cli-only-mcp did not start") || res[0].Exercised != 1 {
+		t.Fatalf("%+v %+v", res, res[0].Entry)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 )
@@ -286,10 +287,26 @@ func (n NPM) installResolved(ctx context.Context, s Spec, r Resolved, integrity,
 		args = e.Args // as the README's configuration gives them
 		in.Notes = append(in.Notes, fmt.Sprintf("started with the arguments the README's client configuration gives: %s", strings.Join(e.Args, " ")))
 	}
-	if interp := shebang(entry); interp != "" && !strings.Contains(interp, "node") {
-		in.Argv = append([]string{script}, args...) // its own interpreter
-	} else {
-		in.Argv = append([]string{"node", script}, args...)
+	in.Argv = entryArgv(entry, script, args)
+	if s.Bin == "" {
+		// The other bins a user could have started, in case the chosen one
+		// does not answer initialize (a CLI named like the package).
+		bins, _ := m.Bins()
+		for _, b := range sortedKeys(bins) {
+			if b == e.Bin || bannedBin(b) || len(in.Alternatives) >= maxAlternatives {
+				continue
+			}
+			p := path.Clean(strings.TrimPrefix(bins[b], "./"))
+			file := filepath.Join(pkgDir, filepath.FromSlash(p))
+			if p == "." || strings.HasPrefix(p, "../") || path.IsAbs(p) || inside(pkgDir, file) != nil {
+				continue
+			}
+			if _, err := os.Stat(file); err != nil {
+				continue
+			}
+			alt := Entry{Path: p, Bin: b, Why: "the next bin, after " + e.Bin + " did not answer initialize"}
+			in.Alternatives = append(in.Alternatives, Alternative{Entry: alt, Argv: entryArgv(file, PackageTarget+"/node_modules/"+r.Name+"/"+p, s.Args)})
+		}
 	}
 	if err := n.runScripts(ctx, s, &in, r.Name, r.Version, integrity); err != nil {
 		return in, err
@@ -305,6 +322,20 @@ func (n NPM) installResolved(ctx context.Context, s Spec, r Resolved, integrity,
 	}
 	return in, nil
 }
+
+// entryArgv is the command that runs the entry at host path file, seen
+// at script in the sandbox: by its own interpreter when its #! names
+// another than node, else by node.
+func entryArgv(file, script string, args []string) []string {
+	if interp := shebang(file); interp != "" && !strings.Contains(interp, "node") {
+		return append([]string{script}, args...)
+	}
+	return append([]string{"node", script}, args...)
+}
+
+// maxAlternatives bounds the other bins tried when the chosen one does
+// not start: each try is a scan.
+const maxAlternatives = 3
 
 // shebang returns a script's #! line, "" for none.
 func shebang(path string) string {

@@ -505,6 +505,30 @@ func runOne(ctx context.Context, s Spec, o Options, sl slots, turn turns) (Resul
 		err = errors.Join(err, context.DeadlineExceeded)
 	}
 	st := StatusOf(rep, err, o.FailOn)
+	// The chosen bin did not answer initialize (a CLI named like the
+	// package exits 0): the package's other bins are tried, in a sandbox
+	// as every scan is, and the first that starts is the package's entry.
+	var tried []string
+	for _, alt := range in.Alternatives {
+		if st != StatusFailedStart || sctx.Err() != nil {
+			break
+		}
+		tried = append(tried, fmt.Sprintf("%s did not start (%s)", in.Entry.Bin, report.OneLine(startWhy(rep, err))))
+		next := in
+		e := alt.Entry
+		next.Entry, next.Argv = &e, alt.Argv
+		rep2, err2 := o.Scanner.Scan(sctx, Job{Spec: s, Installed: next, Env: envOf(s, seed), Seed: seed, Timeout: o.Timeout, Idle: slot.idle})
+		if ctx.Err() != nil {
+			return r, false
+		}
+		if st2 := StatusOf(rep2, err2, o.FailOn); st2 != StatusFailedStart {
+			in, rep, err, st = next, rep2, err2, st2
+			e.Why = e.Bin + ": the first bin that answered initialize; " + strings.Join(tried, "; ")
+			r.Entry = &e
+			break
+		}
+		in.Entry, rep, err = next.Entry, rep2, err2
+	}
 	why := ""
 	if err != nil {
 		why = err.Error()
@@ -522,6 +546,17 @@ func runOne(ctx context.Context, s Spec, o Options, sl slots, turn turns) (Resul
 		summarize(&r, rep)
 	}
 	return finish(st, why)
+}
+
+// startWhy is why a scan did not start, in words.
+func startWhy(rep *report.Report, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	if rep != nil && rep.Server.ExitCode != nil {
+		return fmt.Sprintf("exit %d", *rep.Server.ExitCode)
+	}
+	return "no initialize"
 }
 
 // summarize fills a result's counts and tool rows from its report.
