@@ -68,8 +68,10 @@ func deltaBefore(prev, cur Snapshot) []Change {
 			switch {
 			case had && o.Type == File:
 				ch.LinesKept = keepsLines(o.lines, e.lines)
+				ch.ContentKept = !ch.LinesKept && keepsContent(o.lines, e.lines)
 			case !had && e.Before != nil:
 				ch.LinesKept = keepsLines(e.Before.lines, e.lines)
+				ch.ContentKept = !ch.LinesKept && keepsContent(e.Before.lines, e.lines)
 			}
 		}
 		out = append(out, ch)

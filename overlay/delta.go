@@ -164,6 +164,9 @@ type Change struct {
 	// LinesKept is set on a modified text file, not Appended, whose new
 	// content holds every old line in order (see keepsLines).
 	LinesKept bool
+	// ContentKept is set on a modified JSON or JSON-lines file, not
+	// LinesKept, whose new values hold every old one (see content.go).
+	ContentKept bool
 }
 
 // Workspace is the path the server sees its workspace at.
@@ -277,8 +280,10 @@ func pathChanges(prev, cur Snapshot, p string, out []Change) []Change {
 		switch {
 		case had && o.Type == File:
 			ch.LinesKept = keepsLines(o.lines, e.lines)
+			ch.ContentKept = !ch.LinesKept && keepsContent(o.lines, e.lines)
 		case !had && e.Before != nil:
 			ch.LinesKept = keepsLines(e.Before.lines, e.lines)
+			ch.ContentKept = !ch.LinesKept && keepsContent(e.Before.lines, e.lines)
 		}
 	}
 	return append(out, ch)

@@ -30,18 +30,25 @@ const DefaultMaxLines = 4 << 20
 
 // lineSet holds the hashes of a text file's lines, in order. A pointer,
 // so that an Entry stays comparable.
-type lineSet struct{ h []uint64 }
+type lineSet struct {
+	h []uint64
+	// json is the file's values, when it reads as JSON or JSON lines
+	// (see content.go); nodes counts them.
+	json  *jnode
+	nodes int
+}
 
 // noLines is the lines of an empty file, one set for all of them (it is
 // never written to).
 var noLines = &lineSet{h: []uint64{}}
 
-// n counts the lines (0 for none known).
+// n counts the lines (0 for none known), a JSON value counting as
+// jsonNodeWeight of them.
 func (l *lineSet) n() int {
 	if l == nil {
 		return 0
 	}
-	return len(l.h)
+	return len(l.h) + l.nodes*jsonNodeWeight
 }
 
 // lineHashes returns the hashes of the lines of b (split at '\n', a final
@@ -54,6 +61,7 @@ func lineHashes(seed maphash.Seed, b []byte) *lineSet {
 	if len(b) == 0 {
 		return noLines
 	}
+	whole := b
 	out := []uint64{}
 	for len(b) > 0 {
 		line := b
@@ -64,7 +72,15 @@ func lineHashes(seed maphash.Seed, b []byte) *lineSet {
 		}
 		out = append(out, maphash.Bytes(seed, bytes.TrimSuffix(line, []byte{'\r'})))
 	}
-	return &lineSet{out}
+	ls := &lineSet{h: out}
+	ls.json, ls.nodes = jsonTree(seed, whole)
+	return ls
+}
+
+// keepsContent reports whether cur's JSON values hold every one of
+// old's (see holds): both must read as JSON.
+func keepsContent(old, cur *lineSet) bool {
+	return old != nil && cur != nil && holds(old.json, cur.json)
 }
 
 // keepsLines reports whether every line of old is in cur, in order (old

@@ -407,7 +407,7 @@ func (r *recorder) walkAgain(ctx context.Context, deadline time.Time) (report.Ef
 
 func fileChange(c overlay.Change) report.FileChange {
 	fc := report.FileChange{Path: c.Path, PathEscaped: c.PathEscaped, Change: c.Change, Type: string(c.Type), Scope: c.Scope,
-		Area: c.Area, Size: c.Size, SHA256: c.SHA256, SHA256Before: c.SHA256Before, LinkTarget: c.Link, Appended: c.Appended, LinesKept: c.LinesKept}
+		Area: c.Area, Size: c.Size, SHA256: c.SHA256, SHA256Before: c.SHA256Before, LinkTarget: c.Link, Appended: c.Appended, LinesKept: c.LinesKept, ContentKept: c.ContentKept}
 	if c.Type == overlay.Dir {
 		fc.Size = 0 // a directory's size depends on the file system, not the server
 	}

@@ -603,6 +603,11 @@ type FileChange struct {
 	// line bound (1 MiB), whose new content keeps every old line, in
 	// order: an append-only store rewritten whole (upperdir only).
 	LinesKept bool `json:"linesKept,omitempty"`
+	// ContentKept is set on a modified JSON or JSON-lines file, not
+	// LinesKept, old and new within the line bound, whose new values hold
+	// every old one: members, array elements and records only added
+	// (upperdir only).
+	ContentKept bool `json:"contentKept,omitempty"`
 }
 
 // Process is one program a process ran (an execve).

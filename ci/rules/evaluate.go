@@ -119,7 +119,7 @@ func (e *evaluator) call(r *report.Report, i int, c report.Call, t report.Tool, 
 			case f.Change == report.ChangeDeleted:
 				return !e.scratch.ownInCall(i, j, effs, f.Path)
 			case f.Change == report.ChangeModified && f.Type == "file":
-				return !f.Appended && !f.LinesKept
+				return !f.Appended && !f.LinesKept && !f.ContentKept
 			}
 			return false
 		})

@@ -122,3 +122,30 @@ func TestEmptySchemaLearnt(t *testing.T) {
 		t.Errorf("no retry with the fields the error names: %+v", r.Calls)
 	}
 }
+
+// TestAdditiveJSONStore: a JSON-lines store rewritten whole with a value
+// added is additive (no finding on store_add, though a line changed);
+// with a value removed, a nondestructive-deletes finding on store_forget.
+func TestAdditiveJSONStore(t *testing.T) {
+	t.Parallel()
+	_, b, stderr := scanFixture(t, nil, "store")
+	r := decode(t, b)
+	var rules []string
+	for _, f := range r.Findings {
+		rules = append(rules, f.Rule+" "+f.Tool)
+	}
+	if !slices.Contains(rules, "nondestructive-deletes store_forget") || slices.Contains(rules, "nondestructive-deletes store_add") {
+		t.Errorf("findings %q\n%s", rules, stderr)
+	}
+	var kept bool
+	for _, c := range r.Calls {
+		for _, f := range c.Effects.Files {
+			if c.Tool == "store_add" && strings.HasSuffix(f.Path, "memory.jsonl") && f.ContentKept {
+				kept = true
+			}
+		}
+	}
+	if !kept {
+		t.Errorf("store_add's rewrite is not contentKept: %+v", r.Calls)
+	}
+}

@@ -157,6 +157,7 @@ func main() {
 	addPosingTools(s, sets["posing"])
 	addDirSearch(s, sets["dirsearch"])
 	addLearn(s, sets["learn"])
+	addStore(s, sets["store"])
 	if sets["disk"] {
 		addDiskTools(s)
 	}

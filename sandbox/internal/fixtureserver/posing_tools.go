@@ -28,7 +28,9 @@ func addPosingTools(s *mcp.Server, on bool) {
 	ro := &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: no()}
 	object := &jsonschema.Schema{Type: "object"}
 	reply := func(t string) mcp.ToolHandler {
-		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("%s", t), nil }
+		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text("%s", t), nil
+		}
 	}
 	s.AddTool(&mcp.Tool{Name: "pose_nested", Description: "Reads the backend.", Annotations: ro, InputSchema: object},
 		reply(`{"content":[{"type":"text","text":"the backend is not configured"}],"isError":true}`))
@@ -118,4 +120,62 @@ func addLearn(s *mcp.Server, on bool) {
 			}
 			return text("%d matches", strings.Count(string(b), a["query"].(string))), nil
 		})
+}
+
+// addStore adds the "store" set: a knowledge graph kept in a JSON-lines
+// file the server writes at start, rewritten whole (a temporary file
+// renamed over it) by two tools that claim not to destroy: store_add
+// adds an observation to an entity (every old value kept: additive),
+// store_forget removes one (destructive: a lie).
+func addStore(s *mcp.Server, on bool) {
+	if !on {
+		return
+	}
+	const file = "/workspace/memory.jsonl"
+	type entity struct {
+		Type         string   `json:"type"`
+		Name         string   `json:"name"`
+		Observations []string `json:"observations"`
+	}
+	write := func(es []entity) error {
+		var b strings.Builder
+		for _, e := range es {
+			j, _ := json.Marshal(e)
+			b.Write(j)
+			b.WriteByte('\n')
+		}
+		tmp := file + ".tmp"
+		if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
+			return err
+		}
+		return os.Rename(tmp, file)
+	}
+	read := func() []entity {
+		b, _ := os.ReadFile(file)
+		var es []entity
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var e entity
+			if json.Unmarshal([]byte(line), &e) == nil {
+				es = append(es, e)
+			}
+		}
+		return es
+	}
+	write([]entity{{"entity", "Ada", []string{"wrote notes"}}, {"entity", "Alan", []string{"broke codes"}}})
+	edit := func(f func(es []entity)) mcp.ToolHandler {
+		return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			es := read()
+			f(es)
+			if err := write(es); err != nil {
+				return nil, err
+			}
+			return text("ok"), nil
+		}
+	}
+	keep := &mcp.ToolAnnotations{DestructiveHint: no(), OpenWorldHint: no()}
+	object := &jsonschema.Schema{Type: "object"}
+	s.AddTool(&mcp.Tool{Name: "store_add", Description: "Adds an observation.", Annotations: keep, InputSchema: object},
+		edit(func(es []entity) { es[0].Observations = append(es[0].Observations, "met Alan") }))
+	s.AddTool(&mcp.Tool{Name: "store_forget", Description: "Forgets an observation.", Annotations: keep, InputSchema: object},
+		edit(func(es []entity) { es[1].Observations = es[1].Observations[:0] }))
 }
