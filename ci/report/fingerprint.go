@@ -9,7 +9,7 @@ import (
 
 // FingerprintVersion names the way Fingerprint is computed. It is hashed
 // in, so a change of method changes every fingerprint, never a few.
-const FingerprintVersion = "mcpsandbox.fingerprint/v2"
+const FingerprintVersion = "mcpsandbox.fingerprint/v3"
 
 // serverTool stands for the tool of a server-level finding (one whose
 // Tool is ""); MCP tool names cannot hold parentheses.
@@ -68,6 +68,9 @@ const (
 //   - a 6-character word after ".", "-" or "_" that mixes letters and
 //     digits, or has an upper-case letter after the first and a lower-case
 //     one, becomes <id> (a mkstemp-style suffix, foo-AbC9xz);
+//   - a path component of two hex digits under objects, sha1, sha256 or
+//     sha512, or under another such component, becomes <hex>: a store's
+//     fan-out by hash (.git/objects/9d, cacache's sha512/9d/3a);
 //   - every other run of digits becomes <n>: pids, temp suffixes
 //     (.tmp-1234), counts.
 //
@@ -126,10 +129,30 @@ func normalizeWords(s string) string {
 		for j < len(s) && isAlnum(s[j]) {
 			j++
 		}
-		b.WriteString(normalizeWord(s[i:j], s[:i]))
+		if fanOutDir(s, i, j) {
+			b.WriteString(placeHex)
+		} else {
+			b.WriteString(normalizeWord(s[i:j], s[:i]))
+		}
 		i = j
 	}
 	return b.String()
+}
+
+// fanOutParents name the directories whose two-hex-digit children are a
+// store's fan-out by hash: git's objects, content-addressed caches'.
+var fanOutParents = map[string]bool{"objects": true, "sha1": true, "sha256": true, "sha512": true}
+
+// fanOutDir says whether s[i:j] is a whole path component of two hex
+// digits under a fan-out parent, or under another such component (npm's
+// cacache: sha512/9d/3a): a directory named by the hash of what it
+// holds, which differs between runs of the same behaviour.
+func fanOutDir(s string, i, j int) bool {
+	if j-i != 2 || !isHex(s[i]) || !isHex(s[i+1]) || i == 0 || s[i-1] != '/' || (j < len(s) && s[j] != '/') {
+		return false
+	}
+	start := strings.LastIndexAny(s[:i-1], "/ ") + 1
+	return fanOutParents[s[start:i-1]] || fanOutDir(s, start, i-1)
 }
 
 // normalizeWord replaces one word, given the text before it.

@@ -9,6 +9,11 @@ import (
 func TestNormalizeEvidence(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"created /workspace/src/index.ts", "created /workspace/src/index.ts"},
+		{"created /workspace/p/.git/objects/9d", "created /workspace/p/.git/objects/<hex>"},
+		{"created /workspace/p/.git/objects/a3/4f1c2e9b8d7a6f5e4d3c2b1a0f9e8d7c6b5a4f", "created /workspace/p/.git/objects/<hex>/<hex>"},
+		{"created /home/sandbox/.npm/_cacache/content-v2/sha512/9d/3a/ff", "created /home/sandbox/.npm/_cacache/content-v<n>/sha<n>/<hex>/<hex>/<hex>"},
+		{"created /workspace/ab/cd", "created /workspace/ab/cd"}, // not under a fan-out parent
+		{"created /workspace/objects/dead", "created /workspace/objects/dead"},
 		{"created /workspace/out.json.tmp-1234", "created /workspace/out.json.tmp-<n>"},
 		{"created /tmp/tmp-123-AbC9xz", "created /tmp/tmp-<n>-<id>"},
 		{"created /tmp/tmp-4821-Qw3rTyUiOp12", "created /tmp/tmp-<n>-<id>"},
