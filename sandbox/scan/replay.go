@@ -79,35 +79,8 @@ func (sc *scanner) replay(rep *report.Report) error {
 	}
 	var lost []error
 	for _, j := range jobs {
-		c := &rep.Calls[j.call]
-		if j.wcap || j.ccap {
-			// A bound hit in a replay is said as the scan's own linger
-			// says it, and fails the gate the same way: what the task did
-			// after the cap was compared in neither leg.
-			rep.Problems = append(rep.Problems, report.Problem{Kind: report.ProblemLingerBound, Call: j.seq, Message: fmt.Sprintf(
-				"replaying call %d: a task of the replay still ran at --linger-max %s; what it did later is not compared", j.seq, sc.opts.LingerMax)})
-		}
-		switch {
-		case j.notRun:
-			rep.Problems = append(rep.Problems, report.Problem{Kind: "replay", Call: j.seq, Message: "not replayed: " + sc.why().Message})
-		case errors.Is(j.werr, sandbox.ErrSandboxLost) || errors.Is(j.cerr, sandbox.ErrSandboxLost):
-			c.Replay = nil
-			for _, err := range []error{j.werr, j.cerr} {
-				if errors.Is(err, sandbox.ErrSandboxLost) {
-					rep.Problems = append(rep.Problems, report.Problem{Kind: "replay", Call: j.seq, Message: fmt.Sprintf(
-						"replaying call %d: %s; the call's effects stay with it, unreplayed", j.seq, report.OneLine(lostCause(err).Error()))})
-					lost = append(lost, fmt.Errorf("replaying call %d: %w", j.seq, lostCause(err)))
-				}
-			}
-		case j.werr != nil || j.cerr != nil:
-			for _, err := range []error{j.werr, j.cerr} {
-				if err != nil {
-					rep.Problems = append(rep.Problems, report.Problem{Kind: "replay", Call: j.seq, Message: "replaying the call: " + report.OneLine(err.Error())})
-				}
-			}
-		default:
-			c.Replay.Status = "replayed"
-			c.Replay.Reproduced = reproduced(originalKeys(rep, c), j.with, j.without)
+		if err := sc.settle(rep, j); err != nil {
+			lost = append(lost, err)
 		}
 	}
 	if bound != nil {
@@ -120,6 +93,50 @@ func (sc *scanner) replay(rep *report.Report) error {
 	// result.
 	rep.Complete = false
 	return fmt.Errorf("%w: %w", ErrIncomplete, errors.Join(lost...))
+}
+
+// settle writes replay j's outcome into rep: the reproduced effects, or,
+// when it could not tell (not run, a leg's error, a lost sandbox), no
+// Replay at all, so that the call's effects stay with it as seen and are
+// never handed to its candidates' claims (a replay that failed for the
+// runner's or the engine's reason says nothing of the call); a problem
+// says why. A lost sandbox is returned, for the report's incompleteness.
+func (sc *scanner) settle(rep *report.Report, j *replayJob) error {
+	c := &rep.Calls[j.call]
+	if j.wcap || j.ccap {
+		// A bound hit in a replay is said as the scan's own linger says
+		// it, and fails the gate the same way: what the task did after the
+		// cap was compared in neither leg.
+		rep.Problems = append(rep.Problems, report.Problem{Kind: report.ProblemLingerBound, Call: j.seq, Message: fmt.Sprintf(
+			"replaying call %d: a task of the replay still ran at --linger-max %s; what it did later is not compared", j.seq, sc.opts.LingerMax)})
+	}
+	switch {
+	case j.notRun:
+		c.Replay = nil
+		rep.Problems = append(rep.Problems, report.Problem{Kind: "replay", Call: j.seq, Message: "not replayed: " + sc.why().Message + "; the call's effects stay with it, unreplayed"})
+	case errors.Is(j.werr, sandbox.ErrSandboxLost) || errors.Is(j.cerr, sandbox.ErrSandboxLost):
+		c.Replay = nil
+		var lost error
+		for _, err := range []error{j.werr, j.cerr} {
+			if errors.Is(err, sandbox.ErrSandboxLost) {
+				rep.Problems = append(rep.Problems, report.Problem{Kind: "replay", Call: j.seq, Message: fmt.Sprintf(
+					"replaying call %d: %s; the call's effects stay with it, unreplayed", j.seq, report.OneLine(lostCause(err).Error()))})
+				lost = errors.Join(lost, fmt.Errorf("replaying call %d: %w", j.seq, lostCause(err)))
+			}
+		}
+		return lost
+	case j.werr != nil || j.cerr != nil:
+		c.Replay = nil
+		for _, err := range []error{j.werr, j.cerr} {
+			if err != nil {
+				rep.Problems = append(rep.Problems, report.Problem{Kind: "replay", Call: j.seq, Message: "replaying the call: " + report.OneLine(err.Error()) + "; the call's effects stay with it, unreplayed"})
+			}
+		}
+	default:
+		c.Replay.Status = "replayed"
+		c.Replay.Reproduced = reproduced(originalKeys(rep, c), j.with, j.without)
+	}
+	return nil
 }
 
 // newJob is the replay of rep.Calls[i], whose candidates are cands.
