@@ -142,7 +142,10 @@ func ProgressLine(r Result, done, total int, elapsed time.Duration) string {
 
 // Defaults of Options.
 const (
-	DefaultTimeout      = 5 * time.Minute
+	// DefaultTimeout fits a large server on a loaded 2-core machine: the
+	// corpus's largest took 138 to 303 s alone, and 5 minutes cut their
+	// replays under load (then the report says run-timeout, incomplete).
+	DefaultTimeout      = 15 * time.Minute
 	DefaultFetchTimeout = 5 * time.Minute
 	// backstopGrace is how long past its own --timeout a scan may take to
 	// finish its report before its context is cancelled.
