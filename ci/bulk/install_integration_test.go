@@ -302,3 +302,39 @@ func TestBulkInstallBound(t *testing.T) {
 	}
 	noContainersOfThisProcess(t, cli)
 }
+
+// TestBulkInstallOOM: an install sandbox the kernel kills for memory
+// (exit 137, no output of its own) is failed-install with an install
+// problem that says so; what it did until the kill is not judged as the
+// package's install.
+func TestBulkInstallOOM(t *testing.T) {
+	cli := docker(t)
+	server, err := os.ReadFile("testdata/postinstall/server.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hog := packDir(t, map[string]string{
+		"package.json": `{"name": "mcpsandbox-fixture-hog", "version": "1.0.0", "bin": "server.js", "scripts": {"postinstall": "node -e \"const a=[];for(;;)a.push(Buffer.alloc(16<<20,1))\""}}`,
+		"server.js":    string(server),
+	})
+	cache := t.TempDir()
+	scripts := sandboxScripts(t, cli, cache)
+	scripts.Base.Limits.MemoryMB = 128
+	o := integrationOptions(t, cli, nil, nil)
+	o.Installers = map[Kind]Installer{KindNPM: NPM{Cache: cache, Node: "20.0.0", Scripts: scripts}}
+	specs, bad := ParseList("list.txt", strings.NewReader("tgz:"+hog+"\n"))
+	if len(bad) != 0 {
+		t.Fatal(bad)
+	}
+	res, err := Run(context.Background(), specs, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) != 1 || res[0].Status != StatusFailedInstall || !strings.Contains(res[0].Why, "killed for memory") || res[0].Findings != 0 {
+		t.Fatalf("%+v", res)
+	}
+	rep := readReport(t, o, res[0])
+	if rep.Install == nil || rep.Install.ExitCode != nil || !slices.ContainsFunc(rep.Install.Problems, func(p report.Problem) bool { return strings.Contains(p.Message, "not judged") }) {
+		t.Errorf("install %+v", rep.Install)
+	}
+}

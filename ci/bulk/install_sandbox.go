@@ -212,6 +212,12 @@ func (r *SandboxScripts) RunScripts(ctx context.Context, t ScriptTree) (InstallR
 		return InstallRun{}, fmt.Errorf("%w: the install sandbox: %w", ErrInstall, err)
 	case !res.Ended:
 		return InstallRun{}, &InstallError{Report: rep, Err: fmt.Errorf("%w: the install scripts did not end within %s", ErrInstall, timeout)}
+	case rep.Server.OOMKilled:
+		// Killed by the kernel for the sandbox's memory: what the kill cut
+		// short (files half written, the runner's own npm still running)
+		// is no verdict on the package; it is failed-install, said.
+		n := oomInstall(rep, opts.Limits.MemoryMB)
+		return InstallRun{}, &InstallError{Report: rep, Err: fmt.Errorf("%w: the install sandbox was killed for memory (its --memory %d MiB) after %d effect(s), which are not judged", ErrInstall, opts.Limits.MemoryMB, n)}
 	case res.ExitCode != 0:
 		return InstallRun{}, &InstallError{Report: rep, Err: fmt.Errorf("%w: the install scripts failed (exit %d): %s", ErrInstall, res.ExitCode, lastLines(rep.Install.StderrTail, 3))}
 	case err != nil:
@@ -300,6 +306,25 @@ func installReport(res phase.Result, t ScriptTree, build string, network sandbox
 	rep.Install = in
 	rep.Timing = nil
 	return rep
+}
+
+// oomInstall is the install's report once the kernel killed its sandbox
+// for memory: no exit of the scripts' own, and the effects seen until the
+// kill left unjudged (counted in an install problem, which the report
+// keeps), as a lost sandbox's end is no verdict on the package. It
+// returns how many effects were left.
+func oomInstall(rep *report.Report, memoryMB int64) int {
+	in := rep.Install
+	in.ExitCode, in.TimedOut = nil, false
+	n := 0
+	for i := range rep.Phases {
+		ef := &rep.Phases[i].Effects
+		n += len(ef.Files) + len(ef.Processes) + len(ef.Network)
+		*ef = report.NewEffects()
+	}
+	in.Problems = append(in.Problems, report.Problem{Kind: "install", Message: fmt.Sprintf(
+		"the install sandbox was killed for memory (--memory %d MiB, exit 137): the %d effect(s) seen until then are not judged; the package is failed-install", memoryMB, n)})
+	return n
 }
 
 // lostInstall is the install's report once its sandbox was lost: the
