@@ -240,42 +240,46 @@ func TestBulkScansAnImage(t *testing.T) {
 	noContainersOfThisProcess(t, cli)
 }
 
-// TestBulkEntryFromReadme: a package whose bin named like it is a CLI
-// that exits 0 is started as its README's client configuration starts
-// it (the other bin), and the result says why.
-func TestBulkEntryFromReadme(t *testing.T) {
+// TestBulkEntryChoice: a package whose bin named like it is a CLI that
+// exits 0 is started as a user would start it: as its README's client
+// configuration says (the other bin); with a README that says nothing,
+// by its other bin, the first that answers initialize, the result saying
+// what was tried.
+func TestBulkEntryChoice(t *testing.T) {
 	cli := docker(t)
-	reg := packFixtures(t, "cli-first")
-	specs, bad := ParseList("list.txt", strings.NewReader("npm:cli-first-mcp\n"))
-	if len(bad) != 0 {
-		t.Fatal(bad)
-	}
-	res, err := Run(context.Background(), specs, integrationOptions(t, cli, reg, nil))
+	server, err := os.ReadFile("testdata/echo-mcp/server.js")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res) != 1 || res[0].Status != StatusOK || res[0].Entry == nil || res[0].Entry.Bin != "cli-first-server" ||
-		!strings.Contains(res[0].Entry.Why, "README") || res[0].Exercised != 1 {
-		t.Fatalf("%+v", res)
+	cliJS := "#!/usr/bin/env node\n// The package's CLI: it prints its usage and exits 0.\nconsole.log('usage: cli <command>');\n"
+	pkg := func(name, readme string) string {
+		files := map[string]string{
+			"package.json": `{"name": "` + name + `", "version": "1.0.0", "bin": {"` + name + `": "cli.js", "` + name + `-server": "server.js"}}`,
+			"cli.js":       cliJS, "server.js": string(server),
+		}
+		if readme != "" {
+			files["README.md"] = readme
+		}
+		return packDir(t, files)
 	}
-}
-
-// TestBulkEntryTrial: a package whose like-named bin exits 0 without
-// answering initialize, its README silent, is started by its other bin,
-// the first that answers, and the result says which was tried.
-func TestBulkEntryTrial(t *testing.T) {
-	cli := docker(t)
-	reg := packFixtures(t, "cli-only")
-	specs, bad := ParseList("list.txt", strings.NewReader("npm:cli-only-mcp\n"))
+	readme := "# cli-first\n\nAdd to your client's configuration:\n\n```json\n" +
+		`{"mcpServers": {"cli-first": {"command": "npx", "args": ["-y", "-p", "cli-first-mcp", "cli-first-mcp-server"]}}}` + "\n```\n"
+	list := "tgz:" + pkg("cli-first-mcp", readme) + "\n" + "tgz:" + pkg("cli-only-mcp", "") + "\n"
+	specs, bad := ParseList("list.txt", strings.NewReader(list))
 	if len(bad) != 0 {
 		t.Fatal(bad)
 	}
-	res, err := Run(context.Background(), specs, integrationOptions(t, cli, reg, nil))
+	res, err := Run(context.Background(), specs, integrationOptions(t, cli, nil, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res) != 1 || res[0].Status != StatusOK || res[0].Entry == nil || res[0].Entry.Bin != "cli-only-server" ||
-		!strings.Contains(res[0].Entry.Why, "cli-only-mcp did not start") || res[0].Exercised != 1 {
-		t.Fatalf("%+v %+v", res, res[0].Entry)
+	for i, want := range []struct{ bin, why string }{
+		{"cli-first-mcp-server", "the bin the README's client configuration runs"},
+		{"cli-only-mcp-server", "cli-only-mcp did not start"},
+	} {
+		r := res[i]
+		if r.Status != StatusOK || r.Entry == nil || r.Entry.Bin != want.bin || !strings.Contains(r.Entry.Why, want.why) || r.Exercised != 1 {
+			t.Errorf("%s: %s (%s), entry %+v, exercised %d", r.Spec, r.Status, r.Why, r.Entry, r.Exercised)
+		}
 	}
 }

@@ -640,24 +640,24 @@ func (sc *scanner) runCalls(s *sandbox.Session, plan []probes.Call, first int) e
 // repairer reads a refusal of tool's arguments for what to change (see
 // probes.RepairIn), with paths into the run's canary.
 func (sc *scanner) repairer(tool string) func(json.RawMessage, string) (json.RawMessage, bool) {
-	canary := probes.DefaultCanary()
-	if !sc.opts.NoSeed {
-		canary = sc.bait.Canary
-	}
-	return func(args json.RawMessage, errText string) (json.RawMessage, bool) {
-		return probes.RepairIn(canary, tool, sc.schemas[tool], args, errText)
-	}
+	return sc.fromError(tool, probes.RepairIn)
 }
 
 // learner reads what properties a tool whose schema names none asks for
 // in its error (see probes.LearnIn).
 func (sc *scanner) learner(tool string) func(json.RawMessage, string) (json.RawMessage, bool) {
+	return sc.fromError(tool, probes.LearnIn)
+}
+
+// fromError is f, which reads a call's error for new arguments, bound to
+// the scan's canary and the tool's schema.
+func (sc *scanner) fromError(tool string, f func(probes.Canary, string, json.RawMessage, json.RawMessage, string) (json.RawMessage, bool)) func(json.RawMessage, string) (json.RawMessage, bool) {
 	canary := probes.DefaultCanary()
 	if !sc.opts.NoSeed {
 		canary = sc.bait.Canary
 	}
 	return func(args json.RawMessage, errText string) (json.RawMessage, bool) {
-		return probes.LearnIn(canary, tool, sc.schemas[tool], args, errText)
+		return f(canary, tool, sc.schemas[tool], args, errText)
 	}
 }
 
