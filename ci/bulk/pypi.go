@@ -19,6 +19,7 @@ import (
 	"html"
 	"io"
 	"io/fs"
+	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -28,6 +29,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // DefaultIndexURL is PyPI's simple index, the default of --index-url.
@@ -46,8 +48,9 @@ var ErrOffIndex = errors.New("a URL off the index")
 var ErrIntegrity = errors.New("integrity mismatch")
 
 const (
-	// maxIndexPage bounds a project's page of the index.
-	maxIndexPage = 64 << 20
+	// maxIndexPage bounds a project's page of the index (PyPI's largest
+	// are a few MiB); each is parsed, picked from and dropped.
+	maxIndexPage = 16 << 20
 	// pypiDir is the cache's directory for the Python side: wheels by
 	// hash, trees by what they hold.
 	pypiDir = "pypi"
@@ -114,7 +117,44 @@ func (p PyPI) client() *http.Client {
 	if p.Client != nil {
 		return p.Client
 	}
-	return &http.Client{CheckRedirect: func(req *http.Request, via []*http.Request) error {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	allowed := map[string]bool{}
+	if ix, err := url.Parse(p.index()); err == nil {
+		allowed[hostKey(ix.Hostname())] = true
+	}
+	// The user's proxies are theirs to reach, private or not.
+	for _, scheme := range []string{"http", "https"} {
+		if pu, err := http.ProxyFromEnvironment(&http.Request{URL: &url.URL{Scheme: scheme, Host: "pypi.org"}}); err == nil && pu != nil {
+			allowed[hostKey(pu.Hostname())] = true
+		}
+	}
+	dialer := &net.Dialer{Timeout: 30 * time.Second}
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		if allowed[hostKey(host)] {
+			return dialer.DialContext(ctx, network, addr)
+		}
+		// Any other host is asked for by the index: only at a public
+		// address, as resolved here, and dialled at that address (no
+		// second lookup that could answer otherwise).
+		ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+		if err != nil {
+			return nil, err
+		}
+		for _, ip := range ips {
+			if !publicAddr(ip) {
+				return nil, fmt.Errorf("%w: %s resolves to %s, not a public address", ErrOffIndex, host, ip)
+			}
+		}
+		if len(ips) == 0 {
+			return nil, fmt.Errorf("%s: no address", host)
+		}
+		return dialer.DialContext(ctx, network, net.JoinHostPort(ips[0].String(), port))
+	}
+	return &http.Client{Transport: tr, CheckRedirect: func(req *http.Request, via []*http.Request) error {
 		if len(via) >= 10 {
 			return errors.New("more than 10 redirects")
 		}
@@ -122,13 +162,57 @@ func (p PyPI) client() *http.Client {
 	}}
 }
 
+// hostKey is a host name as compared: lower case, without a final dot.
+func hostKey(h string) string { return strings.ToLower(strings.TrimSuffix(strings.Trim(h, "[]"), ".")) }
+
+// nonPublic are the IPv4 ranges that are not the public internet beyond
+// what netip names (loopback, private, link-local, multicast,
+// unspecified): 0/8, shared address space (100.64/10: carrier NAT, and a
+// cloud's metadata service at 100.100.100.200), IETF protocol
+// assignments, benchmarking, reserved.
+var nonPublic = []netip.Prefix{netip.MustParsePrefix("0.0.0.0/8"), netip.MustParsePrefix("100.64.0.0/10"), netip.MustParsePrefix("192.0.0.0/24"),
+	netip.MustParsePrefix("198.18.0.0/15"), netip.MustParsePrefix("240.0.0.0/4")}
+
+// publicAddr says whether ip is a public unicast address, IPv4 written
+// in IPv6 (mapped, compatible, NAT64's 64:ff9b::/96, 6to4's 2002::/16)
+// read as the IPv4 it carries.
+func publicAddr(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	if ip.Is6() {
+		b := ip.As16()
+		switch {
+		case b[0] == 0x20 && b[1] == 0x02: // 6to4
+			ip = netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]})
+		case b == [16]byte{0, 0x64, 0xff, 0x9b, 12: b[12], 13: b[13], 14: b[14], 15: b[15]}: // NAT64
+			ip = netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+		case [12]byte(b[:12]) == [12]byte{} && !ip.IsLoopback() && !ip.IsUnspecified(): // IPv4-compatible
+			ip = netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+		}
+	}
+	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsInterfaceLocalMulticast() ||
+		ip.IsMulticast() || ip.IsUnspecified() || !ip.IsValid() {
+		return false
+	}
+	for _, p := range nonPublic {
+		if p.Contains(ip) {
+			return false
+		}
+	}
+	return true
+}
+
+// numericLabel is a host's last label that is a number (decimal, octal,
+// hex): a resolver that takes inet_aton's forms reads the whole host as
+// an IPv4 address (2130706433, 127.1, 0x7f.0.0.1).
+var numericLabel = regexp.MustCompile(`(?i)^(0x[0-9a-f]*|[0-9]+)$`)
+
 // checkFileURL refuses a URL the index sends the host to (a file's, a
 // redirect's) on another host than the index's unless it is https to a
 // name or a public address: an index page is not to make the host ask
 // its loopback, its link-local metadata service or the private network
 // (the hash check keeps the answer from being used, not the request
-// from being made). A name that resolves to such an address is not
-// caught here.
+// from being made). A name is checked again where it is dialled, by the
+// address it resolves to (see client).
 func (p PyPI) checkFileURL(u *url.URL) error {
 	if u.Scheme != "https" && u.Scheme != "http" {
 		return fmt.Errorf("%w: %s: not http(s)", ErrOffIndex, u.Redacted())
@@ -137,19 +221,24 @@ func (p PyPI) checkFileURL(u *url.URL) error {
 	if err != nil {
 		return err
 	}
-	if strings.EqualFold(u.Host, ix.Host) && (u.Scheme == ix.Scheme || u.Scheme == "https") {
+	host := hostKey(u.Hostname())
+	if host == hostKey(ix.Hostname()) && (u.Scheme == ix.Scheme || u.Scheme == "https") {
 		return nil
 	}
 	if u.Scheme != "https" {
 		return fmt.Errorf("%w: %s: another host than the index's, over http", ErrOffIndex, u.Redacted())
 	}
-	if ip, err := netip.ParseAddr(strings.Trim(u.Hostname(), "[]")); err == nil {
-		ip = ip.Unmap()
-		if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() || ip.IsUnspecified() || ip.IsMulticast() {
-			return fmt.Errorf("%w: %s: a loopback, private or link-local address", ErrOffIndex, u.Redacted())
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if !publicAddr(ip) {
+			return fmt.Errorf("%w: %s: not a public address", ErrOffIndex, u.Redacted())
 		}
+		return nil
 	}
-	if h := strings.ToLower(u.Hostname()); h == "localhost" || strings.HasSuffix(h, ".localhost") {
+	labels := strings.Split(host, ".")
+	if numericLabel.MatchString(labels[len(labels)-1]) {
+		return fmt.Errorf("%w: %s: a host whose last label is a number, an address to some resolvers", ErrOffIndex, u.Redacted())
+	}
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
 		return fmt.Errorf("%w: %s: localhost", ErrOffIndex, u.Redacted())
 	}
 	return nil
@@ -177,7 +266,7 @@ func (p PyPI) Install(ctx context.Context, s Spec) (Installed, error) {
 		return Installed{}, err
 	}
 	rootDist := dists[0]
-	tree, cached, marker, err := p.installTree(dists)
+	tree, cached, marker, err := p.installTree(ctx, dists)
 	if err != nil {
 		return Installed{}, err
 	}
@@ -281,8 +370,8 @@ func (p PyPI) resolve(ctx context.Context, roots []pyRequirement) ([]*pyDist, er
 	}
 	chosen := map[string]*pyDist{}
 	var order []*pyDist
-	pages := map[string][]pyFile{}
 	specsOf := map[string][]string{}
+	var unpacked uint64
 	for len(queue) > 0 {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("%w: resolving: %w", ErrFetch, err)
@@ -306,15 +395,13 @@ func (p PyPI) resolve(ctx context.Context, roots []pyRequirement) ([]*pyDist, er
 			if len(order) >= maxResolved {
 				return nil, fmt.Errorf("%w: more than %d distributions to install", ErrFetch, maxResolved)
 			}
-			files, ok := pages[name]
-			if !ok {
-				var err error
-				if files, err = p.page(ctx, name); err != nil {
-					return nil, err
-				}
-				pages[name] = files
+			// A project's page is read once: it is chosen from then.
+			files, err := p.page(ctx, name)
+			if err != nil {
+				return nil, err
 			}
 			f, err := p.pick(name, files, q.req)
+			files = nil
 			if err != nil {
 				return nil, fmt.Errorf("%w: %s (asked by %s): %w", ErrFetch, q.req.text, q.from, err)
 			}
@@ -327,6 +414,11 @@ func (p PyPI) resolve(ctx context.Context, roots []pyRequirement) ([]*pyDist, er
 				return nil, fmt.Errorf("%w: %w", ErrFetch, err)
 			}
 			zr.Close()
+			// Every wheel is bounded, and so is what they make together.
+			if info.size > uint64(maxTarballFiles)-unpacked {
+				return nil, fmt.Errorf("%w: the packages unpack to over %d bytes in all", ErrFetch, maxTarballFiles)
+			}
+			unpacked += info.size
 			if info.requiresPython != "" {
 				if ok, err := p.pythonFits(info.requiresPython); err != nil || !ok {
 					return nil, fmt.Errorf("%w: %s needs Python %s; the image's is %s", ErrFetch, f.file, info.requiresPython, p.Target.Version)
@@ -446,14 +538,21 @@ func (p PyPI) page(ctx context.Context, name string) ([]pyFile, error) {
 	if len(body) > maxIndexPage {
 		return nil, fmt.Errorf("%w: %s: a page of over %d bytes", ErrFetch, base, maxIndexPage)
 	}
-	return parseIndexPage(resp.Request.URL, name, body), nil
+	files, err := parseIndexPage(ctx, resp.Request.URL, name, body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrFetch, base, err)
+	}
+	return files, nil
 }
 
 // parseIndexPage reads the anchors of a project's page: files of that
 // project (by the name in the file name), with a sha256, over http(s).
-func parseIndexPage(base *url.URL, name string, body []byte) []pyFile {
+func parseIndexPage(ctx context.Context, base *url.URL, name string, body []byte) ([]pyFile, error) {
 	var out []pyFile
-	for _, m := range anchorRE.FindAllSubmatch(body, -1) {
+	for n, m := range anchorRE.FindAllSubmatch(body, -1) {
+		if n%1024 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		attrs := map[string]string{}
 		for _, a := range attrRE.FindAllSubmatch(m[1], -1) {
 			attrs[strings.ToLower(string(a[1]))] = html.UnescapeString(string(a[2]) + string(a[3]) + string(a[4]))
@@ -497,7 +596,7 @@ func parseIndexPage(base *url.URL, name string, body []byte) []pyFile {
 		}
 		out = append(out, f)
 	}
-	return out
+	return out, nil
 }
 
 // sdistVersion reads NAME-VERSION.tar.gz (or .zip) of the project.
@@ -603,7 +702,7 @@ func mustParse(s string) *url.URL {
 // named by their hashes: lib (the site directory), bin (the console
 // scripts' launchers and the wheels' scripts), data. It is built beside
 // and renamed into place, its marker written last.
-func (p PyPI) installTree(dists []*pyDist) (string, bool, pyTreeMarker, error) {
+func (p PyPI) installTree(ctx context.Context, dists []*pyDist) (string, bool, pyTreeMarker, error) {
 	h := sha256.New()
 	for _, d := range dists {
 		fmt.Fprintf(h, "%s\x00%x\x00%q\n", d.file.file, d.file.sha256, d.extras)
@@ -645,7 +744,7 @@ func (p PyPI) installTree(dists []*pyDist) (string, bool, pyTreeMarker, error) {
 		wn, _ := parseWheelName(d.file.file)
 		info, err := checkWheelZip(&zr.Reader, wn, d.file.file)
 		if err == nil {
-			err = installWheel(&zr.Reader, info, tmp, owner)
+			err = installWheel(ctx, &zr.Reader, info, tmp, owner)
 		}
 		zr.Close()
 		if err != nil {

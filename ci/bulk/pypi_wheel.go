@@ -11,6 +11,7 @@ import (
 	"archive/zip"
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/base64"
@@ -176,6 +177,7 @@ type wheelInfo struct {
 	requiresPython string
 	scripts        map[string]string // console_scripts: name -> module:attr
 	purelib        bool
+	size           uint64 // what its files unpack to
 }
 
 // checkWheelPath refuses a zip name that is not a clean relative path.
@@ -234,6 +236,9 @@ func checkWheel(p, file string) (*zip.ReadCloser, wheelInfo, error) {
 	if err != nil {
 		return nil, wheelInfo{}, err
 	}
+	if err := checkZipDirectory(p); err != nil {
+		return nil, wheelInfo{}, fmt.Errorf("%w: %s: %w", ErrWheel, file, err)
+	}
 	zr, err := zip.OpenReader(p)
 	if err != nil {
 		return nil, wheelInfo{}, fmt.Errorf("%w: %s: not a zip: %w", ErrWheel, file, err)
@@ -271,10 +276,12 @@ func checkWheelZip(zr *zip.Reader, wn wheelName, file string) (wheelInfo, error)
 			return wheelInfo{}, bad("entry %q is there twice", f.Name)
 		}
 		byName[f.Name] = f
-		total += f.UncompressedSize64
-		if total > uint64(maxTarballFiles) {
+		// Each size bounded before it is added: a size near 2^64 would
+		// wrap the sum back under the bound.
+		if f.UncompressedSize64 > uint64(maxTarballFiles)-total {
 			return wheelInfo{}, bad("unpacks to over %d bytes", maxTarballFiles)
 		}
+		total += f.UncompressedSize64
 		top, _, _ := strings.Cut(f.Name, "/")
 		if strings.HasSuffix(top, ".dist-info") {
 			if info.distInfo != "" && info.distInfo != top {
@@ -343,7 +350,66 @@ func checkWheelZip(zr *zip.Reader, wn wheelName, file string) (wheelInfo, error)
 	if err := readConsoleScripts(eps, info.scripts); err != nil {
 		return wheelInfo{}, bad("entry_points.txt: %v", err)
 	}
+	info.size = total
 	return info, nil
+}
+
+// maxCentralDir bounds a wheel's central directory, read whole by
+// archive/zip before any entry can be checked (about 200 bytes of memory
+// a record): maxWheelFiles records of long names.
+const maxCentralDir = 32 << 20
+
+// checkZipDirectory refuses a zip whose central directory, by its end
+// record (zip64's too), is past maxCentralDir: archive/zip reads every
+// record from the directory's offset to the end of the file, whatever
+// the end record's counts say, so the offset is what bounds it.
+func checkZipDirectory(p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	size := fi.Size()
+	tail := min(size, 22+65535)
+	buf := make([]byte, tail)
+	if _, err := f.ReadAt(buf, size-tail); err != nil {
+		return err
+	}
+	end := bytes.LastIndex(buf, []byte{'P', 'K', 5, 6})
+	if end < 0 || len(buf)-end < 22 {
+		return errors.New("no end of central directory")
+	}
+	le := func(b []byte) uint64 {
+		var n uint64
+		for i := len(b) - 1; i >= 0; i-- {
+			n = n<<8 | uint64(b[i])
+		}
+		return n
+	}
+	dirSize, dirOffset := le(buf[end+12:end+16]), le(buf[end+16:end+20])
+	if loc := end - 20; loc >= 0 && bytes.Equal(buf[loc:loc+4], []byte{'P', 'K', 6, 7}) {
+		// zip64: the record the locator points at has the real figures.
+		at := int64(le(buf[loc+8 : loc+16]))
+		rec := make([]byte, 56)
+		if at < 0 || at > size-56 {
+			return errors.New("a zip64 end record out of the file")
+		}
+		if _, err := f.ReadAt(rec, at); err != nil {
+			return err
+		}
+		if !bytes.Equal(rec[:4], []byte{'P', 'K', 6, 6}) {
+			return errors.New("no zip64 end record where its locator says")
+		}
+		dirSize, dirOffset = le(rec[40:48]), le(rec[48:56])
+	}
+	if dirSize > maxCentralDir || dirOffset > uint64(size) || uint64(size)-dirOffset > maxCentralDir+uint64(tail) {
+		return fmt.Errorf("a central directory of over %d bytes", maxCentralDir)
+	}
+	return nil
 }
 
 // readHeaders reads a METADATA or WHEEL file's headers (RFC 822 style).
@@ -499,9 +565,12 @@ if __name__ == "__main__":
 // line pointed at the image's python), .data/data and headers into data.
 // owner records which wheel wrote each path: two wheels on one path are
 // refused, as the last one winning would hide the first.
-func installWheel(zr *zip.Reader, info wheelInfo, tree string, owner map[string]string) error {
+func installWheel(ctx context.Context, zr *zip.Reader, info wheelInfo, tree string, owner map[string]string) error {
 	data := strings.TrimSuffix(info.distInfo, ".dist-info") + ".data/"
 	for _, f := range zr.File {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("%w: installing %s: %w", ErrInstall, info.distInfo, err)
+		}
 		if strings.HasSuffix(f.Name, "/") {
 			continue
 		}

@@ -8,8 +8,10 @@ package wrap
 // those two values changed, or nothing is written.
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 
@@ -101,10 +103,54 @@ func WrapTOML(doc []byte, bin string, runArgs []string) ([]byte, []Entry, error)
 	}
 	res := apply(doc, edits)
 	var got map[string]any
-	if _, err := toml.Decode(string(res), &got); err != nil || !reflect.DeepEqual(got, want) {
+	if _, err := toml.Decode(string(res), &got); err != nil || !sameTOML(got, want) {
 		return nil, nil, fmt.Errorf("%w: the rewrite would change more than the servers' commands (%v)", ErrTOMLForm, err)
 	}
 	return res, out, nil
+}
+
+// sameTOML is reflect.DeepEqual with NaN equal to NaN: a file that says
+// nan somewhere is the same file.
+func sameTOML(a, b any) bool {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for k, v := range x {
+			if w, ok := y[k]; !ok || !sameTOML(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !sameTOML(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case []map[string]any:
+		y, ok := b.([]map[string]any)
+		if !ok || len(x) != len(y) {
+			return false
+		}
+		for i := range x {
+			if !sameTOML(x[i], y[i]) {
+				return false
+			}
+		}
+		return true
+	case float64:
+		y, ok := b.(float64)
+		return ok && (x == y || math.IsNaN(x) && math.IsNaN(y))
+	}
+	return reflect.DeepEqual(a, b)
 }
 
 // tomlString is s as a TOML basic string.
@@ -329,19 +375,27 @@ func (sc *tomlScanner) value() error {
 	case '"', '\'':
 		q := d[sc.i]
 		if sc.i+2 < len(d) && d[sc.i+1] == q && d[sc.i+2] == q {
-			end := strings.Index(string(d[sc.i+3:]), strings.Repeat(string(q), 3))
-			for q == '"' && end >= 0 && escaped(d, sc.i+3+end) {
-				next := strings.Index(string(d[sc.i+3+end+1:]), `"""`)
-				if next < 0 {
-					end = -1
+			// A multi-line string: up to the first run of three quotes
+			// not escaped (bytes.Index on the slice: no copy of the rest).
+			close := []byte{q, q, q}
+			from := sc.i + 3
+			end := -1
+			for from <= len(d) {
+				k := bytes.Index(d[from:], close)
+				if k < 0 {
 					break
 				}
-				end += 1 + next
+				if q == '"' && escaped(d, from+k) {
+					from += k + 1
+					continue
+				}
+				end = from + k
+				break
 			}
 			if end < 0 {
 				return errors.New("a multi-line string not closed")
 			}
-			sc.i += 3 + end + 3
+			sc.i = end + 3
 			for sc.i < len(d) && d[sc.i] == q { // up to two quotes may close it
 				sc.i++
 			}

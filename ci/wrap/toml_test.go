@@ -2,6 +2,7 @@ package wrap
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -126,3 +127,22 @@ func TestWrapTOMLStrings(t *testing.T) {
 		t.Errorf("%v\n%s", x, out)
 	}
 }
+
+// TestWrapTOMLHostile: a file of many multi-line strings is read in one
+// pass (it was quadratic: 650 KB took 12 s), and a file that says nan
+// somewhere is still the same file once rewritten.
+func TestWrapTOMLHostile(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("[mcp_servers.x]\ncommand = \"npx\"\n[notes]\n")
+	for i := 0; i < 40_000; i++ {
+		fmt.Fprintf(&b, "k%d = \"\"\"v\\\"\"\" \"\"\"\n", i)
+	}
+	if _, _, err := WrapTOML([]byte(b.String()), "/bin/m", nil); err != nil {
+		t.Errorf("%d KB: %v", b.Len()>>10, err)
+	}
+	out, entries, err := WrapTOML([]byte("threshold = nan\n[mcp_servers.x]\ncommand = \"npx\"\n"), "/bin/m", nil)
+	if err != nil || len(entries) != 1 || !entries[0].Wrapped || !strings.Contains(string(out), "threshold = nan") {
+		t.Errorf("nan: %v %+v", err, entries)
+	}
+}
+
