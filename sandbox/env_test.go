@@ -40,7 +40,8 @@ func TestSeededProjectIsAGitRepo(t *testing.T) {
 		t.Fatalf("calls %+v", res.Report.Calls)
 	}
 	for _, want := range []string{
-		"$ git log --format=%h %an %ad %s --date=iso (<nil>)\n<git-commit-5:short> <git-user> 2025-03-17 10:02:46 +0100 Add design overview\n",
+		"$ git log --format=%h %an %ad %s --date=iso (<nil>)\n<git-commit-6:short> <git-user> 2025-03-19 15:48:02 +0100 Add handbook, metrics, assets, a notebook and the 1.4.2 release\n",
+		"<git-commit-5:short> <git-user> 2025-03-17 10:02:46 +0100 Add design overview\n",
 		"<git-commit-4:short> <git-user> 2025-03-12 14:27:19 +0100 Add default config\n",
 		"<git-commit-1:short> <git-user> 2025-03-03 09:14:07 +0100 Initial commit\n",
 		"$ git status --porcelain --branch (<nil>)\n## main...origin/main\nA  CHANGELOG.md\n\n",
