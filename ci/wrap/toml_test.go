@@ -145,4 +145,3 @@ func TestWrapTOMLHostile(t *testing.T) {
 		t.Errorf("nan: %v %+v", err, entries)
 	}
 }
-
