@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -118,6 +119,17 @@ func TestShardsMergedEqualOneRun(t *testing.T) {
 	}
 	if w, g := untimed(t, want), untimed(t, got); w != g {
 		t.Errorf("merged summary differs from one run's:\nmerged: %s\nsingle: %s", g, w)
+		// What differs is most often a problem one run met: said, so that
+		// a flake under load can be told from a change of behaviour.
+		for _, d := range append([]string{single}, shards...) {
+			reports, _ := filepath.Glob(filepath.Join(d, reportsDir, "*.json"))
+			for _, rp := range reports {
+				var r report.Report
+				if b, err := os.ReadFile(rp); err == nil && json.Unmarshal(b, &r) == nil && len(r.Problems) > 0 {
+					t.Logf("%s: problems %+v", rp, r.Problems)
+				}
+			}
+		}
 	}
 	if want.Totals.Packages != 5 || want.Totals.ByStatus[StatusOK.String()] != 1 || want.Totals.ByStatus[StatusFindings.String()] != 1 {
 		t.Errorf("one run: %d packages by status %v, want 5 (the duplicate once), one ok, one with findings", want.Totals.Packages, want.Totals.ByStatus)
