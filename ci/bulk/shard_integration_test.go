@@ -5,12 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/mcpsandbox/mcpsandbox/ci/report"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcpsandbox/mcpsandbox/ci/report"
 )
 
 // Environment of a shard process: TestShardChild runs a shard when these
