@@ -112,6 +112,7 @@ func WrapTOML(doc []byte, bin string, runArgs []string) ([]byte, []Entry, error)
 // sameTOML is reflect.DeepEqual with NaN equal to NaN: a file that says
 // nan somewhere is the same file.
 func sameTOML(a, b any) bool {
+	a, b = anyList(a), anyList(b)
 	switch x := a.(type) {
 	case map[string]any:
 		y, ok := b.(map[string]any)
@@ -135,22 +136,24 @@ func sameTOML(a, b any) bool {
 			}
 		}
 		return true
-	case []map[string]any:
-		y, ok := b.([]map[string]any)
-		if !ok || len(x) != len(y) {
-			return false
-		}
-		for i := range x {
-			if !sameTOML(x[i], y[i]) {
-				return false
-			}
-		}
-		return true
 	case float64:
 		y, ok := b.(float64)
 		return ok && (x == y || math.IsNaN(x) && math.IsNaN(y))
 	}
 	return reflect.DeepEqual(a, b)
+}
+
+// anyList is an array of tables ([[x]], []map[string]any) as the []any
+// other arrays are, for sameTOML.
+func anyList(v any) any {
+	if l, ok := v.([]map[string]any); ok {
+		out := make([]any, len(l))
+		for i, m := range l {
+			out[i] = m
+		}
+		return out
+	}
+	return v
 }
 
 // tomlString is s as a TOML basic string.
