@@ -20,6 +20,7 @@ import (
 	"image/png"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -112,21 +113,23 @@ func canaryImage() image.Image {
 	return img
 }
 
-func pngDoc() string {
-	var buf bytes.Buffer
-	if err := png.Encode(&buf, canaryImage()); err != nil {
-		panic(err)
-	}
-	return buf.String()
-}
-
-func jpegDoc() string {
-	var buf bytes.Buffer
-	if err := jpeg.Encode(&buf, canaryImage(), &jpeg.Options{Quality: 80}); err != nil {
-		panic(err)
-	}
-	return buf.String()
-}
+// pngDoc and jpegDoc are the same bytes every time: encoded once.
+var (
+	pngDoc = sync.OnceValue(func() string {
+		var buf bytes.Buffer
+		if err := png.Encode(&buf, canaryImage()); err != nil {
+			panic(err)
+		}
+		return buf.String()
+	})
+	jpegDoc = sync.OnceValue(func() string {
+		var buf bytes.Buffer
+		if err := jpeg.Encode(&buf, canaryImage(), &jpeg.Options{Quality: 80}); err != nil {
+			panic(err)
+		}
+		return buf.String()
+	})
+)
 
 // notebookDoc is a Jupyter notebook (nbformat 4) of a markdown cell and
 // a code cell, never run.
