@@ -229,6 +229,14 @@ func ChooseEntryReadme(m Manifest, named string, readme []byte) (Entry, error) {
 	return Entry{Path: "index.js", Why: "index.js (no main): " + why + note}, nil
 }
 
+// Name is what the entry is called in words: its bin, else its file.
+func (e Entry) Name() string {
+	if e.Bin != "" {
+		return e.Bin
+	}
+	return e.Path
+}
+
 func binList(bins map[string]string) string {
 	if len(bins) == 0 {
 		return "no bin"

@@ -304,7 +304,7 @@ func (n NPM) installResolved(ctx context.Context, s Spec, r Resolved, integrity,
 			if _, err := os.Stat(file); err != nil {
 				continue
 			}
-			alt := Entry{Path: p, Bin: b, Why: "the next bin, after " + e.Bin + " did not answer initialize"}
+			alt := Entry{Path: p, Bin: b, Why: "the next bin, after " + e.Name() + " did not answer initialize"}
 			in.Alternatives = append(in.Alternatives, Alternative{Entry: alt, Argv: entryArgv(file, PackageTarget+"/node_modules/"+r.Name+"/"+p, s.Args)})
 		}
 	}

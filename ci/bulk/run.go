@@ -516,7 +516,7 @@ func runOne(ctx context.Context, s Spec, o Options, sl slots, turn turns) (Resul
 		if st != StatusFailedStart || sctx.Err() != nil {
 			break
 		}
-		tried = append(tried, fmt.Sprintf("%s did not start (%s)", in.Entry.Bin, report.OneLine(startWhy(rep, err))))
+		tried = append(tried, fmt.Sprintf("%s did not start (%s)", in.Entry.Name(), report.OneLine(startWhy(rep, err))))
 		next := in
 		e := alt.Entry
 		next.Entry, next.Argv = &e, alt.Argv
